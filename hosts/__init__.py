@@ -1,0 +1,1 @@
+"""Lab inventory: workers, hosts, labels and the host audit trail."""

@@ -1,0 +1,65 @@
+"""One query language for hosts and workers, used by the API and the UI alike."""
+
+from __future__ import annotations
+
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.utils import timezone
+from django_filters import rest_framework as filters
+
+from hosts.choices import HostStatus
+from hosts.models import Host, Worker
+from schedsite.filters import RepeatedCharFilter
+
+
+class HostFilterSet(filters.FilterSet):
+    label = RepeatedCharFilter(
+        field_name="labels__name",
+        conjoined=True,
+        help_text="Repeat for AND: ?label=board:eve&label=pool:cq",
+    )
+    status = filters.MultipleChoiceFilter(choices=HostStatus.choices)
+    locked = filters.BooleanFilter()
+    leased = filters.BooleanFilter(method="filter_leased", label="Leased")
+    worker = filters.CharFilter(field_name="worker__name")
+    q = filters.CharFilter(method="filter_q", label="Search")
+
+    class Meta:
+        model = Host
+        fields = ["label", "status", "locked", "leased", "worker", "q"]
+
+    def filter_leased(self, queryset: QuerySet[Host], name: str, value: bool | None) -> QuerySet:
+        if value is None:
+            return queryset
+        from jobs.models import Lease
+
+        active = Exists(Lease.objects.filter(host=OuterRef("pk"), released_at__isnull=True))
+        return queryset.filter(active) if value else queryset.exclude(active)
+
+    def filter_q(self, queryset: QuerySet[Host], name: str, value: str) -> QuerySet:
+        value = value.strip()
+        if not value:
+            return queryset
+        return queryset.filter(
+            Q(hostname__icontains=value)
+            | Q(lock_reason__icontains=value)
+            | Q(current_build__icontains=value)
+            | Q(labels__name__iexact=value)
+        ).distinct()
+
+
+class WorkerFilterSet(filters.FilterSet):
+    paused = filters.BooleanFilter()
+    online = filters.BooleanFilter(method="filter_online", label="Online")
+    q = filters.CharFilter(field_name="name", lookup_expr="icontains", label="Search")
+
+    class Meta:
+        model = Worker
+        fields = ["paused", "online", "q"]
+
+    def filter_online(self, queryset: QuerySet[Worker], name: str, value: bool | None) -> QuerySet:
+        if value is None:
+            return queryset
+        from jobs.selectors import online_cutoff
+
+        online = Q(last_seen__gte=online_cutoff(timezone.now()))
+        return queryset.filter(online) if value else queryset.exclude(online)

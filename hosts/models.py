@@ -1,0 +1,133 @@
+"""Workers, hosts (DUTs), labels and the host event log."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from hosts.choices import EventKind, HostStatus
+from hosts.validators import hostname_validator, label_validator, worker_name_validator
+
+
+class Worker(models.Model):
+    """A lab server that drives hosts; paused or offline workers get no new leases."""
+
+    name = models.CharField(max_length=100, unique=True, validators=[worker_name_validator])
+    paused = models.BooleanField(default=False)
+    paused_reason = models.CharField(max_length=500, blank=True)
+    paused_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    paused_at = models.DateTimeField(null=True, blank=True)
+    last_seen = models.DateTimeField(null=True, blank=True)
+    # The account whose token the worker's runner uses; it may work only this worker's leases.
+    runner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="runner_workers",
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(paused=False) | ~Q(paused_reason=""),
+                name="worker_pause_needs_reason",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def is_online(self, now: datetime | None = None) -> bool:
+        if self.last_seen is None:
+            return False
+        now = now or timezone.now()
+        return now - self.last_seen <= timedelta(seconds=settings.WORKER_OFFLINE_TIMEOUT)
+
+
+class Label(models.Model):
+    """A tag a host carries, such as board:eve or pool:cq; jobs require sets of them."""
+
+    name = models.CharField(max_length=100, unique=True, validators=[label_validator])
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Host(models.Model):
+    """One device under test."""
+
+    hostname = models.CharField(max_length=255, unique=True, validators=[hostname_validator])
+    worker = models.ForeignKey(
+        Worker, null=True, blank=True, on_delete=models.PROTECT, related_name="hosts"
+    )
+    labels = models.ManyToManyField(Label, blank=True, related_name="hosts")
+    status = models.CharField(
+        max_length=20, choices=HostStatus.choices, default=HostStatus.READY, db_index=True
+    )
+    locked = models.BooleanField(default=False, db_index=True)
+    lock_reason = models.CharField(max_length=500, blank=True)
+    locked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    locked_at = models.DateTimeField(null=True, blank=True)
+    current_build = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["hostname"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(locked=False) | ~Q(lock_reason=""), name="host_lock_needs_reason"
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=HostStatus.values), name="host_status_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.hostname
+
+    @property
+    def label_names(self) -> list[str]:
+        return sorted(label.name for label in self.labels.all())
+
+
+class HostEvent(models.Model):
+    """One entry of the audit trail: who did what to a host (or worker), and why."""
+
+    host = models.ForeignKey(
+        Host, null=True, blank=True, on_delete=models.CASCADE, related_name="events"
+    )
+    worker = models.ForeignKey(
+        Worker, null=True, blank=True, on_delete=models.CASCADE, related_name="events"
+    )
+    kind = models.CharField(max_length=20, choices=EventKind.choices)
+    actor = models.CharField(max_length=150)  # a username, or "scheduler"
+    message = models.TextField(blank=True)
+    lease_id = models.BigIntegerField(null=True, blank=True)
+    job_id = models.BigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["host", "-created_at"]),
+            models.Index(fields=["worker", "-created_at"]),
+        ]
+
+    def __str__(self) -> str:
+        target = self.host or self.worker
+        return f"{target} {self.kind} by {self.actor}"

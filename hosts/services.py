@@ -1,0 +1,408 @@
+"""State changes of workers and hosts; each is atomic, compare-and-set, and audited."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from hosts.choices import EventKind, HostStatus
+from hosts.models import Host, HostEvent, Label, Worker
+from hosts.validators import hostname_validator, label_validator, worker_name_validator
+from schedsite.errors import Conflict, InvalidInput
+
+Actor = AbstractBaseUser | AnonymousUser | str | None
+SCHEDULER = "scheduler"
+
+
+def actor_name(actor: Actor) -> str:
+    """Name the actor for the audit trail: a username, or a system actor's name."""
+    if actor is None:
+        return SCHEDULER
+    if isinstance(actor, str):
+        return actor
+    return actor.get_username() or "anonymous"
+
+
+def actor_user(actor: Actor) -> AbstractBaseUser | None:
+    if actor is None or isinstance(actor, str) or not actor.is_authenticated:
+        return None
+    return actor  # type: ignore[return-value]
+
+
+def event_record(
+    *,
+    kind: str,
+    actor: Actor,
+    message: str = "",
+    host: Host | None = None,
+    worker: Worker | None = None,
+    lease_id: int | None = None,
+    job_id: int | None = None,
+    at: datetime | None = None,
+) -> HostEvent:
+    """Write one audit-trail entry."""
+    return HostEvent.objects.create(
+        host=host,
+        worker=worker,
+        kind=kind,
+        actor=actor_name(actor),
+        message=message,
+        lease_id=lease_id,
+        job_id=job_id,
+        created_at=at or timezone.now(),
+    )
+
+
+def _request_tick(reason: str) -> None:
+    from jobs.tasks import request_tick  # the scheduler app depends on this one, not back
+
+    request_tick(reason)
+
+
+def _validate(validator, value: str, field: str) -> None:  # noqa: ANN001
+    try:
+        validator(value)
+    except ValidationError as exc:
+        raise InvalidInput(f"{field} {value!r}: {exc.messages[0]}", field=field) from exc
+
+
+def labels_validate(names: Iterable[str], field: str = "labels") -> list[str]:
+    """Return the distinct label names, sorted, or raise InvalidInput naming the bad one."""
+    if isinstance(names, str):
+        raise InvalidInput("labels must be a list of names", field=field)
+    wanted = sorted({str(n).strip() for n in names if n and str(n).strip()})
+    for name in wanted:
+        if len(name) > 100:
+            raise InvalidInput(f"label {name[:40]!r}…: at most 100 characters", field=field)
+        _validate(label_validator, name, field)
+    return wanted
+
+
+def labels_get_or_create(names: Iterable[str]) -> list[Label]:
+    """Return Label rows for the names, creating the missing ones."""
+    wanted = labels_validate(names)
+    existing = {lbl.name: lbl for lbl in Label.objects.filter(name__in=wanted)}
+    missing = [Label(name=n) for n in wanted if n not in existing]
+    if missing:
+        Label.objects.bulk_create(missing, ignore_conflicts=True)
+        existing = {lbl.name: lbl for lbl in Label.objects.filter(name__in=wanted)}
+    return [existing[n] for n in wanted]
+
+
+# --- workers --------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def worker_create(*, name: str, by: Actor, paused: bool = False, reason: str = "") -> Worker:
+    """Add a lab server."""
+    _validate(worker_name_validator, name, "name")
+    if Worker.objects.filter(name=name).exists():
+        raise Conflict(f"worker {name} already exists", field="name")
+    if paused and not reason.strip():
+        reason = "paused when created"
+    worker = Worker.objects.create(
+        name=name,
+        paused=paused,
+        paused_reason=reason.strip() if paused else "",
+        paused_by=actor_user(by) if paused else None,
+        paused_at=timezone.now() if paused else None,
+    )
+    event_record(kind=EventKind.CREATED, actor=by, worker=worker, message=f"worker {name} added")
+    return worker
+
+
+@transaction.atomic
+def worker_pause(*, worker: Worker, by: Actor, reason: str) -> Worker:
+    """Stop new leases on the worker's hosts; running leases continue."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise InvalidInput("a reason is required to pause a worker", field="reason")
+    now = timezone.now()
+    changed = Worker.objects.filter(pk=worker.pk, paused=False).update(
+        paused=True, paused_reason=reason[:500], paused_by=actor_user(by), paused_at=now
+    )
+    if not changed:
+        raise Conflict(f"worker {worker.name} is already paused")
+    event_record(kind=EventKind.PAUSED, actor=by, worker=worker, message=reason, at=now)
+    worker.refresh_from_db()
+    return worker
+
+
+@transaction.atomic
+def worker_resume(*, worker: Worker, by: Actor) -> Worker:
+    """Let the worker's hosts take new leases again."""
+    changed = Worker.objects.filter(pk=worker.pk, paused=True).update(
+        paused=False, paused_reason="", paused_by=None, paused_at=None
+    )
+    if not changed:
+        raise Conflict(f"worker {worker.name} is not paused")
+    event_record(kind=EventKind.RESUMED, actor=by, worker=worker)
+    _request_tick("worker resumed")
+    worker.refresh_from_db()
+    return worker
+
+
+def worker_heartbeat(*, worker: Worker, at: datetime | None = None) -> Worker:
+    """Mark the worker seen; a worker coming back online makes its hosts schedulable."""
+    at = at or timezone.now()
+    was_online = worker.is_online(at)
+    Worker.objects.filter(pk=worker.pk).update(last_seen=at)
+    worker.last_seen = at
+    if not was_online:
+        with transaction.atomic():
+            event_record(
+                kind=EventKind.UPDATED,
+                actor=worker.name,
+                worker=worker,
+                message="worker online",
+                at=at,
+            )
+            _request_tick("worker online")
+    return worker
+
+
+@transaction.atomic
+def worker_delete(*, worker: Worker, by: Actor) -> None:
+    """Remove a worker that no longer drives any host."""
+    if Host.objects.filter(worker=worker).exists():
+        raise Conflict(f"worker {worker.name} still has hosts; move or delete them first")
+    worker.delete()
+
+
+# --- hosts ----------------------------------------------------------------------------------
+
+
+def _check_status(status: str) -> None:
+    if status not in HostStatus.values:
+        raise InvalidInput(
+            f"status {status!r} is not one of {', '.join(HostStatus.values)}", field="status"
+        )
+
+
+@transaction.atomic
+def host_create(
+    *,
+    hostname: str,
+    by: Actor,
+    worker: Worker | None = None,
+    labels: Iterable[str] = (),
+    status: str = HostStatus.READY,
+    current_build: str = "",
+) -> Host:
+    """Add a host to the inventory."""
+    _validate(hostname_validator, hostname, "hostname")
+    if len(hostname) > 255:
+        raise InvalidInput("hostname: at most 255 characters", field="hostname")
+    _check_status(status)
+    if Host.objects.filter(hostname=hostname).exists():
+        raise Conflict(f"host {hostname} already exists", field="hostname")
+    host = Host.objects.create(
+        hostname=hostname, worker=worker, status=status, current_build=current_build[:200]
+    )
+    host.labels.set(labels_get_or_create(labels))
+    event_record(
+        kind=EventKind.CREATED,
+        actor=by,
+        host=host,
+        message=f"labels: {', '.join(host.label_names) or '(none)'}",
+    )
+    if status == HostStatus.READY:
+        _request_tick("host added")
+    return host
+
+
+_UNSET = object()
+
+
+@transaction.atomic
+def host_update(
+    *,
+    host: Host,
+    by: Actor,
+    labels: Iterable[str] | None = None,
+    status: str | None = None,
+    worker: Worker | None | object = _UNSET,
+    current_build: str | None = None,
+) -> Host:
+    """Change a host's labels, status, worker or build; each change is audited."""
+    host = Host.objects.select_for_update().get(pk=host.pk)
+    changes: list[str] = []
+    if labels is not None:
+        new = labels_get_or_create(labels)
+        old = host.label_names
+        if sorted(lbl.name for lbl in new) != old:
+            host.labels.set(new)
+            changes.append(
+                f"labels {', '.join(old) or '(none)'} → "
+                f"{', '.join(lbl.name for lbl in new) or '(none)'}"
+            )
+    if worker is not _UNSET and worker != host.worker:
+        old_name = host.worker.name if host.worker else "(none)"
+        host.worker = worker  # type: ignore[assignment]
+        changes.append(f"worker {old_name} → {worker.name if worker else '(none)'}")  # type: ignore[union-attr]
+    if current_build is not None and current_build != host.current_build:
+        changes.append(f"build {host.current_build or '(none)'} → {current_build or '(none)'}")
+        host.current_build = current_build[:200]
+    if changes:
+        host.save()
+        event_record(kind=EventKind.UPDATED, actor=by, host=host, message="; ".join(changes))
+    if status is not None and status != host.status:
+        host = host_set_status(host=host, status=status, by=by)
+    elif changes:
+        _request_tick("host updated")
+    return host
+
+
+@transaction.atomic
+def host_set_status(*, host: Host, status: str, by: Actor, message: str = "") -> Host:
+    """Move a host between ready / needs_repair / repairing / repair_failed."""
+    _check_status(status)
+    old = Host.objects.filter(pk=host.pk).values_list("status", flat=True).first()
+    if old is None:
+        raise Conflict(f"host {host.hostname} no longer exists")
+    if old == status:
+        return host
+    changed = Host.objects.filter(pk=host.pk, status=old).update(status=status)
+    if not changed:
+        raise Conflict(f"host {host.hostname} changed status concurrently; try again")
+    text = f"{old} → {status}" + (f": {message}" if message else "")
+    event_record(kind=EventKind.STATUS, actor=by, host=host, message=text)
+    host.status = status
+    if status == HostStatus.READY:
+        _request_tick("host ready")
+    return host
+
+
+@transaction.atomic
+def host_lock(*, host: Host, by: Actor, reason: str) -> Host:
+    """Take a host out of scheduling for debugging; a reason is required."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise InvalidInput("a reason is required to lock a host", field="reason")
+    now = timezone.now()
+    changed = Host.objects.filter(pk=host.pk, locked=False).update(
+        locked=True, lock_reason=reason[:500], locked_by=actor_user(by), locked_at=now
+    )
+    if not changed:
+        raise Conflict(f"host {host.hostname} is already locked")
+    event_record(kind=EventKind.LOCKED, actor=by, host=host, message=reason, at=now)
+    host.refresh_from_db()
+    return host
+
+
+@transaction.atomic
+def host_unlock(*, host: Host, by: Actor) -> Host:
+    """Return a locked host to scheduling."""
+    changed = Host.objects.filter(pk=host.pk, locked=True).update(
+        locked=False, lock_reason="", locked_by=None, locked_at=None
+    )
+    if not changed:
+        raise Conflict(f"host {host.hostname} is not locked")
+    event_record(kind=EventKind.UNLOCKED, actor=by, host=host)
+    _request_tick("host unlocked")
+    host.refresh_from_db()
+    return host
+
+
+@transaction.atomic
+def host_delete(*, host: Host, by: Actor) -> None:
+    """Remove a host that holds no active lease and no job is pinned to."""
+    host = Host.objects.select_for_update().get(pk=host.pk)
+    if host.leases.filter(released_at__isnull=True).exists():
+        raise Conflict(f"host {host.hostname} has an active lease; release it first")
+    if host.pinned_jobs.exists():
+        raise Conflict(f"jobs are pinned to {host.hostname}; it cannot be deleted")
+    host.leases.all().delete()
+    host.delete()
+
+
+# --- added for the REST API (issue 3) --------------------------------------------------------
+
+
+@transaction.atomic
+def worker_update(
+    *,
+    worker: Worker,
+    by: Actor,
+    name: str | None = None,
+    runner: AbstractBaseUser | None | object = _UNSET,
+) -> Worker:
+    """Rename a worker or change the account its runner uses; each change is audited."""
+    worker = Worker.objects.select_for_update().get(pk=worker.pk)
+    changes: list[str] = []
+    if name is not None and name != worker.name:
+        _validate(worker_name_validator, name, "name")
+        if len(name) > 100:
+            raise InvalidInput("name: at most 100 characters", field="name")
+        if Worker.objects.filter(name=name).exclude(pk=worker.pk).exists():
+            raise Conflict(f"worker {name} already exists", field="name")
+        changes.append(f"renamed {worker.name} → {name}")
+        worker.name = name
+    if runner is not _UNSET and getattr(runner, "pk", None) != worker.runner_id:
+        old = worker.runner.get_username() if worker.runner else "(none)"
+        new = runner.get_username() if runner is not None else "(none)"  # type: ignore[union-attr]
+        worker.runner = runner  # type: ignore[assignment]
+        changes.append(f"runner {old} → {new}")
+    if changes:
+        worker.save()
+        event_record(kind=EventKind.UPDATED, actor=by, worker=worker, message="; ".join(changes))
+    return worker
+
+
+@transaction.atomic
+def worker_runner_ensure(
+    *, worker_name: str, by: Actor, username: str | None = None
+) -> tuple[Worker, AbstractBaseUser]:
+    """Get or create a worker's runner account (group runners) and link it to the worker."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    from schedsite.roles import RUNNER_GROUP
+
+    worker = Worker.objects.filter(name=worker_name).first()
+    if worker is None:
+        worker = worker_create(name=worker_name, by=by)
+    username = (username or f"runner-{worker_name}").strip()
+    User = get_user_model()
+    user, created = User.objects.get_or_create(username=username)
+    if created:
+        # Runners authenticate with their token only; no password can log in to the UI.
+        user.set_unusable_password()
+        user.save()
+    group, _ = Group.objects.get_or_create(name=RUNNER_GROUP)
+    user.groups.add(group)
+    worker = worker_update(worker=worker, by=by, runner=user)
+    return worker, user
+
+
+# --- added for the web UI (issue 4) ----------------------------------------------------------
+
+
+@transaction.atomic
+def hosts_bulk_lock(
+    *, hosts: Iterable[Host], by: Actor, reason: str, unlock: bool = False
+) -> dict[str, str | None]:
+    """Lock (or unlock) several hosts; returns hostname → None when done, or why it was not."""
+    # One transaction for the batch, one savepoint per host (host_lock is atomic itself): a host
+    # in the wrong state is reported and skipped while the others still change.
+    from schedsite.errors import ServiceError
+
+    reason = (reason or "").strip()
+    if not unlock and not reason:
+        raise InvalidInput("a reason is required to lock hosts", field="reason")
+    results: dict[str, str | None] = {}
+    for host in hosts:
+        try:
+            if unlock:
+                host_unlock(host=host, by=by)
+            else:
+                host_lock(host=host, by=by, reason=reason)
+            results[host.hostname] = None
+        except ServiceError as exc:
+            results[host.hostname] = exc.message
+    return results

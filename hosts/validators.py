@@ -1,0 +1,17 @@
+"""Validators for names that appear in URLs, labels and lab files."""
+
+from __future__ import annotations
+
+from django.core.validators import RegexValidator
+
+hostname_validator = RegexValidator(
+    r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z",
+    "Use letters, digits, '.', '-' and '_' (starting with a letter or digit).",
+)
+worker_name_validator = hostname_validator
+# Labels are 'key:value' or bare words; commas and spaces are reserved (jobs store their label
+# set as a comma-delimited key).
+label_validator = RegexValidator(
+    r"^[A-Za-z0-9][A-Za-z0-9._:/=+-]*\Z",
+    "Use letters, digits and . _ : / = + - (no spaces or commas).",
+)

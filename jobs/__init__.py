@@ -1,0 +1,1 @@
+"""Suites, jobs, leases and the scheduler."""

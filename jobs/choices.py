@@ -1,0 +1,47 @@
+"""Choices for suites, jobs and leases."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    LEASED = "leased", "Leased"
+    RUNNING = "running", "Running"
+    PASSED = "passed", "Passed"
+    FAILED = "failed", "Failed"
+    ABORTED = "aborted", "Aborted"
+    ERROR = "error", "Error"
+
+
+ACTIVE_JOB_STATUSES = (JobStatus.LEASED, JobStatus.RUNNING)
+TERMINAL_JOB_STATUSES = (JobStatus.PASSED, JobStatus.FAILED, JobStatus.ABORTED, JobStatus.ERROR)
+
+
+class SuiteStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    COMPLETED = "completed", "Completed"
+    ABORTED = "aborted", "Aborted"
+
+
+class ReleaseReason(models.TextChoices):
+    COMPLETED = "completed", "Completed"
+    ABORTED = "aborted", "Aborted"
+    EXPIRED = "expired", "Expired"
+    RELEASED = "released", "Released"
+    TIMEOUT = "timeout", "Timed out"
+
+
+class Priority(models.IntegerChoices):
+    """Named priority levels (Autotest's), higher runs first."""
+
+    WEEKLY = 10, "weekly"
+    DAILY = 20, "daily"
+    POSTBUILD = 30, "postbuild"
+    DEFAULT = 40, "default"
+    BUILD = 50, "build"
+    PFQ = 60, "pfq"
+    CQ = 70, "cq"
+    SUPER = 80, "super"

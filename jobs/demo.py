@@ -1,0 +1,185 @@
+"""The demo lab that `make run` seeds, and simulated runners that keep its queue moving."""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db import transaction
+from django.utils import timezone
+
+from hosts import services as host_services
+from hosts.choices import HostStatus
+from hosts.models import Host, Worker
+from jobs import services
+from jobs.choices import JobStatus
+from jobs.models import Job, Lease
+from schedsite.errors import ServiceError
+
+DEMO_USERS = {  # username: (password, staff)
+    "admin": ("admin", True),
+    "alice": ("alice", False),
+}
+BOARDS = ["eve", "kevin", "octopus", "hatch"]
+TESTS = [
+    "login_Smoke",
+    "graphics_GLBench",
+    "power_Resume",
+    "network_WiFi",
+    "audio_Loopback",
+    "video_Decode",
+    "storage_Fio",
+    "bluetooth_Pair",
+]
+
+
+def ensure_groups() -> None:
+    for name in ("lab-staff", "runners"):
+        Group.objects.get_or_create(name=name)
+
+
+def ensure_users() -> None:
+    User = get_user_model()
+    for username, (password, staff) in DEMO_USERS.items():
+        user, created = User.objects.get_or_create(username=username)
+        if created:
+            user.set_password(password)
+            user.is_staff = staff
+            user.is_superuser = staff
+            user.save()
+
+
+@transaction.atomic
+def seed(*, hosts_per_worker: int = 8, rng: random.Random | None = None) -> str:
+    """Build the demo lab once: workers, labelled hosts, users and a few suites."""
+    rng = rng or random.Random(7)
+    ensure_groups()
+    ensure_users()
+    if Host.objects.exists():
+        return "demo lab already present; left as it is"
+    admin = get_user_model().objects.get(username="admin")
+    alice = get_user_model().objects.get(username="alice")
+    now = timezone.now()
+    for w in range(1, 4):
+        worker = host_services.worker_create(name=f"worker-{w}", by=admin)
+        Worker.objects.filter(pk=worker.pk).update(last_seen=now)
+        for i in range(hosts_per_worker):
+            board = BOARDS[(w + i) % len(BOARDS)]
+            labels = [
+                f"board:{board}",
+                f"pool:{'cq' if i % 3 else 'bvt'}",
+                f"model:{board}-{i % 2}",
+            ]
+            if i % 4 == 0:
+                labels.append("chameleon")
+            if i % 5 == 0:
+                labels.append("bluetooth")
+            host_services.host_create(
+                hostname=f"chromeos{w}-row{i // 4 + 1}-host{i % 4 + 1}.lab",
+                worker=worker,
+                labels=labels,
+                by=admin,
+                current_build=f"R{118 + i % 3}-demo",
+            )
+    first = Host.objects.order_by("hostname")
+    host_services.host_lock(host=first[1], by=admin, reason="flaky USB hub, debugging")
+    host_services.host_set_status(
+        host=first[5], status=HostStatus.NEEDS_REPAIR, by=admin, message="battery swollen"
+    )
+    submit_random_suite(owner=alice, rng=rng, name="bvt-inline R120", priority=70, min_duts=3)
+    submit_random_suite(
+        owner=alice, rng=rng, name="graphics nightly", priority=20, min_duts=2, jobs=14
+    )
+    submit_random_suite(owner=admin, rng=rng, name="pfq smoke", priority=60, max_duts=4)
+    services.suite_submit(
+        owner=alice,
+        name="bluetooth everywhere",
+        priority=30,
+        fanout_labels=["bluetooth"],
+        fanout_name="bluetooth_Pair",
+    )
+    services.job_submit(
+        owner=alice, spec=services.JobSpec(name="needs a board nobody has", labels=["board:sarien"])
+    )
+    return f"seeded {Host.objects.count()} hosts on {Worker.objects.count()} workers"
+
+
+def submit_random_suite(
+    *,
+    owner,
+    rng: random.Random,
+    name: str,
+    priority: int = 40,  # noqa: ANN001
+    min_duts: int = 0,
+    max_duts: int | None = None,
+    jobs: int = 8,
+) -> None:
+    board = rng.choice(BOARDS)
+    specs = []
+    for i in range(jobs):
+        labels = [f"board:{board}"] if i % 3 else [f"board:{board}", "pool:cq"]
+        if i == 4:
+            labels.append("chameleon")
+        specs.append(
+            services.JobSpec(name=f"{rng.choice(TESTS)}.{i}", labels=labels, max_retries=1)
+        )
+    services.suite_submit(
+        owner=owner,
+        name=name,
+        jobs=specs,
+        priority=priority,
+        min_duts=min_duts,
+        max_duts=max_duts,
+        build=f"R{rng.randint(118, 121)}-demo",
+    )
+
+
+def simulate_step(*, rng: random.Random, keep_queued: int = 10) -> dict:
+    """Act as every worker's runner once: heartbeat, start leased jobs, finish some."""
+    now = timezone.now()
+    Worker.objects.update(last_seen=now)
+    done = started = 0
+    for lease in Lease.objects.filter(released_at__isnull=True, job__isnull=False).select_related(
+        "job", "host"
+    ):
+        job = lease.job
+        try:
+            if job.status == JobStatus.LEASED:
+                services.job_start(job=job, by="runner-sim")
+                started += 1
+            elif job.status == JobStatus.RUNNING:
+                services.lease_heartbeat(lease=lease, by="runner-sim")
+                ran = (now - job.started_at).total_seconds() if job.started_at else 0
+                if ran > rng.uniform(3, 12):
+                    result = JobStatus.PASSED if rng.random() < 0.85 else JobStatus.FAILED
+                    services.job_complete(
+                        job=job,
+                        result=result,
+                        by="runner-sim",
+                        message="simulated run",
+                        host_ok=rng.random() > 0.03,
+                    )
+                    done += 1
+        except ServiceError:
+            continue  # the lease moved on meanwhile (released, expired): nothing to do
+    # Hosts the runners flagged come back from "repair" after a while, as in a real lab.
+    for host in Host.objects.filter(status=HostStatus.NEEDS_REPAIR, locked=False)[:1]:
+        if rng.random() < 0.1:
+            host_services.host_set_status(
+                host=host, status=HostStatus.READY, by="repair-sim", message="simulated repair"
+            )
+    if Job.objects.filter(status=JobStatus.QUEUED).count() < keep_queued:
+        from django.contrib.auth import get_user_model
+
+        owner = get_user_model().objects.filter(username="alice").first()
+        submit_random_suite(
+            owner=owner,
+            rng=rng,
+            name=f"continuous {now:%H:%M:%S}",
+            priority=rng.choice([20, 40, 50, 70]),
+            min_duts=rng.choice([0, 2]),
+            jobs=rng.randint(4, 10),
+        )
+    return {"started": started, "finished": done, "at": now + timedelta(0)}

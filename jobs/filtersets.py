@@ -1,0 +1,78 @@
+"""One query language for suites, jobs and leases, used by the API and the UI alike."""
+
+from __future__ import annotations
+
+from django.db.models import Q, QuerySet
+from django_filters import rest_framework as filters
+
+from jobs.choices import JobStatus
+from jobs.models import Job, Lease, Suite
+from schedsite.filters import RepeatedCharFilter
+
+
+class JobFilterSet(filters.FilterSet):
+    status = filters.MultipleChoiceFilter(choices=JobStatus.choices)
+    suite = filters.NumberFilter(field_name="suite_id")
+    standalone = filters.BooleanFilter(field_name="suite", lookup_expr="isnull")
+    label = RepeatedCharFilter(
+        method="filter_label", help_text="Jobs requiring every given label (repeat for AND)"
+    )
+    host = filters.CharFilter(field_name="host__hostname", label="Pinned host")
+    owner = filters.CharFilter(field_name="owner__username")
+    q = filters.CharFilter(method="filter_q", label="Search")
+
+    class Meta:
+        model = Job
+        fields = ["status", "suite", "standalone", "label", "host", "owner", "q"]
+
+    def filter_label(self, queryset: QuerySet[Job], name: str, value: list[str]) -> QuerySet:
+        # Jobs store their labels as ",a,b,", so one label is a plain substring test.
+        for label in value or []:
+            queryset = queryset.filter(label_key__contains=f",{label},")
+        return queryset
+
+    def filter_q(self, queryset: QuerySet[Job], name: str, value: str) -> QuerySet:
+        value = value.strip()
+        if not value:
+            return queryset
+        return queryset.filter(Q(name__icontains=value) | Q(suite__name__icontains=value))
+
+
+class SuiteFilterSet(filters.FilterSet):
+    owner = filters.CharFilter(field_name="owner__username")
+    aborted = filters.BooleanFilter(field_name="aborted_at", lookup_expr="isnull", exclude=True)
+    active = filters.BooleanFilter(method="filter_active", label="Has unfinished jobs")
+    q = filters.CharFilter(method="filter_q", label="Search")
+
+    class Meta:
+        model = Suite
+        fields = ["owner", "aborted", "active", "q"]
+
+    def filter_active(self, queryset: QuerySet[Suite], name: str, value: bool | None) -> QuerySet:
+        if value is None:
+            return queryset
+        live = Q(jobs__status__in=[JobStatus.QUEUED, JobStatus.LEASED, JobStatus.RUNNING])
+        ids = Suite.objects.filter(live).values("pk")
+        return queryset.filter(pk__in=ids) if value else queryset.exclude(pk__in=ids)
+
+    def filter_q(self, queryset: QuerySet[Suite], name: str, value: str) -> QuerySet:
+        value = value.strip()
+        return (
+            queryset.filter(Q(name__icontains=value) | Q(build__icontains=value))
+            if value
+            else queryset
+        )
+
+
+class LeaseFilterSet(filters.FilterSet):
+    active = filters.BooleanFilter(field_name="released_at", lookup_expr="isnull")
+    worker = filters.CharFilter(field_name="host__worker__name")
+    host = filters.CharFilter(field_name="host__hostname")
+    job = filters.NumberFilter(field_name="job_id")
+    manual = filters.BooleanFilter(
+        field_name="job", lookup_expr="isnull", label="Manual reservation"
+    )
+
+    class Meta:
+        model = Lease
+        fields = ["active", "worker", "host", "job", "manual"]

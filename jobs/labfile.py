@@ -1,0 +1,510 @@
+"""Read and write lab description files (JSON or YAML): workers, hosts, suites and jobs."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import yaml
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from hosts.choices import EventKind, HostStatus
+from hosts.models import Host, Worker
+from hosts.services import event_record, labels_get_or_create
+from hosts.validators import hostname_validator, label_validator, worker_name_validator
+from jobs.choices import JobStatus, Priority
+from jobs.models import Job, Lease, Suite, decode_labels, encode_labels
+from schedsite.errors import InvalidInput
+
+PRIORITY_NAMES = {p.label: p.value for p in Priority}
+
+
+class LabFileError(InvalidInput):
+    """A lab file that cannot be imported; lists every problem, each naming entry and field."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+def load(path: str | Path) -> dict:
+    """Parse a lab file by extension (.yaml/.yml as YAML, anything else as JSON)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise LabFileError([f"{path}: cannot read ({exc.strerror})"]) from exc
+    try:
+        if path.suffix.lower() in {".yaml", ".yml"}:
+            data = yaml.safe_load(text)
+        else:
+            data = json.loads(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise LabFileError(
+            [f"{path}: not valid {path.suffix.lstrip('.') or 'JSON'}: {exc}"]
+        ) from exc
+    return data if data is not None else {}
+
+
+@dataclass
+class _Checker:
+    problems: list[str] = field(default_factory=list)
+
+    def fail(self, where: str, message: str) -> None:
+        self.problems.append(f"{where}: {message}")
+
+    def text(
+        self,
+        entry: dict,
+        key: str,
+        where: str,
+        *,
+        required: bool = False,
+        default: str = "",
+        limit: int = 200,
+    ) -> str:
+        value = entry.get(key, default)
+        if value is None:
+            value = default
+        if not isinstance(value, str):
+            self.fail(f"{where}.{key}", f"must be a string, got {type(value).__name__}")
+            return default
+        if required and not value.strip():
+            self.fail(f"{where}.{key}", "is required")
+        if len(value) > limit:
+            self.fail(f"{where}.{key}", f"at most {limit} characters")
+        return value.strip()
+
+    def boolean(self, entry: dict, key: str, where: str) -> bool:
+        value = entry.get(key, False)
+        if value is None:
+            return False
+        if not isinstance(value, bool):
+            self.fail(f"{where}.{key}", "must be true or false")
+            return False
+        return value
+
+    def integer(
+        self,
+        entry: dict,
+        key: str,
+        where: str,
+        *,
+        default: int | None,
+        low: int,
+        high: int | None = None,
+        nullable: bool = False,
+    ) -> int | None:
+        value = entry.get(key, default)
+        if value is None:
+            if nullable or default is None:
+                return None
+            return default
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(f"{where}.{key}", f"must be a whole number, got {value!r}")
+            return default
+        if value < low or (high is not None and value > high):
+            bounds = f"from {low} to {high}" if high is not None else f"at least {low}"
+            self.fail(f"{where}.{key}", f"must be {bounds}, got {value}")
+            return default
+        return value
+
+    def priority(self, entry: dict, where: str, default: int) -> int:
+        value = entry.get("priority", default)
+        if isinstance(value, str):
+            if value.lower() in PRIORITY_NAMES:
+                return PRIORITY_NAMES[value.lower()]
+            self.fail(
+                f"{where}.priority",
+                f"unknown level {value!r} (use 0–100 or {', '.join(PRIORITY_NAMES)})",
+            )
+            return default
+        result = self.integer(entry, "priority", where, default=default, low=0, high=100)
+        return default if result is None else result
+
+    def labels(self, entry: dict, key: str, where: str) -> list[str]:
+        value = entry.get(key) or []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.fail(f"{where}.{key}", "must be a list of strings")
+            return []
+        for name in value:
+            try:
+                label_validator(name)
+            except ValidationError as exc:
+                self.fail(f"{where}.{key}", f"{name!r}: {exc.messages[0]}")
+        return sorted(set(value))
+
+    def name(self, validator, value: str, where: str) -> None:  # noqa: ANN001
+        try:
+            validator(value)
+        except ValidationError as exc:
+            self.fail(where, f"{value!r}: {exc.messages[0]}")
+
+
+def _entries(data: dict, key: str, check: _Checker) -> list[dict]:
+    value = data.get(key) or []
+    if not isinstance(value, list):
+        check.fail(key, "must be a list")
+        return []
+    out = []
+    for i, entry in enumerate(value):
+        if not isinstance(entry, dict):
+            check.fail(f"{key}[{i}]", "must be an object")
+        else:
+            out.append(entry)
+    return out
+
+
+def _label(i: int, entry: dict, key: str, name_key: str) -> str:
+    name = entry.get(name_key)
+    return f"{key}[{i}]" + (f" ({name})" if isinstance(name, str) and name else "")
+
+
+def validate(data: Any) -> dict:
+    """Check a parsed lab file completely; return normalized data or raise LabFileError."""
+    check = _Checker()
+    if not isinstance(data, dict):
+        raise LabFileError(["the file must hold an object with workers, hosts, suites, jobs"])
+    unknown = set(data) - {"workers", "hosts", "suites", "jobs"}
+    for key in sorted(unknown):
+        check.fail(key, "unknown section (expected workers, hosts, suites, jobs)")
+
+    workers: list[dict] = []
+    seen: set[str] = set()
+    for i, entry in enumerate(_entries(data, "workers", check)):
+        where = _label(i, entry, "workers", "name")
+        name = check.text(entry, "name", where, required=True, limit=100)
+        if name:
+            check.name(worker_name_validator, name, f"{where}.name")
+            if name in seen:
+                check.fail(f"{where}.name", f"duplicate worker {name}")
+            seen.add(name)
+        workers.append(
+            {
+                "name": name,
+                "paused": check.boolean(entry, "paused", where),
+                "paused_reason": check.text(entry, "paused_reason", where, limit=500),
+            }
+        )
+    known_workers = seen | set(Worker.objects.values_list("name", flat=True))
+
+    hosts: list[dict] = []
+    seen = set()
+    for i, entry in enumerate(_entries(data, "hosts", check)):
+        where = _label(i, entry, "hosts", "hostname")
+        hostname = check.text(entry, "hostname", where, required=True, limit=255)
+        if hostname:
+            check.name(hostname_validator, hostname, f"{where}.hostname")
+            if hostname in seen:
+                check.fail(f"{where}.hostname", f"duplicate hostname {hostname}")
+            seen.add(hostname)
+        worker = entry.get("worker")
+        if worker is not None and (not isinstance(worker, str) or worker not in known_workers):
+            check.fail(f"{where}.worker", f"unknown worker {worker!r}")
+        status = entry.get("status", HostStatus.READY) or HostStatus.READY
+        if status not in HostStatus.values:
+            check.fail(
+                f"{where}.status", f"{status!r} is not one of {', '.join(HostStatus.values)}"
+            )
+        locked = check.boolean(entry, "locked", where)
+        lock_reason = check.text(entry, "lock_reason", where, limit=500)
+        hosts.append(
+            {
+                "hostname": hostname,
+                "worker": worker,
+                "status": status,
+                "labels": check.labels(entry, "labels", where),
+                "locked": locked,
+                "lock_reason": lock_reason or ("locked in lab file" if locked else ""),
+                "current_build": check.text(entry, "current_build", where),
+            }
+        )
+    host_labels = {h["hostname"]: set(h["labels"]) for h in hosts}
+    for host in Host.objects.exclude(hostname__in=host_labels).prefetch_related("labels"):
+        host_labels[host.hostname] = set(host.label_names)
+    running_hosts: dict[str, str] = {}
+
+    def job_entry(entry: dict, where: str, default_priority: int, standalone: bool) -> dict:
+        job = {
+            "name": check.text(entry, "name", where, required=True),
+            "labels": check.labels(entry, "labels", where),
+            "priority": check.priority(entry, where, default_priority),
+            "max_retries": check.integer(entry, "max_retries", where, default=0, low=0, high=100),
+            "timeout": check.integer(
+                entry, "timeout", where, default=settings.JOB_DEFAULT_TIMEOUT, low=1
+            ),
+            "host": entry.get("host"),
+            "running_on": entry.get("running_on"),
+        }
+        for key in ("host", "running_on"):
+            value = job[key]
+            if value is not None and (not isinstance(value, str) or value not in host_labels):
+                check.fail(f"{where}.{key}", f"unknown host {value!r}")
+                job[key] = None
+        run_on = job["running_on"]
+        if run_on:
+            if job["host"] and job["host"] != run_on:
+                check.fail(f"{where}.running_on", f"job is pinned to {job['host']}, not {run_on}")
+            missing = set(job["labels"]) - host_labels[run_on]
+            if missing:
+                check.fail(
+                    f"{where}.running_on", f"host {run_on} lacks {', '.join(sorted(missing))}"
+                )
+            if run_on in running_hosts:
+                check.fail(
+                    f"{where}.running_on", f"host {run_on} already runs {running_hosts[run_on]}"
+                )
+            running_hosts[run_on] = where
+        if job["host"]:
+            missing = set(job["labels"]) - host_labels[job["host"]]
+            if missing:
+                check.fail(
+                    f"{where}.host", f"pinned host {job['host']} lacks {', '.join(sorted(missing))}"
+                )
+        return job
+
+    suites: list[dict] = []
+    for i, entry in enumerate(_entries(data, "suites", check)):
+        where = _label(i, entry, "suites", "name")
+        priority = check.priority(entry, where, 40)
+        min_duts = check.integer(entry, "min_duts", where, default=0, low=0)
+        max_duts = check.integer(entry, "max_duts", where, default=None, low=1, nullable=True)
+        if max_duts is not None and min_duts is not None and min_duts > max_duts:
+            check.fail(f"{where}.min_duts", "cannot exceed max_duts")
+        jobs = [
+            job_entry(
+                j,
+                f"{where}.jobs[{k}]" + (f" ({j.get('name')})" if j.get("name") else ""),
+                priority,
+                False,
+            )
+            for k, j in enumerate(_entries(entry, "jobs", check))
+        ]
+        if not jobs:
+            check.fail(f"{where}.jobs", "a suite needs at least one job")
+        suites.append(
+            {
+                "name": check.text(entry, "name", where, required=True),
+                "priority": priority,
+                "min_duts": min_duts or 0,
+                "max_duts": max_duts,
+                "build": check.text(entry, "build", where),
+                "jobs": jobs,
+            }
+        )
+    jobs = [
+        job_entry(entry, _label(i, entry, "jobs", "name"), 40, True)
+        for i, entry in enumerate(_entries(data, "jobs", check))
+    ]
+    if check.problems:
+        raise LabFileError(check.problems)
+    return {"workers": workers, "hosts": hosts, "suites": suites, "jobs": jobs}
+
+
+@dataclass
+class ImportResult:
+    workers: int = 0
+    hosts: int = 0
+    suites: int = 0
+    jobs: int = 0
+    running: int = 0
+
+    def __str__(self) -> str:
+        return (
+            f"{self.workers} workers, {self.hosts} hosts, {self.suites} suites, "
+            f"{self.jobs} jobs ({self.running} running)"
+        )
+
+
+@transaction.atomic
+def import_lab(
+    data: Any, *, actor: str = "import_lab", now: datetime | None = None
+) -> ImportResult:
+    """Create or update everything in a lab file in one transaction; all or nothing."""
+    now = now or timezone.now()
+    lab = validate(data)
+    result = ImportResult()
+    workers = {w.name: w for w in Worker.objects.all()}
+    for w in lab["workers"]:
+        worker = workers.get(w["name"]) or Worker(name=w["name"], last_seen=None)
+        worker.paused = w["paused"]
+        worker.paused_reason = (w["paused_reason"] or "paused in lab file") if w["paused"] else ""
+        worker.paused_at = now if w["paused"] else None
+        worker.save()
+        workers[worker.name] = worker
+        result.workers += 1
+    hosts = {h.hostname: h for h in Host.objects.all()}
+    for h in lab["hosts"]:
+        host = hosts.get(h["hostname"]) or Host(hostname=h["hostname"])
+        created = host.pk is None
+        host.worker = workers[h["worker"]] if h["worker"] else None
+        host.status = h["status"]
+        host.locked = h["locked"]
+        host.lock_reason = h["lock_reason"] if h["locked"] else ""
+        host.locked_at = now if h["locked"] else None
+        host.current_build = h["current_build"]
+        host.save()
+        host.labels.set(labels_get_or_create(h["labels"]))
+        hosts[host.hostname] = host
+        event_record(
+            kind=EventKind.CREATED if created else EventKind.UPDATED,
+            actor=actor,
+            host=host,
+            message="from lab file",
+            at=now,
+        )
+        result.hosts += 1
+
+    def make_job(j: dict, suite: Suite | None, order: datetime) -> None:
+        existing = Job.objects.filter(suite=suite, name=j["name"])
+        if suite is None:
+            existing = existing.exclude(
+                status__in=[s for s in JobStatus.values if s not in ("queued", "leased", "running")]
+            )
+        if existing.exists():
+            return
+        running = j["running_on"]
+        job = Job.objects.create(
+            suite=suite,
+            name=j["name"],
+            priority=j["priority"],
+            label_key=encode_labels(j["labels"]),
+            host=hosts[j["host"]] if j["host"] else None,
+            max_retries=j["max_retries"],
+            timeout=timedelta(seconds=j["timeout"]),
+            created_at=now,
+            submitted_at=order,
+            status=JobStatus.RUNNING if running else JobStatus.QUEUED,
+            attempts=1 if running else 0,
+            started_at=now if running else None,
+        )
+        result.jobs += 1
+        if running:
+            host = hosts[running]
+            if Lease.objects.filter(host=host, released_at__isnull=True).exists():
+                raise LabFileError(
+                    [f"job {j['name']}.running_on: host {running} is already leased in this lab"]
+                )
+            lease = Lease.objects.create(
+                host=host,
+                job=job,
+                reason="imported running",
+                acquired_at=now,
+                heartbeat_at=now,
+                expires_at=now + timedelta(seconds=settings.LEASE_TTL),
+            )
+            event_record(
+                kind=EventKind.LEASED,
+                actor=actor,
+                host=host,
+                lease_id=lease.pk,
+                job_id=job.pk,
+                message=f"imported as running job {job.name}",
+                at=now,
+            )
+            result.running += 1
+
+    # File order is submission order: space creation times a microsecond apart.
+    step = timedelta(microseconds=1)
+    for k, s in enumerate(lab["suites"]):
+        suite = (
+            Suite.objects.filter(name=s["name"], aborted_at__isnull=True).order_by("-id").first()
+        )
+        if suite is None:
+            suite = Suite(name=s["name"], created_at=now + k * step)
+            result.suites += 1
+        suite.priority, suite.min_duts, suite.max_duts = s["priority"], s["min_duts"], s["max_duts"]
+        suite.build = s["build"]
+        suite.save()
+        for j in s["jobs"]:
+            make_job(j, suite, suite.created_at)
+    base = len(lab["suites"])
+    for k, j in enumerate(lab["jobs"]):
+        make_job(j, None, now + (base + k) * step)
+    from jobs.tasks import request_tick
+
+    request_tick("lab imported")
+    return result
+
+
+def export_lab() -> dict:
+    """Write the lab (workers, hosts, unfinished suites and jobs) in the import format."""
+    running = dict(
+        Lease.objects.filter(released_at__isnull=True, job__isnull=False).values_list(
+            "job_id", "host__hostname"
+        )
+    )
+    live = (JobStatus.QUEUED, JobStatus.LEASED, JobStatus.RUNNING)
+
+    def job_out(job: Job, suite: Suite | None) -> dict:
+        out: dict[str, Any] = {
+            "name": job.name,
+            "labels": decode_labels(job.label_key),
+            "host": job.host.hostname if job.host else None,
+            "running_on": running.get(job.pk),
+        }
+        if suite is None or job.priority != suite.priority:
+            out["priority"] = job.priority
+        if job.max_retries:
+            out["max_retries"] = job.max_retries
+        if job.timeout != timedelta(seconds=settings.JOB_DEFAULT_TIMEOUT):
+            out["timeout"] = int(job.timeout.total_seconds())
+        return out
+
+    suites = []
+    for suite in Suite.objects.filter(aborted_at__isnull=True).order_by("created_at", "id"):
+        jobs = list(suite.jobs.filter(status__in=live).select_related("host").order_by("id"))
+        if jobs:
+            suites.append(
+                {
+                    "name": suite.name,
+                    "priority": suite.priority,
+                    "min_duts": suite.min_duts,
+                    "max_duts": suite.max_duts,
+                    "build": suite.build,
+                    "jobs": [job_out(j, suite) for j in jobs],
+                }
+            )
+    return {
+        "workers": [
+            {
+                "name": w.name,
+                "paused": w.paused,
+                **({"paused_reason": w.paused_reason} if w.paused else {}),
+            }
+            for w in Worker.objects.order_by("name")
+        ],
+        "hosts": [
+            {
+                "hostname": h.hostname,
+                "worker": h.worker.name if h.worker else None,
+                "labels": h.label_names,
+                "status": h.status,
+                "locked": h.locked,
+                "lock_reason": h.lock_reason,
+                "current_build": h.current_build,
+            }
+            for h in Host.objects.select_related("worker")
+            .prefetch_related("labels")
+            .order_by("hostname")
+        ],
+        "suites": suites,
+        "jobs": [
+            job_out(j, None)
+            for j in Job.objects.filter(suite__isnull=True, status__in=live)
+            .select_related("host")
+            .order_by("submitted_at", "id")
+        ],
+    }
+
+
+def dump(data: dict, fmt: str) -> str:
+    if fmt == "yaml":
+        return yaml.safe_dump(data, sort_keys=False)
+    return json.dumps(data, indent=2) + "\n"

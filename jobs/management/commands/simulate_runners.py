@@ -1,0 +1,39 @@
+"""Simulated runners for the demo: start leased jobs, pass or fail them after a few seconds."""
+
+from __future__ import annotations
+
+import random
+import signal
+import time
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from jobs import demo
+
+
+class Command(BaseCommand):
+    help = "Play every worker's runner in-process so the demo queue moves (demo only)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--interval", type=float, default=1.0)
+        parser.add_argument(
+            "--keep-queued",
+            type=int,
+            default=10,
+            help="submit a new suite when fewer jobs than this are queued",
+        )
+        parser.add_argument("--seed", type=int, default=None)
+
+    def handle(self, *args: object, **options: object) -> None:
+        rng = random.Random(options["seed"])
+        stop = False
+
+        def on_signal(*_: object) -> None:
+            nonlocal stop
+            stop = True
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        while not stop:
+            demo.simulate_step(rng=rng, keep_queued=int(options["keep_queued"]))
+            time.sleep(float(options["interval"]))

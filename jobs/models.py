@@ -1,0 +1,224 @@
+"""Suites, jobs, leases and the record of scheduler ticks."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from jobs.choices import JobStatus, ReleaseReason, SuiteStatus
+
+
+def encode_labels(labels: object) -> str:
+    """Store a label set as ',a,b,' so that one label matches with a plain substring test."""
+    names = sorted({str(name) for name in labels})  # type: ignore[union-attr]
+    return "," + ",".join(names) + "," if names else ""
+
+
+def decode_labels(key: str) -> list[str]:
+    return [name for name in key.split(",") if name]
+
+
+class Suite(models.Model):
+    """A group of jobs submitted together, with a priority and a minimum-DUT quota."""
+
+    name = models.CharField(max_length=200)
+    build = models.CharField(max_length=200, blank=True)
+    priority = models.PositiveSmallIntegerField(default=40)
+    min_duts = models.PositiveIntegerField(default=0)
+    max_duts = models.PositiveIntegerField(null=True, blank=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="suites",
+    )
+    fanout_labels = models.CharField(max_length=1000, blank=True)  # set for fan-out suites
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    aborted_at = models.DateTimeField(null=True, blank=True)
+    aborted_by = models.CharField(max_length=150, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(priority__lte=100), name="suite_priority_range"),
+            models.CheckConstraint(condition=Q(min_duts__gte=0), name="suite_min_duts_nonneg"),
+            models.CheckConstraint(
+                condition=Q(max_duts__isnull=True) | Q(max_duts__gte=1),
+                name="suite_max_duts_positive",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def status_from_counts(self, counts: dict[str, int]) -> str:
+        """Derive the suite's status from its job counts by status."""
+        if self.aborted_at is not None:
+            return SuiteStatus.ABORTED
+        total = sum(counts.values())
+        queued = counts.get(JobStatus.QUEUED, 0)
+        active = counts.get(JobStatus.LEASED, 0) + counts.get(JobStatus.RUNNING, 0)
+        if total == 0 or queued + active == 0:
+            return SuiteStatus.COMPLETED
+        if queued == total:
+            return SuiteStatus.QUEUED
+        return SuiteStatus.RUNNING
+
+
+class Job(models.Model):
+    """One test that needs one host."""
+
+    suite = models.ForeignKey(
+        Suite, null=True, blank=True, on_delete=models.CASCADE, related_name="jobs"
+    )
+    name = models.CharField(max_length=200)
+    priority = models.PositiveSmallIntegerField(default=40)
+    label_key = models.CharField(max_length=2000, blank=True)  # encode_labels(); immutable
+    host = models.ForeignKey(  # a pinned host
+        "hosts.Host", null=True, blank=True, on_delete=models.PROTECT, related_name="pinned_jobs"
+    )
+    max_retries = models.PositiveSmallIntegerField(default=0)
+    timeout = models.DurationField(default=timedelta(seconds=3600))
+    estimated_duration = models.DurationField(null=True, blank=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="jobs",
+    )
+    status = models.CharField(max_length=10, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    attempts = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    # The submission time the queue orders by: the suite's created_at, or the job's own.
+    submitted_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    message = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(priority__lte=100), name="job_priority_range"),
+            models.CheckConstraint(
+                condition=Q(status__in=JobStatus.values), name="job_status_valid"
+            ),
+        ]
+        indexes = [
+            # The tick's and the queue page's scan: queued jobs in consideration order.
+            models.Index(
+                fields=["-priority", "submitted_at", "id"],
+                condition=Q(status="queued"),
+                name="job_queue_order",
+            ),
+            models.Index(fields=["suite", "status"], name="job_suite_status"),
+            models.Index(fields=["status"], name="job_status"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def labels(self) -> list[str]:
+        return decode_labels(self.label_key)
+
+
+class Lease(models.Model):
+    """The only way anyone holds a host: a job's lease, or a manual reservation (no job)."""
+
+    host = models.ForeignKey("hosts.Host", on_delete=models.PROTECT, related_name="leases")
+    job = models.ForeignKey(
+        Job, null=True, blank=True, on_delete=models.CASCADE, related_name="leases"
+    )
+    holder = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="leases",
+    )
+    reason = models.CharField(max_length=500, blank=True)
+    acquired_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    released_at = models.DateTimeField(null=True, blank=True)
+    release_reason = models.CharField(max_length=10, choices=ReleaseReason.choices, blank=True)
+    released_by = models.CharField(max_length=150, blank=True)
+
+    class Meta:
+        ordering = ["-acquired_at", "-id"]
+        constraints = [
+            # The invariants of the whole product, guarded by the database itself.
+            models.UniqueConstraint(
+                fields=["host"],
+                condition=Q(released_at__isnull=True),
+                name="one_active_lease_per_host",
+            ),
+            models.UniqueConstraint(
+                fields=["job"],
+                condition=Q(released_at__isnull=True, job__isnull=False),
+                name="one_active_lease_per_job",
+            ),
+            models.CheckConstraint(
+                condition=Q(released_at__isnull=True) | ~Q(release_reason=""),
+                name="released_lease_has_reason",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["expires_at"],
+                condition=Q(released_at__isnull=True),
+                name="lease_active_expiry",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"lease {self.pk} on {self.host_id}"
+
+    @property
+    def active(self) -> bool:
+        return self.released_at is None
+
+
+class SchedulerTick(models.Model):
+    """One run of the scheduler: timings and counts, for the dashboard and /api/scheduler/."""
+
+    started_at = models.DateTimeField(db_index=True)
+    duration_ms = models.FloatField(default=0)
+    plan_ms = models.FloatField(default=0)
+    query_count = models.PositiveIntegerField(null=True, blank=True)
+    jobs_considered = models.PositiveIntegerField(default=0)
+    hosts_free = models.PositiveIntegerField(default=0)
+    hosts_total = models.PositiveIntegerField(default=0)
+    hosts_leased = models.PositiveIntegerField(default=0)  # active leases after the tick
+    leases_made = models.PositiveIntegerField(default=0)
+    leases_expired = models.PositiveIntegerField(default=0)
+    jobs_timed_out = models.PositiveIntegerField(default=0)
+    queued_after = models.PositiveIntegerField(default=0)
+    oldest_wait_s = models.FloatField(default=0)
+    trigger = models.CharField(max_length=50, blank=True)
+    # Wait reasons per class of identical jobs (planner.class_key), resolved when read: at
+    # 100,000 queued jobs a tick cannot rewrite every job row.
+    wait_reasons = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"tick {self.pk} at {self.started_at:%H:%M:%S}"
+
+
+class SchedulerState(models.Model):
+    """A single row that coalesces tick requests: set while a follow-up tick is enqueued."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    tick_pending = models.BooleanField(default=False)
+    requested_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return "scheduler state"

@@ -1,0 +1,1 @@
+"""The scheduling core."""

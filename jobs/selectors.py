@@ -1,0 +1,428 @@
+"""Reads of suites, jobs, leases and the scheduler's state, shared by the API, UI and tick."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    F,
+    IntegerField,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from hosts.choices import HostStatus
+from hosts.models import Host, Worker
+from jobs.choices import JobStatus
+from jobs.models import Job, Lease, SchedulerTick, Suite, decode_labels
+from jobs.scheduler import planner
+
+
+def online_cutoff(now: datetime) -> datetime:
+    return now - timedelta(seconds=settings.WORKER_OFFLINE_TIMEOUT)
+
+
+def schedulable_hosts(*, now: datetime) -> QuerySet[Host]:
+    """Hosts that may take a new lease right now (SPEC §3)."""
+    active = Lease.objects.filter(host=OuterRef("pk"), released_at__isnull=True)
+    return (
+        Host.objects.filter(status=HostStatus.READY, locked=False)
+        .filter(
+            Q(worker__isnull=True)
+            | Q(worker__paused=False, worker__last_seen__gte=online_cutoff(now))
+        )
+        .exclude(Exists(active))
+    )
+
+
+@dataclass
+class Snapshot:
+    """Everything the planner needs, read with a fixed number of queries."""
+
+    hosts: list[planner.HostState]
+    jobs: list[planner.JobState]
+    suites: list[planner.SuiteState]
+    suite_names: dict[int, str]
+    leased_count: int
+    hosts_by_id: dict[int, planner.HostState] = field(default_factory=dict)
+    jobs_by_id: dict[int, planner.JobState] = field(default_factory=dict)
+
+
+def scheduler_snapshot(*, now: datetime) -> Snapshot:
+    """Read hosts, queued jobs and suites as plain planner data."""
+    cutoff = online_cutoff(now)
+    workers = {
+        wid: (paused, last_seen is None or last_seen < cutoff)
+        for wid, paused, last_seen in Worker.objects.values_list("id", "paused", "last_seen")
+    }
+    labels: dict[int, set[str]] = {}
+    for host_id, name in Host.labels.through.objects.values_list("host_id", "label__name"):
+        labels.setdefault(host_id, set()).add(name)
+    lease_rows = list(
+        Lease.objects.filter(released_at__isnull=True).values_list(
+            "host_id", "job_id", "job__priority", "job__suite_id"
+        )
+    )
+    leased = {host_id: (job_id, prio) for host_id, job_id, prio, _suite in lease_rows}
+    held = Counter(suite_id for _h, _j, _p, suite_id in lease_rows if suite_id is not None)
+
+    hosts: list[planner.HostState] = []
+    for hid, hostname, status, locked, lock_reason, build, worker_id in Host.objects.values_list(
+        "id", "hostname", "status", "locked", "lock_reason", "current_build", "worker_id"
+    ):
+        paused, offline = workers.get(worker_id, (False, False)) if worker_id else (False, False)
+        lease = leased.get(hid)
+        hosts.append(
+            planner.HostState(
+                id=hid,
+                hostname=hostname,
+                labels=frozenset(labels.get(hid, ())),
+                current_build=build,
+                ready=status == HostStatus.READY,
+                locked=locked,
+                lock_reason=lock_reason,
+                worker_paused=paused,
+                worker_offline=offline,
+                leased=lease is not None,
+                lease_priority=lease[1] if lease and lease[0] is not None else None,
+            )
+        )
+
+    jobs = [
+        planner.JobState(
+            id=jid,
+            name=name,
+            suite_id=suite_id,
+            priority=priority,
+            submitted_at=submitted,
+            labels=frozenset(decode_labels(key)),
+            pinned_host_id=pinned,
+        )
+        for jid, name, suite_id, priority, submitted, key, pinned in Job.objects.filter(
+            status=JobStatus.QUEUED
+        ).values_list("id", "name", "suite_id", "priority", "submitted_at", "label_key", "host_id")
+    ]
+    suite_ids = {j.suite_id for j in jobs if j.suite_id is not None}
+    suites: list[planner.SuiteState] = []
+    names: dict[int, str] = {}
+    if suite_ids:
+        for sid, name, prio, created, min_duts, max_duts, build in Suite.objects.filter(
+            pk__in=suite_ids
+        ).values_list("id", "name", "priority", "created_at", "min_duts", "max_duts", "build"):
+            names[sid] = name
+            suites.append(
+                planner.SuiteState(
+                    id=sid,
+                    name=name,
+                    priority=prio,
+                    created_at=created,
+                    min_duts=min_duts,
+                    max_duts=max_duts,
+                    held=held.get(sid, 0),
+                    build=build,
+                )
+            )
+    return Snapshot(
+        hosts=hosts,
+        jobs=jobs,
+        suites=suites,
+        suite_names=names,
+        leased_count=len(lease_rows),
+        hosts_by_id={h.id: h for h in hosts},
+        jobs_by_id={j.id: j for j in jobs},
+    )
+
+
+# --- wait reasons ---------------------------------------------------------------------------
+
+
+def latest_tick() -> SchedulerTick | None:
+    return SchedulerTick.objects.order_by("-id").first()
+
+
+def _job_state(job: Job) -> planner.JobState:
+    return planner.JobState(
+        id=job.pk,
+        name=job.name,
+        suite_id=job.suite_id,
+        priority=job.priority,
+        submitted_at=job.submitted_at,
+        labels=frozenset(job.labels),
+        pinned_host_id=job.host_id,
+    )
+
+
+def wait_reasons_for(jobs: list[Job], tick: SchedulerTick | None = None) -> dict[int, dict]:
+    """Resolve each queued job's wait reason from the latest tick's per-class record."""
+    tick = tick if tick is not None else latest_tick()
+    table = tick.wait_reasons if tick else {}
+    out: dict[int, dict] = {}
+    for job in jobs:
+        if job.status != JobStatus.QUEUED:
+            continue
+        reason = None
+        if tick is not None and job.created_at <= tick.started_at:
+            reason = table.get(planner.class_key(_job_state(job)))
+        out[job.pk] = reason or {
+            "code": "pending_tick",
+            "message": "Waiting for the next scheduler tick.",
+            "details": {},
+        }
+    return out
+
+
+def queue_order(*, limit: int | None = None) -> list[Job]:
+    """Queued jobs in the exact order the scheduler will consider them."""
+    jobs = list(Job.objects.filter(status=JobStatus.QUEUED).select_related("suite", "host"))
+    suites = {}
+    held = Counter(
+        Lease.objects.filter(released_at__isnull=True, job__suite__isnull=False).values_list(
+            "job__suite_id", flat=True
+        )
+    )
+    for job in jobs:
+        if job.suite is not None and job.suite_id not in suites:
+            s = job.suite
+            suites[s.pk] = planner.SuiteState(
+                id=s.pk,
+                name=s.name,
+                priority=s.priority,
+                created_at=s.created_at,
+                min_duts=s.min_duts,
+                max_duts=s.max_duts,
+                held=held.get(s.pk, 0),
+                build=s.build,
+            )
+    order = planner.consideration_order(
+        jobs=[_job_state(j) for j in jobs], suites=list(suites.values())
+    )
+    by_id = {j.pk: j for j in jobs}
+    ordered = [by_id[i] for i in order]
+    return ordered[:limit] if limit is not None else ordered
+
+
+def suite_job_counts(suite_ids: list[int]) -> dict[int, dict[str, int]]:
+    """Job counts by status for each suite, in one query."""
+    counts: dict[int, dict[str, int]] = {sid: {} for sid in suite_ids}
+    from django.db.models import Count
+
+    rows = (
+        Job.objects.filter(suite_id__in=suite_ids)
+        .values("suite_id", "status")
+        .annotate(n=Count("id"))
+    )
+    for row in rows:
+        counts[row["suite_id"]][row["status"]] = row["n"]
+    return counts
+
+
+def suite_hosts_held(suite_ids: list[int]) -> dict[int, int]:
+    return Counter(
+        Lease.objects.filter(released_at__isnull=True, job__suite_id__in=suite_ids).values_list(
+            "job__suite_id", flat=True
+        )
+    )
+
+
+def now() -> datetime:
+    return timezone.now()
+
+
+# --- reads for the REST API (issue 3) --------------------------------------------------------
+
+
+def _count_of(queryset: QuerySet) -> Coalesce:
+    """A correlated subquery counting the rows of `queryset` (already filtered by OuterRef)."""
+    counted = queryset.order_by().values("worker_id").annotate(n=Count("pk")).values("n")
+    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
+
+
+def workers_with_host_counts(*, now: datetime | None = None) -> QuerySet[Worker]:
+    """Workers annotated with hosts_total, hosts_leased and hosts_schedulable, in one query."""
+    now = now or timezone.now()
+    mine = Host.objects.filter(worker=OuterRef("pk"))
+    active = Lease.objects.filter(host=OuterRef("pk"), released_at__isnull=True)
+    free = mine.filter(status=HostStatus.READY, locked=False).exclude(Exists(active))
+    return Worker.objects.select_related("runner", "paused_by").annotate(
+        hosts_total=_count_of(mine),
+        hosts_leased=_count_of(mine.filter(Exists(active))),
+        # A paused or offline worker's hosts are not schedulable, however free they are.
+        hosts_schedulable=Case(
+            When(paused=False, last_seen__gte=online_cutoff(now), then=_count_of(free)),
+            default=Value(0),
+            output_field=IntegerField(),
+        ),
+    )
+
+
+def active_lease_prefetch(to_attr: str = "active_leases") -> Prefetch:
+    """Prefetch each row's active lease (a list of at most one) with its host and job."""
+    return Prefetch(
+        "leases",
+        queryset=Lease.objects.filter(released_at__isnull=True).select_related(
+            "host", "job", "holder"
+        ),
+        to_attr=to_attr,
+    )
+
+
+def lease_of_job_for_runner(*, job: Job, user: object) -> Lease | None:
+    """The job's latest lease on a host of a worker this user is the runner of, if any."""
+    return (
+        Lease.objects.filter(job=job, host__worker__runner_id=getattr(user, "pk", None))
+        .select_related("host")
+        .order_by("-acquired_at", "-id")
+        .first()
+    )
+
+
+def lease_of_job(job: Job) -> Lease | None:
+    """The job's active lease, or else its latest one."""
+    return (
+        Lease.objects.filter(job=job)
+        .select_related("host")
+        .order_by(F("released_at").desc(nulls_first=True), "-acquired_at", "-id")
+        .first()
+    )
+
+
+def runner_leases(*, worker: Worker) -> QuerySet[Lease]:
+    """A worker's active job leases, with what its runner needs to run each job."""
+    return (
+        Lease.objects.filter(released_at__isnull=True, job__isnull=False, host__worker=worker)
+        .select_related("host", "job", "job__suite")
+        .prefetch_related("host__labels")
+        .order_by("acquired_at", "id")
+    )
+
+
+# --- reads for the web UI (issue 4) ----------------------------------------------------------
+
+
+def dashboard_counts(*, now: datetime) -> dict[str, int]:
+    """Count hosts, workers, jobs and leases for the dashboard in a fixed number of queries."""
+    from django.db.models import Count
+
+    active = Lease.objects.filter(host=OuterRef("pk"), released_at__isnull=True)
+    hosts = Host.objects.annotate(is_leased=Exists(active)).aggregate(
+        hosts_total=Count("id"),
+        hosts_locked=Count("id", filter=Q(locked=True)),
+        hosts_leased=Count("id", filter=Q(is_leased=True)),
+        **{f"hosts_{status}": Count("id", filter=Q(status=status)) for status in HostStatus.values},
+    )
+    cutoff = online_cutoff(now)
+    workers = Worker.objects.aggregate(
+        workers_total=Count("id"),
+        workers_paused=Count("id", filter=Q(paused=True)),
+        workers_online=Count("id", filter=Q(last_seen__gte=cutoff)),
+    )
+    jobs = {
+        f"jobs_{row['status']}": row["n"]
+        for row in Job.objects.values("status").annotate(n=Count("id")).order_by()
+    }
+    counts: dict[str, int] = {**hosts, **workers}
+    for status in JobStatus.values:
+        counts[f"jobs_{status}"] = jobs.get(f"jobs_{status}", 0)
+    counts["hosts_free"] = schedulable_hosts(now=now).count()
+    counts["reservations"] = Lease.objects.filter(
+        released_at__isnull=True, job__isnull=True
+    ).count()
+    counts["workers_offline"] = counts["workers_total"] - counts["workers_online"]
+    counts["jobs_active"] = counts["jobs_leased"] + counts["jobs_running"]
+    return counts
+
+
+def recent_ticks(*, limit: int = 120) -> list[SchedulerTick]:
+    """The latest ticks, oldest first, without their (large) wait-reason tables."""
+    rows = list(SchedulerTick.objects.defer("wait_reasons").order_by("-id")[:limit])
+    rows.reverse()
+    return rows
+
+
+def suites_in_progress(*, limit: int = 10) -> tuple[list[Suite], int]:
+    """Unfinished suites (priority first, then age) and how many there are in all."""
+    live = Job.objects.filter(
+        status__in=[JobStatus.QUEUED, JobStatus.LEASED, JobStatus.RUNNING]
+    ).values("suite_id")
+    qs = Suite.objects.filter(aborted_at__isnull=True, pk__in=live).select_related("owner")
+    return list(qs.order_by("-priority", "created_at", "id")[:limit]), qs.count()
+
+
+def queue_order_ids() -> list[int]:
+    """Every queued job id in consideration order, read lean (no model instances)."""
+    rows = list(
+        Job.objects.filter(status=JobStatus.QUEUED).values_list(
+            "id", "name", "suite_id", "priority", "submitted_at", "label_key", "host_id"
+        )
+    )
+    states = [
+        planner.JobState(
+            id=jid,
+            name=name,
+            suite_id=suite_id,
+            priority=priority,
+            submitted_at=submitted,
+            labels=frozenset(decode_labels(key)),
+            pinned_host_id=pinned,
+        )
+        for jid, name, suite_id, priority, submitted, key, pinned in rows
+    ]
+    suite_ids = {s.suite_id for s in states if s.suite_id is not None}
+    held = suite_hosts_held(list(suite_ids)) if suite_ids else {}
+    suites = [
+        planner.SuiteState(
+            id=sid,
+            name=name,
+            priority=prio,
+            created_at=created,
+            min_duts=min_duts,
+            max_duts=max_duts,
+            held=held.get(sid, 0),
+        )
+        for sid, name, prio, created, min_duts, max_duts in Suite.objects.filter(
+            pk__in=suite_ids
+        ).values_list("id", "name", "priority", "created_at", "min_duts", "max_duts")
+    ]
+    return planner.consideration_order(jobs=states, suites=suites)
+
+
+def active_leases_by_job(job_ids: list[int]) -> dict[int, Lease]:
+    """The active lease of each of the given jobs, with its host, in one query."""
+    leases = Lease.objects.filter(job_id__in=job_ids, released_at__isnull=True).select_related(
+        "host"
+    )
+    return {lease.job_id: lease for lease in leases}
+
+
+def label_suggestions(*, text: str, limit: int = 8) -> list[tuple[str, int]]:
+    """Existing labels containing the text, most used first, with how many hosts carry each."""
+    from django.db.models import Count
+
+    from hosts.models import Label
+
+    qs = Label.objects.all()
+    if text:
+        qs = qs.filter(name__icontains=text)
+    rows = qs.annotate(n=Count("hosts")).order_by("-n", "name").values_list("name", "n")[:limit]
+    return list(rows)
+
+
+def hosts_with_labels_count(labels: list[str]) -> int:
+    """How many hosts carry every one of the labels."""
+    qs = Host.objects.all()
+    for name in labels:
+        qs = qs.filter(labels__name=name)
+    return qs.count()

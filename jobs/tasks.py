@@ -1,0 +1,74 @@
+"""django-q2 tasks: the scheduler tick, and how events ask for one."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+log = logging.getLogger("schedsite.scheduler")
+
+SCHEDULE_NAME = "schedsite: scheduler tick"
+# A pending request older than this is assumed lost (its cluster died) and is sent again.
+STALE_REQUEST = timedelta(seconds=30)
+
+
+def tick(trigger: str = "schedule") -> dict:
+    """Run one scheduler tick (the django-q2 entry point)."""
+    from jobs import services
+    from jobs.models import SchedulerState
+
+    # Clear the flag before planning: a request arriving from now on needs a follow-up tick,
+    # because this tick's snapshot may already be too old to see its change.
+    SchedulerState.objects.filter(pk=1).update(tick_pending=False)
+    return services.scheduler_tick(now=timezone.now(), trigger=trigger).as_dict()
+
+
+def request_tick(reason: str) -> None:
+    """Ask for a tick once the current transaction commits; requests coalesce into one."""
+    transaction.on_commit(lambda: _enqueue(reason))
+
+
+def _enqueue(reason: str) -> None:
+    from django_q.tasks import async_task
+
+    from jobs.models import SchedulerState
+
+    now = timezone.now()
+    SchedulerState.objects.get_or_create(pk=1)
+    # Compare-and-set: only the request that flips the flag enqueues; the rest ride along.
+    claimed = (
+        SchedulerState.objects.filter(pk=1)
+        .filter(tick_pending=False)
+        .update(tick_pending=True, requested_at=now)
+    )
+    if not claimed:
+        stale = SchedulerState.objects.filter(pk=1, requested_at__lt=now - STALE_REQUEST).update(
+            requested_at=now
+        )
+        if not stale:
+            return
+    try:
+        async_task("jobs.tasks.tick", reason[:50], task_name="tick", group="tick")
+    except Exception:  # the safety-net schedule will tick anyway; never fail the caller
+        SchedulerState.objects.filter(pk=1).update(tick_pending=False)
+        log.exception("could not enqueue a tick")
+
+
+def install_schedule(**_kwargs: object) -> None:
+    """Install the periodic safety-net tick once (idempotent across migrations and restarts)."""
+    from django.conf import settings
+    from django_q.models import Schedule
+
+    Schedule.objects.update_or_create(
+        name=SCHEDULE_NAME,
+        defaults={
+            "func": "jobs.tasks.tick",
+            "args": "'schedule'",
+            "schedule_type": Schedule.MINUTES,
+            "minutes": settings.TICK_INTERVAL_MINUTES,
+            "repeats": -1,
+        },
+    )

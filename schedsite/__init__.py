@@ -1,0 +1,1 @@
+"""schedsite: a test-lab scheduler."""

@@ -1,0 +1,5 @@
+"""REST API routes (SPEC §6)."""
+
+from __future__ import annotations
+
+urlpatterns: list = []

@@ -1,0 +1,32 @@
+"""Errors that services raise; the API maps them to HTTP status codes, the UI to messages."""
+
+from __future__ import annotations
+
+
+class ServiceError(Exception):
+    """A request that cannot be carried out; nothing was changed."""
+
+    status_code = 400
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+class Conflict(ServiceError):
+    """The object is not in a state that allows the change (HTTP 409)."""
+
+    status_code = 409
+
+
+class InvalidInput(ServiceError):
+    """The input is wrong (HTTP 400); `field` names the offending field when there is one."""
+
+    status_code = 400
+
+
+class Forbidden(ServiceError):
+    """The actor may not do this (HTTP 403)."""
+
+    status_code = 403

@@ -1,0 +1,48 @@
+"""Who may do what (SPEC §6): staff, testers and runners. The API and the UI both ask here."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+STAFF_GROUP = "lab-staff"
+RUNNER_GROUP = "runners"
+
+User = AbstractBaseUser | AnonymousUser
+
+
+def _groups(user: User) -> set[str]:
+    if not user.is_authenticated:
+        return set()
+    cached = getattr(user, "_schedsite_groups", None)
+    if cached is None:
+        cached = set(user.groups.values_list("name", flat=True))  # type: ignore[union-attr]
+        user._schedsite_groups = cached  # type: ignore[union-attr]
+    return cached
+
+
+def is_staff(user: User) -> bool:
+    """Lab staff manage workers, hosts, leases and any suite."""
+    return bool(user.is_authenticated and (user.is_staff or STAFF_GROUP in _groups(user)))
+
+
+def is_runner(user: User) -> bool:
+    """Runners may call the runner protocol for their own worker's leases."""
+    return bool(user.is_authenticated and RUNNER_GROUP in _groups(user))
+
+
+def can_manage(user: User, owner_id: int | None) -> bool:
+    """Staff manage anything; a tester manages what they own."""
+    if is_staff(user):
+        return True
+    return bool(user.is_authenticated and owner_id is not None and owner_id == user.pk)
+
+
+def runner_may_work(user: User, worker_id: int | None) -> bool:
+    """Staff may act for any worker; a runner only for the workers it is the runner of."""
+    if is_staff(user):
+        return True
+    if not is_runner(user) or worker_id is None:
+        return False
+    from hosts.models import Worker
+
+    return Worker.objects.filter(pk=worker_id, runner_id=user.pk).exists()

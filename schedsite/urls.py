@@ -1,0 +1,13 @@
+"""Top-level URL configuration: the UI at /, the REST API at /api/, Django admin at /admin/."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import include, path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("api/", include("schedsite.api_urls")),
+    path("", include("schedsite.ui_urls")),
+]

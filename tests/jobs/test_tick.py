@@ -1,0 +1,235 @@
+"""The tick on a real database: leases, expiry, timeouts, wait reasons and the schedule."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from hosts import services as host_services
+from hosts.choices import HostStatus
+from hosts.models import Host, HostEvent
+from jobs import selectors, services
+from jobs.choices import JobStatus, ReleaseReason
+from jobs.models import Job, Lease, SchedulerTick
+from tests import factories as f
+
+pytestmark = pytest.mark.django_db
+
+
+def leased_hosts() -> dict[str, str]:
+    return dict(
+        Lease.objects.filter(released_at__isnull=True, job__isnull=False).values_list(
+            "job__name", "host__hostname"
+        )
+    )
+
+
+def test_it_leases_both_jobs_where_greedy_first_fit_would_lease_one():
+    f.host("h1", ["board:x", "bt"])
+    f.host("h2", ["board:x"])
+    f.job("J1", ["board:x"], priority=70)
+    f.job("J2", ["board:x", "bt"], priority=40)
+
+    summary = services.scheduler_tick()
+
+    assert leased_hosts() == {"J1": "h2", "J2": "h1"}
+    assert {lease["job"] for lease in summary.leases} == {"J1", "J2"}
+    assert set(Job.objects.values_list("status", flat=True)) == {JobStatus.LEASED}
+    assert Job.objects.get(name="J1").attempts == 1
+    assert HostEvent.objects.filter(kind="leased").count() == 2
+
+
+def test_it_honours_the_minimum_dut_quota_of_the_lower_priority_suite():
+    for i in range(4):
+        f.host(f"h{i}", ["board:x"])
+    f.suite("SA", 4, priority=50, min_duts=2)
+    f.suite("SB", 7, priority=30, min_duts=5)
+
+    services.scheduler_tick()
+
+    per_suite = {}
+    for name in leased_hosts():
+        per_suite[name[:2]] = per_suite.get(name[:2], 0) + 1
+    assert per_suite == {"SA": 2, "SB": 2}
+
+
+def test_a_locked_host_is_not_leased_and_the_waiting_job_says_so():
+    h1 = f.host("h1", ["board:x"])
+    f.host("h2", ["board:x"])
+    host_services.host_lock(host=h1, by="sam", reason="debugging")
+    f.job("J1")
+    f.job("J2")
+
+    services.scheduler_tick()
+
+    assert leased_hosts() == {"J1": "h2"}
+    j2 = Job.objects.get(name="J2")
+    reason = selectors.wait_reasons_for([j2])[j2.pk]
+    assert "locked" in reason["message"].lower()
+
+
+def test_hosts_of_paused_or_offline_workers_get_no_leases():
+    paused = f.worker("w-paused", paused=True)
+    offline = f.worker("w-offline", online=False)
+    f.host("h1", ["board:x"], worker=paused)
+    f.host("h2", ["board:x"], worker=offline)
+    f.job("J1")
+
+    services.scheduler_tick()
+
+    assert leased_hosts() == {}
+    j1 = Job.objects.get(name="J1")
+    message = selectors.wait_reasons_for([j1])[j1.pk]["message"].lower()
+    assert "paused" in message and "offline" in message
+
+
+def test_a_job_submitted_after_the_last_tick_waits_for_the_next_one():
+    f.host("h1", ["board:y"])
+    services.scheduler_tick()
+    job = f.job("late", ["board:x"])
+    assert selectors.wait_reasons_for([job])[job.pk]["code"] == "pending_tick"
+
+
+def test_an_expired_lease_requeues_a_job_with_retries_and_flags_the_host():
+    f.host("h1", ["board:x"])
+    f.job("J1", max_retries=1)
+    t0 = timezone.now()
+    services.scheduler_tick(now=t0)
+    lease = Lease.objects.get()
+
+    later = lease.expires_at + timedelta(seconds=1)
+    summary = services.scheduler_tick(now=later)
+
+    lease.refresh_from_db()
+    job = Job.objects.get(name="J1")
+    assert summary.expired == 1
+    assert lease.release_reason == ReleaseReason.EXPIRED
+    assert job.status == JobStatus.QUEUED
+    assert Host.objects.get(hostname="h1").status == HostStatus.NEEDS_REPAIR
+    assert HostEvent.objects.filter(kind="expired", host__hostname="h1").exists()
+
+
+def test_an_expired_lease_ends_the_job_in_error_when_retries_are_used_up():
+    f.host("h1", ["board:x"])
+    f.job("J1", max_retries=0)
+    services.scheduler_tick()
+    lease = Lease.objects.get()
+
+    services.scheduler_tick(now=lease.expires_at + timedelta(seconds=1))
+
+    job = Job.objects.get(name="J1")
+    assert job.status == JobStatus.ERROR
+    assert "no retries left" in job.message
+
+
+def test_a_requeued_job_runs_again_on_another_host_and_counts_attempts():
+    f.host("h1", ["board:x"])
+    f.host("h2", ["board:x"])
+    f.job("J1", max_retries=1)
+    services.scheduler_tick()
+    first = Lease.objects.get()
+
+    services.scheduler_tick(now=first.expires_at + timedelta(seconds=1))
+
+    second = Lease.objects.get(released_at__isnull=True)
+    assert second.host_id != first.host_id  # the first host went to needs_repair
+    assert Job.objects.get(name="J1").attempts == 2
+
+
+def test_a_job_running_past_its_timeout_is_aborted_and_its_host_freed():
+    f.host("h1", ["board:x"])
+    job = f.job("J1")
+    Job.objects.filter(pk=job.pk).update(timeout=timedelta(seconds=30))
+    services.scheduler_tick()
+    t0 = timezone.now()
+    services.job_start(job=job, by="runner-1", at=t0)
+    Lease.objects.update(expires_at=t0 + timedelta(hours=1))  # heartbeats keep it alive
+
+    summary = services.scheduler_tick(now=t0 + timedelta(seconds=31))
+
+    job.refresh_from_db()
+    assert summary.timed_out == 1
+    assert job.status == JobStatus.ABORTED
+    lease = Lease.objects.get(job=job)
+    assert lease.release_reason == ReleaseReason.TIMEOUT
+    assert Host.objects.get(hostname="h1").status == HostStatus.READY
+
+
+def test_a_manual_reservation_holds_the_host_and_ends_at_its_expiry():
+    h1 = f.host("h1", ["board:x"])
+    lease = services.lease_reserve(
+        host=h1, holder="sam", duration=timedelta(minutes=30), reason="flashing firmware by hand"
+    )
+    f.job("J1")
+    services.scheduler_tick()
+    assert leased_hosts() == {}
+
+    services.scheduler_tick(now=lease.expires_at + timedelta(seconds=1))
+
+    lease.refresh_from_db()
+    assert lease.release_reason == ReleaseReason.EXPIRED
+    assert Host.objects.get(hostname="h1").status == HostStatus.READY  # no job, no doubt
+    assert leased_hosts() == {"J1": "h1"}
+
+
+def test_each_tick_is_recorded_with_its_counts():
+    f.host("h1", ["board:x"])
+    f.job("J1")
+    f.job("J2")
+    services.scheduler_tick()
+    tick = SchedulerTick.objects.get()
+    assert (tick.jobs_considered, tick.hosts_free, tick.leases_made, tick.queued_after) == (
+        2,
+        1,
+        1,
+        1,
+    )
+    assert tick.wait_reasons  # the reason J2 waits, stored per class
+
+
+def test_the_queue_lists_jobs_in_the_order_the_scheduler_considers_them():
+    f.suite("low", 2, priority=30)
+    f.suite("high", 2, priority=70)
+    f.job("solo", priority=50)
+    names = [j.name for j in selectors.queue_order()]
+    assert names == ["high-t0", "high-t1", "solo", "low-t0", "low-t1"]
+
+
+def test_the_tick_query_count_does_not_grow_with_the_lab(django_assert_max_num_queries):
+    for i in range(3):
+        f.host(f"small{i}", ["board:x"])
+    f.suite("S", 3)
+    with django_assert_max_num_queries(30) as small:
+        services.scheduler_tick()  # leases 3
+    for i in range(40):
+        f.host(f"big{i}", ["board:x", f"slot:{i}"], worker=f.worker(f"w{i}"))
+    f.suite("S3", 40)
+    f.suite("S4", 40)  # and leaves 40 waiting, each with a reason
+    with django_assert_max_num_queries(len(small.captured_queries) + 1):
+        services.scheduler_tick()  # leases 40
+    assert Lease.objects.filter(released_at__isnull=True).count() == 43
+
+
+def test_the_periodic_tick_schedule_is_installed_once():
+    from django.core.management import call_command
+    from django_q.models import Schedule
+
+    call_command("migrate", verbosity=0)
+    call_command("migrate", verbosity=0)
+    schedules = Schedule.objects.filter(func="jobs.tasks.tick")
+    assert schedules.count() == 1
+    assert schedules.get().repeats == -1
+
+
+def test_tick_requests_coalesce_into_one_enqueued_tick(django_capture_on_commit_callbacks):
+    from django_q.models import OrmQ
+
+    from jobs.tasks import request_tick
+
+    before = OrmQ.objects.count()
+    with django_capture_on_commit_callbacks(execute=True):
+        for _ in range(5):
+            request_tick("test")
+    assert OrmQ.objects.count() == before + 1

@@ -8,7 +8,7 @@ from django_filters import rest_framework as filters
 
 from hosts.choices import HostStatus
 from hosts.models import Host, Worker
-from schedsite.filters import RepeatedCharFilter
+from schedsite.filters import RepeatedCharFilter, StrictBooleanFilter
 
 
 class HostFilterSet(filters.FilterSet):
@@ -18,8 +18,8 @@ class HostFilterSet(filters.FilterSet):
         help_text="Repeat for AND: ?label=board:eve&label=pool:cq",
     )
     status = filters.MultipleChoiceFilter(choices=HostStatus.choices)
-    locked = filters.BooleanFilter()
-    leased = filters.BooleanFilter(method="filter_leased", label="Leased")
+    locked = StrictBooleanFilter()
+    leased = StrictBooleanFilter(method="filter_leased", label="Leased")
     worker = filters.CharFilter(field_name="worker__name")
     q = filters.CharFilter(method="filter_q", label="Search")
 
@@ -48,8 +48,8 @@ class HostFilterSet(filters.FilterSet):
 
 
 class WorkerFilterSet(filters.FilterSet):
-    paused = filters.BooleanFilter()
-    online = filters.BooleanFilter(method="filter_online", label="Online")
+    paused = StrictBooleanFilter()
+    online = StrictBooleanFilter(method="filter_online", label="Online")
     q = filters.CharFilter(field_name="name", lookup_expr="icontains", label="Search")
 
     class Meta:

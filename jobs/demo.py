@@ -1,9 +1,10 @@
-"""The demo lab that `make run` seeds, and simulated runners that keep its queue moving."""
+"""The demo lab that `make run` seeds, its runner accounts, and what keeps its queue moving."""
 
 from __future__ import annotations
 
 import random
-from datetime import timedelta
+from datetime import datetime, timedelta
+from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
@@ -137,7 +138,11 @@ def submit_random_suite(
 
 
 def simulate_step(*, rng: random.Random, keep_queued: int = 10) -> dict:
-    """Act as every worker's runner once: heartbeat, start leased jobs, finish some."""
+    """Act as every worker's runner once, in-process: start leased jobs, finish some.
+
+    `make run` uses real `run_worker` processes instead (see rundemo); this in-process
+    stand-in stays for tests and for `simulate_runners` on a machine without a web server.
+    """
     now = timezone.now()
     Worker.objects.update(last_seen=now)
     done = started = 0
@@ -164,6 +169,13 @@ def simulate_step(*, rng: random.Random, keep_queued: int = 10) -> dict:
                     done += 1
         except ServiceError:
             continue  # the lease moved on meanwhile (released, expired): nothing to do
+    feed_step(rng=rng, keep_queued=keep_queued, now=now)
+    return {"started": started, "finished": done, "at": now + timedelta(0)}
+
+
+def feed_step(*, rng: random.Random, keep_queued: int = 10, now: datetime | None = None) -> None:
+    """Keep the demo lab moving: repair a flagged host now and then, top up the queue."""
+    now = now or timezone.now()
     # Hosts the runners flagged come back from "repair" after a while, as in a real lab.
     for host in Host.objects.filter(status=HostStatus.NEEDS_REPAIR, locked=False)[:1]:
         if rng.random() < 0.1:
@@ -171,8 +183,6 @@ def simulate_step(*, rng: random.Random, keep_queued: int = 10) -> dict:
                 host=host, status=HostStatus.READY, by="repair-sim", message="simulated repair"
             )
     if Job.objects.filter(status=JobStatus.QUEUED).count() < keep_queued:
-        from django.contrib.auth import get_user_model
-
         owner = get_user_model().objects.filter(username="alice").first()
         submit_random_suite(
             owner=owner,
@@ -182,4 +192,23 @@ def simulate_step(*, rng: random.Random, keep_queued: int = 10) -> dict:
             min_duts=rng.choice([0, 2]),
             jobs=rng.randint(4, 10),
         )
-    return {"started": started, "finished": done, "at": now + timedelta(0)}
+
+
+# The demo's runners are real `run_worker` processes running this simulated test: it takes
+# 3-12 s, passes 85% of the time, and now and then reports its DUT broken (exit status 3).
+SIMULATED_TEST = [
+    "bash",
+    str(Path(__file__).resolve().parent.parent / "scripts" / "simulated_test.sh"),
+]
+SIMULATED_BROKEN_EXIT = 3
+
+
+def ensure_runners() -> dict[str, str]:
+    """Give every worker a runner account; return each worker's runner token by name."""
+    from rest_framework.authtoken.models import Token
+
+    tokens: dict[str, str] = {}
+    for name in Worker.objects.order_by("name").values_list("name", flat=True):
+        _worker, user = host_services.worker_runner_ensure(worker_name=name, by="demo")
+        tokens[name] = Token.objects.get_or_create(user=user)[0].key
+    return tokens

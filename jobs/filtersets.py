@@ -7,13 +7,13 @@ from django_filters import rest_framework as filters
 
 from jobs.choices import JobStatus
 from jobs.models import Job, Lease, Suite
-from schedsite.filters import RepeatedCharFilter
+from schedsite.filters import RepeatedCharFilter, StrictBooleanFilter
 
 
 class JobFilterSet(filters.FilterSet):
     status = filters.MultipleChoiceFilter(choices=JobStatus.choices)
     suite = filters.NumberFilter(field_name="suite_id")
-    standalone = filters.BooleanFilter(field_name="suite", lookup_expr="isnull")
+    standalone = StrictBooleanFilter(field_name="suite", lookup_expr="isnull")
     label = RepeatedCharFilter(
         method="filter_label", help_text="Jobs requiring every given label (repeat for AND)"
     )
@@ -40,8 +40,8 @@ class JobFilterSet(filters.FilterSet):
 
 class SuiteFilterSet(filters.FilterSet):
     owner = filters.CharFilter(field_name="owner__username")
-    aborted = filters.BooleanFilter(field_name="aborted_at", lookup_expr="isnull", exclude=True)
-    active = filters.BooleanFilter(method="filter_active", label="Has unfinished jobs")
+    aborted = StrictBooleanFilter(field_name="aborted_at", lookup_expr="isnull", exclude=True)
+    active = StrictBooleanFilter(method="filter_active", label="Has unfinished jobs")
     q = filters.CharFilter(method="filter_q", label="Search")
 
     class Meta:
@@ -65,13 +65,11 @@ class SuiteFilterSet(filters.FilterSet):
 
 
 class LeaseFilterSet(filters.FilterSet):
-    active = filters.BooleanFilter(field_name="released_at", lookup_expr="isnull")
+    active = StrictBooleanFilter(field_name="released_at", lookup_expr="isnull")
     worker = filters.CharFilter(field_name="host__worker__name")
     host = filters.CharFilter(field_name="host__hostname")
     job = filters.NumberFilter(field_name="job_id")
-    manual = filters.BooleanFilter(
-        field_name="job", lookup_expr="isnull", label="Manual reservation"
-    )
+    manual = StrictBooleanFilter(field_name="job", lookup_expr="isnull", label="Manual reservation")
 
     class Meta:
         model = Lease

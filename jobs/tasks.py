@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from datetime import timedelta
 
 from django.db import transaction
@@ -16,14 +17,35 @@ STALE_REQUEST = timedelta(seconds=30)
 
 
 def tick(trigger: str = "schedule") -> dict:
-    """Run one scheduler tick (the django-q2 entry point)."""
+    """Run one scheduler tick (the django-q2 entry point), riding out a database outage."""
+    from django.conf import settings
+    from django.db import InterfaceError, OperationalError, connection
+
     from jobs import services
     from jobs.models import SchedulerState
 
-    # Clear the flag before planning: a request arriving from now on needs a follow-up tick,
-    # because this tick's snapshot may already be too old to see its change.
-    SchedulerState.objects.filter(pk=1).update(tick_pending=False)
-    return services.scheduler_tick(now=timezone.now(), trigger=trigger).as_dict()
+    # Leave a margin under the task timeout, so that the cluster never kills us mid-tick.
+    deadline = time.monotonic() + max(settings.Q_CLUSTER["timeout"] - 15, 5)
+    delay = 0.25
+    while True:
+        try:
+            # Clear the flag before planning: a request arriving from now on needs a follow-up
+            # tick, because this tick's snapshot may already be too old to see its change.
+            SchedulerState.objects.filter(pk=1).update(tick_pending=False)
+            # No `now` from here: the tick reads the clock once it holds the planner lock, so a
+            # tick that waited behind another one does not act on a stale time.
+            return services.scheduler_tick(trigger=trigger).as_dict()
+        except (OperationalError, InterfaceError) as exc:
+            # The database went away (a restart, a failover, a killed session). The tick
+            # rolled back whole, and whoever asked for it still needs it: failing here would
+            # leave the request unserved until the next event or the safety-net schedule.
+            # Inside a caller's transaction (Q_SYNC) there is nothing to retry: it is broken.
+            if connection.in_atomic_block or time.monotonic() + delay > deadline:
+                raise
+            log.warning("tick hit a database error, retrying in %.2f s: %s", delay, exc)
+            connection.close()  # the next attempt opens a fresh connection
+            time.sleep(delay)
+            delay = min(delay * 2, 4.0)
 
 
 def request_tick(reason: str) -> None:

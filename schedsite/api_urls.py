@@ -1,5 +1,46 @@
-"""REST API routes (SPEC §6)."""
+"""REST API routes (SPEC §6), the OpenAPI schema and its interactive docs."""
 
 from __future__ import annotations
 
-urlpatterns: list = []
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.permissions import AllowAny
+from rest_framework.routers import DefaultRouter
+
+from hosts.api.views import HostViewSet, WorkerViewSet
+from jobs.api.views import JobViewSet, LeaseViewSet, QueueView, SchedulerViewSet, SuiteViewSet
+from schedsite.api_views import MeView, TokenView, api_not_found
+
+app_name = "api"
+
+# No format suffixes: a hostname such as h1.lab must not read as host "h1" in format "lab".
+router = DefaultRouter(use_regex_path=True)
+router.include_format_suffixes = False
+router.register("workers", WorkerViewSet, basename="worker")
+router.register("hosts", HostViewSet, basename="host")
+router.register("suites", SuiteViewSet, basename="suite")
+router.register("jobs", JobViewSet, basename="job")
+router.register("leases", LeaseViewSet, basename="lease")
+router.register("scheduler", SchedulerViewSet, basename="schedulertick")
+
+urlpatterns = [
+    path("queue/", QueueView.as_view(), name="queue"),
+    path("me/", MeView.as_view(), name="me"),
+    path("token/", TokenView.as_view(), name="token"),
+    path(
+        "schema/",
+        SpectacularAPIView.as_view(permission_classes=[AllowAny], authentication_classes=[]),
+        name="schema",
+    ),
+    path(
+        "docs/",
+        SpectacularSwaggerView.as_view(
+            url_name="api:schema", permission_classes=[AllowAny], authentication_classes=[]
+        ),
+        name="docs",
+    ),
+    path("", include(router.urls)),
+    # Scripts get JSON, not Django's HTML page, for a path no route matches. Only paths ending
+    # in a slash: /api/hosts still redirects to /api/hosts/ (APPEND_SLASH).
+    re_path(r"^.*/$", api_not_found),
+]

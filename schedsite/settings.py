@@ -32,7 +32,11 @@ DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set in the environment when DEBUG is off.")
+        raise ImproperlyConfigured(
+            "SECRET_KEY must be set in the environment when DEBUG is off. Generate one with "
+            "`python -c 'import secrets; print(secrets.token_urlsafe(50))'`, or set DEBUG=1 "
+            "for development (see docs/deployment.md)."
+        )
     SECRET_KEY = "insecure-development-key-only-for-DEBUG"
 
 ALLOWED_HOSTS = [
@@ -56,6 +60,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_q",
     "django_htmx",
     "hosts",
@@ -143,16 +148,28 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"
 
-# Behind HTTPS in production (see docs/deployment.md).
+# Behind HTTPS in production (see docs/deployment.md). These hold whatever SECURE_COOKIES says:
+# the session cookie is never readable from JavaScript, and no page may be framed (clickjacking).
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
 SECURE_COOKIES = env_bool("SECURE_COOKIES", False)
 SESSION_COOKIE_SECURE = SECURE_COOKIES
 CSRF_COOKIE_SECURE = SECURE_COOKIES
 if SECURE_COOKIES:
+    # The TLS-terminating proxy must set X-Forwarded-Proto (and strip it from clients).
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
     SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 3600)
-    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
-    SECURE_HSTS_PRELOAD = True
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+    # The preload flag alone does nothing until the domain is submitted to hstspreload.org.
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
+
+# /metrics: staff (session or API token), or `Authorization: Bearer $METRICS_TOKEN` when set.
+METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
 
 # --- schedsite ------------------------------------------------------------------------------
 LEASE_TTL = env_int("LEASE_TTL", 600)  # seconds a lease lives without a heartbeat
@@ -161,13 +178,16 @@ JOB_DEFAULT_TIMEOUT = env_int("JOB_DEFAULT_TIMEOUT", 3600)  # seconds a job may 
 TICK_HISTORY = env_int("TICK_HISTORY", 2000)  # SchedulerTick rows kept
 TICK_INTERVAL_MINUTES = env_int("TICK_INTERVAL_MINUTES", 1)  # the safety-net schedule
 MAX_JOBS_PER_SUITE = env_int("MAX_JOBS_PER_SUITE", 5000)
+UI_REFRESH_SECONDS = env_int("UI_REFRESH_SECONDS", 5)  # how often UI lists poll for changes
 MAX_RESERVATION_SECONDS = env_int("MAX_RESERVATION_SECONDS", 7 * 24 * 3600)
 
 # --- django-q2 ------------------------------------------------------------------------------
 # Sync mode is read at import time, so it is driven from the environment (Q_SYNC=1 in tests
 # that want the tick to run inline).
 Q_CLUSTER = {
-    "name": "schedsite",
+    # Every web and qcluster process of one site must share the name: it is the queue's key in
+    # Redis and the salt that signs tasks. Change it only to run two sites on one Redis.
+    "name": os.environ.get("Q_NAME", "schedsite"),
     "workers": env_int("Q_WORKERS", 2),
     "timeout": env_int("Q_TIMEOUT", 60),
     "retry": env_int("Q_RETRY", 120),  # must exceed timeout, or a slow task runs twice
@@ -210,6 +230,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    # Swagger UI from the installed sidecar package, never a CDN (labs are often offline).
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     # Separate request and response components, so read-only fields are not asked for.
     "COMPONENT_SPLIT_REQUEST": True,
     "SORT_OPERATIONS": False,
@@ -223,11 +247,19 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_SETTINGS": {"persistAuthorization": True, "displayOperationId": False},
 }
 
+# LOG_FORMAT=json writes one JSON object per line, with every `extra=` field of the call (the
+# tick's log line carries tick_id, leased, expired, …), for log shippers; the default is text.
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "plain").strip().lower()
+if LOG_FORMAT not in {"plain", "json"}:
+    raise ImproperlyConfigured(f"LOG_FORMAT must be 'plain' or 'json', got {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "schedsite.logformat.JsonFormatter"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }

@@ -1,5 +1,14 @@
-"""Web UI routes (SPEC §7)."""
+"""Web UI routes (SPEC §7): the dashboard and profile here, the rest in each app's urls."""
 
 from __future__ import annotations
 
-urlpatterns: list = []
+from django.urls import include, path
+
+from schedsite import views
+
+urlpatterns = [
+    path("", views.dashboard, name="dashboard"),
+    path("accounts/profile/", views.profile, name="profile"),
+    path("", include("hosts.urls")),
+    path("", include("jobs.urls")),
+]

@@ -5,9 +5,12 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
+from schedsite.metrics import metrics
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/", include("schedsite.api_urls")),
+    path("metrics", metrics, name="metrics"),
     path("", include("schedsite.ui_urls")),
 ]

@@ -7,6 +7,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import attrgetter
 
 # This module must never import Django (SPEC §2): the property tests, the benchmarks and any
 # what-if simulator run it on plain data.
@@ -103,6 +104,19 @@ def _job_order_key(job: JobState) -> tuple[int, datetime, int]:
     return (-job.priority, job.submitted_at, job.id)
 
 
+def _main_phase_order(jobs: Iterable[JobState]) -> list[JobState]:
+    """Return the jobs sorted by _job_order_key: priority desc, then submission time, then id.
+
+    Three stable sorts on single attributes, last key first, give the same order as one sort
+    on the tuple key, without calling a Python function per job: at 100,000 jobs that is
+    most of the sort's time. (reverse=True keeps equal elements in their order.)
+    """
+    ordered = sorted(jobs, key=attrgetter("id"))
+    ordered.sort(key=attrgetter("submitted_at"))
+    ordered.sort(key=attrgetter("priority"), reverse=True)
+    return ordered
+
+
 def _quota_suites(suites: Iterable[SuiteState]) -> list[SuiteState]:
     """Return the suites holding fewer hosts than their minimum, in quota-phase order."""
     return sorted((s for s in suites if s.held < s.min_duts), key=_suite_order_key)
@@ -137,7 +151,7 @@ def consideration_order(*, jobs: Iterable[JobState], suites: Iterable[SuiteState
             want = min(want, suite.max_duts - suite.held)
         order.extend(job.id for job in by_suite.get(suite.id, [])[: max(want, 0)])
     first = set(order)
-    order.extend(job.id for job in sorted(jobs, key=_job_order_key) if job.id not in first)
+    order.extend(job.id for job in _main_phase_order(jobs) if job.id not in first)
     return order
 
 
@@ -696,10 +710,13 @@ def plan(
             if lease(job):
                 need -= 1
 
-    for job in sorted(jobs, key=_job_order_key):
+    dead = matching.dead
+    for job in _main_phase_order(jobs):
         if not matching.free:
             break  # every schedulable host is leased: the rest can only wait
-        if job.id not in leased_ids:
+        # A dead class cannot take a host for the rest of the tick (see _Matching.add), so its
+        # jobs are skipped without a call; in a full lab that is nearly every job.
+        if job.id not in leased_ids and not dead[job_class[job.id]]:
             lease(job)
 
     assignments = _assign_hosts(matching, leased, hosts_by_id)

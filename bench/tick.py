@@ -1,0 +1,170 @@
+"""Tick benchmark on PostgreSQL: a cold tick that leases the lab, then steady-state ticks."""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import statistics
+import sys
+import time
+
+from bench import dbload
+from bench.labgen import LabShape, generate
+
+# SPEC §10 targets, in milliseconds, by (hosts, jobs).
+COLD_TARGET_MS = 5000.0
+STEADY_TARGET_MS = {(10_000, 100_000): 300.0}
+
+
+def _heartbeat_workers() -> None:
+    """Mark every online worker seen now, as their runners would, without touching the lab."""
+    from django.db.models import Q
+    from django.utils import timezone
+
+    from hosts.models import Worker
+
+    # Offline workers were last seen an hour ago; keep them offline.
+    cutoff = timezone.now() - timezone.timedelta(minutes=30)
+    Worker.objects.filter(Q(last_seen__gte=cutoff)).update(last_seen=timezone.now())
+
+
+def _run_tick(label: str, profile: str | None) -> dict[str, object]:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from jobs import services
+
+    profiler = cProfile.Profile() if profile else None
+    with CaptureQueriesContext(connection) as queries:
+        start = time.perf_counter()
+        if profiler:
+            profiler.enable()
+        summary = services.scheduler_tick(trigger=f"bench {label}")
+        if profiler:
+            profiler.disable()
+        ms = (time.perf_counter() - start) * 1000
+    if profiler and profile:
+        stats = pstats.Stats(profiler, stream=sys.stderr)
+        print(f"--- profile of the {label} tick", file=sys.stderr)
+        stats.sort_stats("cumulative").print_stats(int(profile))
+    sql_ms = sum(float(q["time"]) for q in queries.captured_queries) * 1000
+    return {
+        "ms": round(ms, 1),
+        "queries": len(queries.captured_queries),
+        "sql_ms": round(sql_ms, 1),
+        "plan_ms": round(summary.plan_ms, 1),
+        "leased": len(summary.leases),
+        # None on code without the steady-state check (a baseline run of an older commit).
+        "unchanged": getattr(summary, "unchanged", None),
+    }
+
+
+def _one_event() -> None:
+    """A job completes and an urgent job for its host arrives: the next tick must plan."""
+    from jobs import services
+    from jobs.models import Lease
+
+    lease = Lease.objects.filter(released_at__isnull=True).select_related("job", "host").first()
+    if lease is None:
+        raise SystemExit("the cold tick leased nothing")
+    services.job_start(job=lease.job, by="runner")
+    services.job_complete(job=lease.job, result="passed", by="runner")
+    services.job_submit(
+        owner="alice",
+        spec=services.JobSpec(name="urgent", labels=lease.host.label_names, priority=100),
+    )
+
+
+def main() -> None:
+    """Load a generated lab into PostgreSQL, time a cold tick and steady-state ticks."""
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--hosts", type=int, default=1000)
+    parser.add_argument("--jobs", type=int, default=10000)
+    parser.add_argument("--suites", type=int, default=50)
+    parser.add_argument("--label-sets", type=int, default=40)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--steady", type=int, default=7, help="steady-state ticks to time")
+    parser.add_argument("--db", default="bench_tick", help="database to (re)create: bench_*")
+    parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
+    parser.add_argument("--profile", metavar="N", help="print the top N lines of a cProfile")
+    parser.add_argument(
+        "--profile-ticks",
+        default="cold,replan,steady,event",
+        help="which ticks --profile profiles (comma-separated)",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON line")
+    args = parser.parse_args()
+
+    # Every host can take work (no locks, no paused or offline worker), so that the cold tick
+    # leases as many of the hosts as the queue can use: "a cold tick that leases 10,000 hosts".
+    shape = LabShape(
+        args.hosts,
+        args.jobs,
+        args.suites,
+        args.label_sets,
+        seed=args.seed,
+        unavailable=0.0,
+        paused_workers=0.0,
+        offline_workers=0.0,
+    )
+    lab = generate(shape)
+    print(f"tick benchmark: {lab.describe()}", file=sys.stderr)
+    dbload.setup_django(args.db)
+    try:
+        from django.utils import timezone
+
+        with dbload.timed("load"):
+            dbload.load(lab, now=timezone.now())
+        _heartbeat_workers()
+        profile = args.profile
+        cold = _run_tick("cold", profile if "cold" in args.profile_ticks else None)
+        # The cold tick changed the lab (leases, leased jobs): this one plans again, finds
+        # nothing more to lease, and records the digest the steady ticks then match.
+        replan = _run_tick("replan", profile if "replan" in args.profile_ticks else None)
+        steady = [
+            _run_tick("steady", profile if i == 0 and "steady" in args.profile_ticks else None)
+            for i in range(args.steady)
+        ]
+        _one_event()
+        event = _run_tick("event", profile if "event" in args.profile_ticks else None)
+    finally:
+        if not args.keep:
+            from django.db import connections
+
+            connections.close_all()
+            dbload.drop_database(args.db)
+    if any(s["unchanged"] is False for s in steady):
+        raise SystemExit("a steady-state tick planned again: the lab changed under the benchmark")
+    times = [float(s["ms"]) for s in steady]  # type: ignore[arg-type]
+    result = {
+        **lab.describe(),
+        "cold_ms": cold["ms"],
+        "cold_queries": cold["queries"],
+        "cold_sql_ms": cold["sql_ms"],
+        "cold_plan_ms": cold["plan_ms"],
+        "cold_leased": cold["leased"],
+        "replan_ms": replan["ms"],
+        "replan_queries": replan["queries"],
+        "replan_plan_ms": replan["plan_ms"],
+        "steady_ms": round(statistics.median(times), 1),
+        "steady_max_ms": max(times),
+        "steady_queries": steady[-1]["queries"],
+        "steady_ticks": len(steady),
+        "event_ms": event["ms"],
+        "event_queries": event["queries"],
+        "event_plan_ms": event["plan_ms"],
+        "event_leased": event["leased"],
+        "steady_target_ms": STEADY_TARGET_MS.get((args.hosts, args.jobs)),
+        "cold_target_ms": COLD_TARGET_MS,
+    }
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for key, value in result.items():
+            print(f"{key:>18}: {value}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The REST API for workers and hosts."""

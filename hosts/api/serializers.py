@@ -1,0 +1,260 @@
+"""Serializers for workers, hosts and host events (SPEC §6)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from hosts.choices import HostStatus
+from hosts.models import Host, HostEvent, Worker
+from jobs.api.serializers import ActiveLeaseSerializer, LabelListField
+from schedsite.roles import RUNNER_GROUP
+
+
+def _username(user: object) -> str | None:
+    return user.get_username() if user is not None else None  # type: ignore[attr-defined]
+
+
+def _online(worker: Worker | None, now: datetime) -> bool:
+    return worker is not None and worker.is_online(now)
+
+
+# --- workers --------------------------------------------------------------------------------
+
+
+class WorkerSerializer(serializers.ModelSerializer):
+    url = serializers.HyperlinkedIdentityField(view_name="api:worker-detail", lookup_field="name")
+    paused_by = serializers.SerializerMethodField()
+    runner = serializers.SerializerMethodField()
+    online = serializers.SerializerMethodField()
+    hosts_total = serializers.IntegerField(read_only=True)
+    hosts_leased = serializers.IntegerField(read_only=True)
+    hosts_schedulable = serializers.IntegerField(
+        read_only=True, help_text="Hosts that could take a new lease right now."
+    )
+
+    class Meta:
+        model = Worker
+        fields = [
+            "url",
+            "name",
+            "online",
+            "last_seen",
+            "paused",
+            "paused_reason",
+            "paused_by",
+            "paused_at",
+            "runner",
+            "hosts_total",
+            "hosts_leased",
+            "hosts_schedulable",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_paused_by(self, worker: Worker) -> str | None:
+        return _username(worker.paused_by)
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_runner(self, worker: Worker) -> str | None:
+        return _username(worker.runner)
+
+    def get_online(self, worker: Worker) -> bool:
+        return worker.is_online(self.context.get("now") or timezone.now())
+
+
+def _runner_accounts():  # noqa: ANN202
+    return get_user_model().objects.filter(groups__name=RUNNER_GROUP)
+
+
+class RunnerAccountField(serializers.SlugRelatedField):
+    """A runner account by username; it must be in group runners (create_runner makes one)."""
+
+    default_error_messages = {
+        "does_not_exist": "No runner account named {value}: create one with "
+        "`manage.py create_runner WORKER`, or add the user to group runners.",
+        "invalid": "Give the runner account's username.",
+    }
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(slug_field="username", queryset=_runner_accounts(), **kwargs)
+
+
+class WorkerCreateInputSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100)
+    paused = serializers.BooleanField(default=False)
+    paused_reason = serializers.CharField(max_length=500, allow_blank=True, default="")
+
+
+class WorkerUpdateInputSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100, required=False)
+    runner = RunnerAccountField(required=False, allow_null=True)
+
+
+class WorkerPauseInputSerializer(serializers.Serializer):
+    reason = serializers.CharField(max_length=500)
+
+
+class WorkerHeartbeatSerializer(serializers.Serializer):
+    """What a runner learns from its worker heartbeat: the timings it must keep to."""
+
+    name = serializers.CharField()
+    last_seen = serializers.DateTimeField()
+    online = serializers.BooleanField()
+    paused = serializers.BooleanField()
+    lease_ttl = serializers.IntegerField(
+        help_text="Seconds a lease lives without a heartbeat; heartbeat at least every third."
+    )
+    offline_timeout = serializers.IntegerField(
+        help_text="Seconds without a heartbeat after which the worker counts as offline."
+    )
+
+    @staticmethod
+    def payload(worker: Worker) -> dict:
+        return {
+            "name": worker.name,
+            "last_seen": worker.last_seen,
+            "online": worker.is_online(),
+            "paused": worker.paused,
+            "lease_ttl": settings.LEASE_TTL,
+            "offline_timeout": settings.WORKER_OFFLINE_TIMEOUT,
+        }
+
+
+# --- hosts ----------------------------------------------------------------------------------
+
+
+class HostEventSerializer(serializers.ModelSerializer):
+    host = serializers.SerializerMethodField()
+    worker = serializers.SerializerMethodField()
+
+    class Meta:
+        model = HostEvent
+        fields = ["id", "created_at", "kind", "actor", "message", "host", "worker"]
+        fields += ["lease_id", "job_id"]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_host(self, event: HostEvent) -> str | None:
+        return event.host.hostname if event.host_id else None
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_worker(self, event: HostEvent) -> str | None:
+        return event.worker.name if event.worker_id else None
+
+
+class HostSerializer(serializers.ModelSerializer):
+    url = serializers.HyperlinkedIdentityField(view_name="api:host-detail", lookup_field="hostname")
+    worker = serializers.SerializerMethodField()
+    labels = serializers.SerializerMethodField()
+    locked_by = serializers.SerializerMethodField()
+    leased = serializers.SerializerMethodField()
+    schedulable = serializers.SerializerMethodField()
+    lease = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Host
+        fields = [
+            "url",
+            "hostname",
+            "worker",
+            "labels",
+            "status",
+            "locked",
+            "lock_reason",
+            "locked_by",
+            "locked_at",
+            "current_build",
+            "leased",
+            "schedulable",
+            "lease",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_worker(self, host: Host) -> str | None:
+        return host.worker.name if host.worker_id else None
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_labels(self, host: Host) -> list[str]:
+        return host.label_names
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_locked_by(self, host: Host) -> str | None:
+        return _username(host.locked_by)
+
+    def _active_lease(self, host: Host):  # noqa: ANN202
+        leases = getattr(host, "active_leases", None)
+        if leases is None:  # not prefetched (a freshly changed host): read it
+            leases = list(host.leases.filter(released_at__isnull=True).select_related("job"))
+            host.active_leases = leases
+        return leases[0] if leases else None
+
+    def get_leased(self, host: Host) -> bool:
+        return self._active_lease(host) is not None
+
+    def get_schedulable(self, host: Host) -> bool:
+        now = self.context.get("now") or timezone.now()
+        worker_ok = host.worker is None or (not host.worker.paused and _online(host.worker, now))
+        return (
+            host.status == HostStatus.READY
+            and not host.locked
+            and worker_ok
+            and self._active_lease(host) is None
+        )
+
+    @extend_schema_field(ActiveLeaseSerializer(allow_null=True))
+    def get_lease(self, host: Host) -> dict | None:
+        lease = self._active_lease(host)
+        return ActiveLeaseSerializer(lease, context=self.context).data if lease else None
+
+
+class HostDetailSerializer(HostSerializer):
+    recent_events = serializers.SerializerMethodField()
+
+    class Meta(HostSerializer.Meta):
+        fields = [*HostSerializer.Meta.fields, "recent_events"]
+        read_only_fields = fields
+
+    @extend_schema_field(HostEventSerializer(many=True))
+    def get_recent_events(self, host: Host) -> list[dict]:
+        events = HostEvent.objects.filter(host=host).select_related("host", "worker")[:20]
+        return HostEventSerializer(events, many=True, context=self.context).data
+
+
+class HostCreateInputSerializer(serializers.Serializer):
+    hostname = serializers.CharField(max_length=255)
+    worker = serializers.SlugRelatedField(
+        slug_field="name", queryset=Worker.objects.all(), required=False, allow_null=True
+    )
+    labels = LabelListField(required=False, default=list)
+    status = serializers.ChoiceField(choices=HostStatus.choices, default=HostStatus.READY)
+    current_build = serializers.CharField(max_length=200, allow_blank=True, default="")
+
+
+class HostUpdateInputSerializer(serializers.Serializer):
+    worker = serializers.SlugRelatedField(
+        slug_field="name", queryset=Worker.objects.all(), required=False, allow_null=True
+    )
+    labels = LabelListField(required=False, help_text="Replaces the host's labels.")
+    status = serializers.ChoiceField(choices=HostStatus.choices, required=False)
+    current_build = serializers.CharField(max_length=200, allow_blank=True, required=False)
+
+
+class HostLockInputSerializer(serializers.Serializer):
+    reason = serializers.CharField(max_length=500)
+
+
+class HostReleaseInputSerializer(serializers.Serializer):
+    requeue = serializers.BooleanField(
+        default=True, help_text="Requeue the lease's job (default), or abort it."
+    )
+    reason = serializers.CharField(max_length=500, allow_blank=True, default="")

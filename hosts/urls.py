@@ -1,0 +1,36 @@
+"""Web UI routes for hosts, workers and the label and host suggestions (SPEC §7)."""
+
+from __future__ import annotations
+
+from django.urls import path, register_converter
+
+from hosts import views
+
+
+class NameConverter:
+    """Hostnames and worker names: letters, digits, '.', '-' and '_' (dots included)."""
+
+    regex = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(NameConverter, "name")
+
+app_name = "hosts"
+urlpatterns = [
+    path("hosts/", views.host_list, name="host_list"),
+    path("hosts/<name:hostname>/", views.host_detail, name="host_detail"),
+    path("hosts/<name:hostname>/lock/", views.host_lock, name="host_lock"),
+    path("hosts/<name:hostname>/unlock/", views.host_unlock, name="host_unlock"),
+    path("workers/", views.worker_list, name="worker_list"),
+    path("workers/<name:name>/", views.worker_detail, name="worker_detail"),
+    path("workers/<name:name>/pause/", views.worker_pause, name="worker_pause"),
+    path("workers/<name:name>/resume/", views.worker_resume, name="worker_resume"),
+    path("suggest/labels/", views.label_suggest, name="label_suggest"),
+    path("suggest/hosts/", views.host_suggest, name="host_suggest"),
+]

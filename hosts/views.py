@@ -1,0 +1,470 @@
+"""Hosts and workers pages: lists with the API's filters, detail pages and in-place actions."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlencode
+
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from hosts import services
+from hosts.choices import HostStatus
+from hosts.filtersets import HostFilterSet, WorkerFilterSet
+from hosts.forms import BulkHostsForm, ReasonForm
+from hosts.models import Host, HostEvent, Label, Worker
+from jobs import selectors
+from jobs.choices import JobStatus
+from jobs.models import Job, Lease
+from schedsite import roles
+from schedsite.errors import InvalidInput, ServiceError
+from schedsite.views import (
+    action_response,
+    clean_query,
+    live_url,
+    page_or_fragment,
+    paginate,
+    query_from_current_url,
+    refresh_seconds,
+    staff_only,
+    ui_login_required,
+    wants_fragment,
+)
+
+HOSTS_PER_PAGE = 50
+WORKERS_PER_PAGE = 50
+EVENTS_SHOWN = 50
+EMBEDDED_HOSTS = 100  # hosts listed on a worker's page before "see all"
+SUGGESTIONS = 8
+LABEL_SPLIT = re.compile(r"[\s,]+")
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def split_labels(text: str) -> list[str]:
+    """Labels typed into one box, separated by spaces or commas."""
+    return [part for part in LABEL_SPLIT.split(text or "") if part]
+
+
+# --- querysets ------------------------------------------------------------------------------
+
+
+def host_queryset() -> QuerySet[Host]:
+    """Hosts with everything a table row shows, in a fixed number of queries per page."""
+    active = Prefetch(
+        "leases",
+        queryset=Lease.objects.filter(released_at__isnull=True).select_related(
+            "job__suite", "holder"
+        ),
+        to_attr="active_leases",
+    )
+    return Host.objects.select_related("worker", "locked_by").prefetch_related("labels", active)
+
+
+def worker_queryset() -> QuerySet[Worker]:
+    """Workers by name, with who paused them and their runner account."""
+    return Worker.objects.select_related("paused_by", "runner").order_by("name")
+
+
+def with_host_counts(workers: list[Worker]) -> list[Worker]:
+    """Set n_hosts, n_ready, n_locked and n_leased on each worker, in one grouped query."""
+    # One GROUP BY over the page's hosts; joining workers to hosts to leases instead would make
+    # the database count every lease a host ever had.
+    active = Lease.objects.filter(host=OuterRef("pk"), released_at__isnull=True)
+    rows = (
+        Host.objects.filter(worker__in=workers)
+        .values("worker_id")
+        .annotate(
+            n_hosts=Count("id"),
+            n_ready=Count("id", filter=Q(status=HostStatus.READY)),
+            n_locked=Count("id", filter=Q(locked=True)),
+            n_leased=Count("id", filter=Exists(active)),
+        )
+        .order_by()
+    )
+    counts = {row.pop("worker_id"): row for row in rows}
+    for worker in workers:
+        for key in ("n_hosts", "n_ready", "n_locked", "n_leased"):
+            setattr(worker, key, counts.get(worker.pk, {}).get(key, 0))
+    return workers
+
+
+# --- hosts ----------------------------------------------------------------------------------
+
+
+def host_list_context(request: HttpRequest, query: QueryDict, page_number: str | None) -> dict:
+    """What the hosts table needs for the given filters and page."""
+    filterset = HostFilterSet(query, queryset=host_queryset())
+    page = paginate(filterset.qs, page_number, HOSTS_PER_PAGE)
+    htmx = getattr(request, "htmx", None)
+    return {
+        "filterset": filterset,
+        "filter_errors": filterset.errors,
+        "page_obj": page,
+        "hosts": list(page.object_list),
+        "query": query,
+        "labels_selected": query.getlist("label"),
+        "status_selected": query.getlist("status"),
+        "live_url": live_url(reverse("hosts:host_list"), query, page),
+        "staff": roles.is_staff(request.user),
+        "now": timezone.now(),
+        "refresh": refresh_seconds(),
+        "statuses": HostStatus.choices,
+        # The label chips are re-rendered only when the filter form asked, never on a poll
+        # (a poll must not clobber what someone is typing into the filter form).
+        "oob_filters": bool(htmx) and htmx.trigger == "host-filters",
+    }
+
+
+@ui_login_required
+@require_http_methods(["GET", "POST"])
+def host_list(request: HttpRequest) -> HttpResponse:
+    """The hosts table, filtered like /api/hosts/; POST locks or unlocks the ticked hosts."""
+    if request.method == "POST":
+        return _host_bulk(request)
+    context = host_list_context(request, clean_query(request.GET), request.GET.get("page"))
+    if not wants_fragment(request):
+        context["worker_names"] = list(Worker.objects.values_list("name", flat=True))
+    return page_or_fragment(
+        request, "hosts/host_list.html", "hosts/partials/host_table.html", context
+    )
+
+
+def _host_bulk(request: HttpRequest) -> HttpResponse:
+    if denied := staff_only(request, "lock or unlock hosts"):
+        return denied
+    list_path = reverse("hosts:host_list")
+    query = clean_query(query_from_current_url(request, list_path))
+    form = BulkHostsForm(request.POST)
+    form.is_valid()
+    data = form.cleaned_data
+    action = data.get("action", "lock")
+    names = data.get("hosts") or []
+    reason = data.get("reason", "")
+    try:
+        if "action" not in data:
+            raise InvalidInput("choose lock or unlock", field="action")
+        if not names:
+            raise InvalidInput("select at least one host first", field="hosts")
+        hosts = list(Host.objects.filter(hostname__in=names).order_by("hostname"))
+        results = services.hosts_bulk_lock(
+            hosts=hosts, by=request.user, reason=reason, unlock=action == "unlock"
+        )
+    except ServiceError as exc:
+        context = host_list_context(request, query, query.get("page"))
+        context.update(bulk_error=exc.message, selected=set(names), bulk_reason=reason)
+        return action_response(
+            request,
+            "hosts/partials/host_table.html",
+            context,
+            message=exc.message.capitalize(),
+            ok=False,
+            status=exc.status_code,
+            fallback=list_path,
+        )
+    done = sorted(h for h, why in results.items() if why is None)
+    failed = {h: why for h, why in results.items() if why}
+    verb = "Unlocked" if action == "unlock" else "Locked"
+    message = f"{verb} {plural(len(done), 'host')}."
+    if failed:
+        message += f" {len(failed)} not changed: " + "; ".join(failed.values()) + "."
+    notes = {h: (True, verb.lower()) for h in done}
+    notes.update({h: (False, why) for h, why in failed.items()})
+    context = host_list_context(request, query, query.get("page"))
+    context.update(row_notes=notes, bulk_message=message, bulk_ok=not failed)
+    return action_response(
+        request,
+        "hosts/partials/host_table.html",
+        context,
+        message=message,
+        ok=not failed,
+        status=409 if failed and not done else 200,
+        fallback=list_path,
+    )
+
+
+def host_detail_context(request: HttpRequest, host: Host, **extra: Any) -> dict:
+    """Everything the host page shows: state, active lease, reservation form and timeline."""
+    from jobs.forms import RESERVE_DURATIONS
+
+    host = host_queryset().get(pk=host.pk)
+    context = {
+        "host": host,
+        "lease": host.active_leases[0] if host.active_leases else None,
+        "events": list(
+            HostEvent.objects.filter(host=host).order_by("-created_at", "-id")[:EVENTS_SHOWN]
+        ),
+        "pinned_queued": Job.objects.filter(host=host, status=JobStatus.QUEUED).count(),
+        "staff": roles.is_staff(request.user),
+        "now": timezone.now(),
+        "refresh": refresh_seconds(),
+        "durations": RESERVE_DURATIONS,
+        "live_url": reverse("hosts:host_detail", args=[host.hostname]),
+    }
+    context.update(extra)
+    return context
+
+
+@ui_login_required
+@require_GET
+def host_detail(request: HttpRequest, hostname: str) -> HttpResponse:
+    """One host: its state, lease, reservation and event timeline."""
+    host = get_object_or_404(Host, hostname=hostname)
+    return page_or_fragment(
+        request,
+        "hosts/host_detail.html",
+        "hosts/partials/host_detail_body.html",
+        host_detail_context(request, host),
+    )
+
+
+def host_fragment(
+    request: HttpRequest,
+    host: Host,
+    *,
+    message: str,
+    ok: bool = True,
+    status: int = 200,
+    **extra: Any,
+) -> HttpResponse:
+    """Answer a host action with the piece it came from: a table row or the host page body."""
+    fallback = reverse("hosts:host_detail", args=[host.hostname])
+    if request.POST.get("fragment") == "detail":
+        context = host_detail_context(request, host, **extra)
+        template = "hosts/partials/host_detail_body.html"
+    else:
+        context = {
+            "host": host_queryset().get(pk=host.pk),
+            "staff": roles.is_staff(request.user),
+            "now": timezone.now(),
+            "note": (ok, message),
+            **extra,
+        }
+        template = "hosts/partials/host_row.html"
+    return action_response(
+        request, template, context, message=message, ok=ok, status=status, fallback=fallback
+    )
+
+
+@ui_login_required
+@require_POST
+def host_lock(request: HttpRequest, hostname: str) -> HttpResponse:
+    """Lock a host with a reason (staff)."""
+    if denied := staff_only(request, "lock hosts"):
+        return denied
+    host = get_object_or_404(Host, hostname=hostname)
+    form = ReasonForm(request.POST)
+    reason = form.cleaned_data["reason"] if form.is_valid() else ""
+    try:
+        host = services.host_lock(host=host, by=request.user, reason=reason)
+    except ServiceError as exc:
+        return host_fragment(
+            request,
+            host,
+            message=exc.message.capitalize(),
+            ok=False,
+            status=exc.status_code,
+            lock_error=exc.message,
+            lock_reason=reason,
+        )
+    return host_fragment(request, host, message=f"Locked {host.hostname}: {host.lock_reason}")
+
+
+@ui_login_required
+@require_POST
+def host_unlock(request: HttpRequest, hostname: str) -> HttpResponse:
+    """Return a locked host to scheduling (staff)."""
+    if denied := staff_only(request, "unlock hosts"):
+        return denied
+    host = get_object_or_404(Host, hostname=hostname)
+    try:
+        host = services.host_unlock(host=host, by=request.user)
+    except ServiceError as exc:
+        return host_fragment(
+            request, host, message=exc.message.capitalize(), ok=False, status=exc.status_code
+        )
+    return host_fragment(request, host, message=f"Unlocked {host.hostname}")
+
+
+# --- workers --------------------------------------------------------------------------------
+
+
+@ui_login_required
+@require_GET
+def worker_list(request: HttpRequest) -> HttpResponse:
+    """Workers with their online state, pause state and host counts."""
+    query = clean_query(request.GET)
+    filterset = WorkerFilterSet(query, queryset=worker_queryset())
+    page = paginate(filterset.qs, request.GET.get("page"), WORKERS_PER_PAGE)
+    context = {
+        "filterset": filterset,
+        "filter_errors": filterset.errors,
+        "page_obj": page,
+        "workers": with_host_counts(list(page.object_list)),
+        "query": query,
+        "live_url": live_url(reverse("hosts:worker_list"), query, page),
+        "staff": roles.is_staff(request.user),
+        "now": timezone.now(),
+    }
+    return page_or_fragment(
+        request, "hosts/worker_list.html", "hosts/partials/worker_table.html", context
+    )
+
+
+def worker_detail_context(request: HttpRequest, worker: Worker, **extra: Any) -> dict:
+    worker = with_host_counts([worker_queryset().get(pk=worker.pk)])[0]
+    context = {
+        "worker": worker,
+        "hosts": list(host_queryset().filter(worker=worker)[:EMBEDDED_HOSTS]),
+        "events": list(HostEvent.objects.filter(worker=worker).order_by("-created_at", "-id")[:20]),
+        "staff": roles.is_staff(request.user),
+        "now": timezone.now(),
+        "refresh": refresh_seconds(),
+        "embedded": True,
+        "live_url": reverse("hosts:worker_detail", args=[worker.name]),
+        "hosts_url": reverse("hosts:host_list") + "?" + urlencode({"worker": worker.name}),
+    }
+    context.update(extra)
+    return context
+
+
+@ui_login_required
+@require_GET
+def worker_detail(request: HttpRequest, name: str) -> HttpResponse:
+    """One worker: online and pause state, its hosts and its recent events."""
+    worker = get_object_or_404(Worker, name=name)
+    return page_or_fragment(
+        request,
+        "hosts/worker_detail.html",
+        "hosts/partials/worker_detail_body.html",
+        worker_detail_context(request, worker),
+    )
+
+
+def worker_fragment(
+    request: HttpRequest,
+    worker: Worker,
+    *,
+    message: str,
+    ok: bool = True,
+    status: int = 200,
+    **extra: Any,
+) -> HttpResponse:
+    """Answer a worker action with its table row or its page body."""
+    fallback = reverse("hosts:worker_detail", args=[worker.name])
+    if request.POST.get("fragment") == "detail":
+        context = worker_detail_context(request, worker, **extra)
+        template = "hosts/partials/worker_detail_body.html"
+    else:
+        context = {
+            "worker": with_host_counts([worker_queryset().get(pk=worker.pk)])[0],
+            "staff": roles.is_staff(request.user),
+            "now": timezone.now(),
+            "note": (ok, message),
+            **extra,
+        }
+        template = "hosts/partials/worker_row.html"
+    return action_response(
+        request, template, context, message=message, ok=ok, status=status, fallback=fallback
+    )
+
+
+@ui_login_required
+@require_POST
+def worker_pause(request: HttpRequest, name: str) -> HttpResponse:
+    """Pause a worker with a reason: its hosts take no new leases (staff)."""
+    if denied := staff_only(request, "pause workers"):
+        return denied
+    worker = get_object_or_404(Worker, name=name)
+    form = ReasonForm(request.POST)
+    reason = form.cleaned_data["reason"] if form.is_valid() else ""
+    try:
+        worker = services.worker_pause(worker=worker, by=request.user, reason=reason)
+    except ServiceError as exc:
+        return worker_fragment(
+            request,
+            worker,
+            message=exc.message.capitalize(),
+            ok=False,
+            status=exc.status_code,
+            pause_error=exc.message,
+            pause_reason=reason,
+        )
+    return worker_fragment(request, worker, message=f"Paused {worker.name}: {worker.paused_reason}")
+
+
+@ui_login_required
+@require_POST
+def worker_resume(request: HttpRequest, name: str) -> HttpResponse:
+    """Resume a paused worker (staff)."""
+    if denied := staff_only(request, "resume workers"):
+        return denied
+    worker = get_object_or_404(Worker, name=name)
+    try:
+        worker = services.worker_resume(worker=worker, by=request.user)
+    except ServiceError as exc:
+        return worker_fragment(
+            request, worker, message=exc.message.capitalize(), ok=False, status=exc.status_code
+        )
+    return worker_fragment(request, worker, message=f"Resumed {worker.name}")
+
+
+# --- suggestions ----------------------------------------------------------------------------
+
+
+def _typed(request: HttpRequest, names: tuple[str, ...]) -> str:
+    for name in names:
+        for value in request.GET.getlist(name):
+            if value.strip():
+                return value
+    return ""
+
+
+@ui_login_required
+@require_GET
+def label_suggest(request: HttpRequest) -> HttpResponse:
+    """Existing labels matching what is being typed, and how many hosts carry the whole set."""
+    raw = _typed(request, ("job_labels", "fanout_labels", "label", "labels"))
+    tokens = split_labels(raw)
+    finished = not raw or raw[-1] in " ,"
+    current = "" if finished or not tokens else tokens[-1]
+    chosen = set(tokens)
+    suggestions = [
+        (name, n)
+        for name, n in selectors.label_suggestions(text=current, limit=SUGGESTIONS + len(chosen))
+        if name not in chosen or name == current
+    ][:SUGGESTIONS]
+    # Count with the labels typed so far; a half-typed last word counts only once it is a label.
+    counted = tokens if finished else tokens[:-1]
+    if current and Label.objects.filter(name=current).exists():
+        counted = tokens
+    context = {
+        "suggestions": suggestions,
+        "current": current,
+        "counted": counted,
+        "matching": selectors.hosts_with_labels_count(counted) if counted else None,
+        "mode": "replace" if request.GET.get("mode") == "replace" else "token",
+    }
+    return render(request, "hosts/partials/label_suggestions.html", context)
+
+
+@ui_login_required
+@require_GET
+def host_suggest(request: HttpRequest) -> HttpResponse:
+    """Hostnames matching what is being typed, with their state."""
+    text = _typed(request, ("job_host", "host", "hostname")).strip()
+    hosts = []
+    if text:
+        hosts = list(
+            Host.objects.filter(hostname__icontains=text)
+            .order_by("hostname")
+            .values("hostname", "status", "locked")[:SUGGESTIONS]
+        )
+    return render(request, "hosts/partials/host_suggestions.html", {"hosts": hosts, "text": text})

@@ -1,0 +1,1 @@
+"""The REST API for suites, jobs, leases, the queue and the scheduler."""

@@ -1,0 +1,605 @@
+"""Serializers for suites, jobs, leases, the queue and the scheduler (SPEC §6)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from hosts.models import Host
+from jobs.choices import JobStatus, Priority, ReleaseReason, SuiteStatus
+from jobs.models import Job, Lease, SchedulerTick, Suite, decode_labels
+from jobs.services import JobSpec
+
+MAX_LABELS = 64
+PRIORITY_LEVELS = {level.label: level.value for level in Priority}
+
+
+def _username(user: object) -> str | None:
+    return user.get_username() if user is not None else None  # type: ignore[attr-defined]
+
+
+def _seconds(value: timedelta | None) -> int | None:
+    return round(value.total_seconds()) if value is not None else None
+
+
+# --- fields ---------------------------------------------------------------------------------
+
+
+class LabelListField(serializers.ListField):
+    """A list of label names such as board:eve or pool:cq."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("child", serializers.CharField(max_length=100))
+        kwargs.setdefault("max_length", MAX_LABELS)
+        super().__init__(**kwargs)
+
+
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "integer", "minimum": 0, "maximum": 100},
+            {"type": "string", "enum": list(PRIORITY_LEVELS)},
+        ],
+        "description": "0–100, higher first; or a named level: "
+        + ", ".join(f"{name} {value}" for name, value in PRIORITY_LEVELS.items()),
+    }
+)
+class PriorityField(serializers.Field):
+    """A priority: an integer 0–100, or a named level such as "cq" (70)."""
+
+    default_error_messages = {
+        "invalid": "Give an integer from 0 to 100, or one of: " + ", ".join(PRIORITY_LEVELS),
+    }
+
+    def to_internal_value(self, data: object) -> int:
+        if isinstance(data, bool):
+            self.fail("invalid")
+        if isinstance(data, str):
+            text = data.strip().lower()
+            if text in PRIORITY_LEVELS:
+                return PRIORITY_LEVELS[text]
+            # int() alone would accept "²" (then fail) or thousands of digits (then fail).
+            if not (text.isascii() and text.isdigit() and len(text) <= 3):
+                self.fail("invalid")
+            data = int(text)
+        if isinstance(data, float) and data.is_integer():
+            data = int(data)
+        if not isinstance(data, int) or not 0 <= data <= 100:
+            self.fail("invalid")
+        return data  # type: ignore[return-value]
+
+    def to_representation(self, value: int) -> int:
+        return value
+
+
+def _seconds_field(**kwargs: Any) -> serializers.IntegerField:
+    return serializers.IntegerField(min_value=1, max_value=30 * 24 * 3600, **kwargs)
+
+
+# --- submission -----------------------------------------------------------------------------
+
+
+class JobSpecInputSerializer(serializers.Serializer):
+    """One job of a suite, or a standalone job."""
+
+    name = serializers.CharField(max_length=200)
+    labels = LabelListField(required=False, default=list, help_text="The host must carry all.")
+    host = serializers.CharField(
+        max_length=255,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Pin the job to this host (by hostname).",
+    )
+    priority = PriorityField(
+        required=False, allow_null=True, default=None, help_text="Defaults to the suite's."
+    )
+    max_retries = serializers.IntegerField(min_value=0, max_value=100, default=0)
+    timeout = _seconds_field(
+        required=False, allow_null=True, default=None, help_text="Maximum runtime in seconds."
+    )
+    estimated_duration = _seconds_field(required=False, allow_null=True, default=None)
+
+    @staticmethod
+    def spec(data: dict, hosts: dict[str, Host]) -> JobSpec:
+        return JobSpec(
+            name=data["name"],
+            labels=data["labels"],
+            host=hosts.get(data["host"]) if data.get("host") else None,
+            priority=data.get("priority"),
+            max_retries=data["max_retries"],
+            timeout=timedelta(seconds=data["timeout"]) if data.get("timeout") else None,
+            estimated_duration=(
+                timedelta(seconds=data["estimated_duration"])
+                if data.get("estimated_duration")
+                else None
+            ),
+        )
+
+
+def _hosts_by_name(names: set[str]) -> dict[str, Host]:
+    return {h.hostname: h for h in Host.objects.filter(hostname__in=names)} if names else {}
+
+
+class JobCreateInputSerializer(JobSpecInputSerializer):
+    def validate(self, data: dict) -> dict:
+        hostname = data.get("host")
+        if hostname:
+            hosts = _hosts_by_name({hostname})
+            if hostname not in hosts:
+                raise serializers.ValidationError({"host": [f"No host named {hostname}."]})
+            data["spec"] = self.spec(data, hosts)
+        else:
+            data["spec"] = self.spec(data, {})
+        return data
+
+
+class FanoutInputSerializer(serializers.Serializer):
+    """Run one job on every host carrying all the labels, each pinned to its host."""
+
+    labels = LabelListField(min_length=1)
+    name = serializers.CharField(
+        max_length=150,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="The test's name; jobs are named NAME@HOSTNAME (default: the suite's name).",
+    )
+
+
+class SuiteCreateInputSerializer(serializers.Serializer):
+    """A suite with its jobs (`jobs`), or a fan-out suite (`fanout`): exactly one of the two."""
+
+    name = serializers.CharField(max_length=200)
+    build = serializers.CharField(max_length=200, allow_blank=True, default="")
+    priority = PriorityField(default=Priority.DEFAULT.value)
+    min_duts = serializers.IntegerField(min_value=0, max_value=100000, default=0)
+    max_duts = serializers.IntegerField(
+        min_value=1, max_value=100000, required=False, allow_null=True, default=None
+    )
+    jobs = JobSpecInputSerializer(many=True, required=False)
+    fanout = FanoutInputSerializer(required=False, allow_null=True, default=None)
+
+    def to_internal_value(self, data: Any) -> dict:
+        # Refuse an oversized suite before validating thousands of job entries one by one.
+        jobs = data.get("jobs") if hasattr(data, "get") else None
+        limit = settings.MAX_JOBS_PER_SUITE
+        if isinstance(jobs, list) and len(jobs) > limit:
+            raise serializers.ValidationError(
+                {"jobs": [f"A suite may have at most {limit} jobs; this one has {len(jobs)}."]}
+            )
+        return super().to_internal_value(data)
+
+    def validate(self, data: dict) -> dict:
+        jobs, fanout = data.get("jobs"), data.get("fanout")
+        if jobs and fanout:
+            raise serializers.ValidationError({"fanout": ["Give either jobs or fanout, not both."]})
+        if not jobs and not fanout:
+            raise serializers.ValidationError(
+                {"jobs": ["A suite needs at least one job (or a fanout)."]}
+            )
+        max_duts = data.get("max_duts")
+        if max_duts is not None and data["min_duts"] > max_duts:
+            raise serializers.ValidationError({"min_duts": ["min_duts cannot exceed max_duts."]})
+        if jobs:
+            # One query for every pinned host, however many jobs name one.
+            hosts = _hosts_by_name({j["host"] for j in jobs if j.get("host")})
+            errors = [
+                {"host": [f"No host named {j['host']}."]}
+                if j.get("host") and j["host"] not in hosts
+                else {}
+                for j in jobs
+            ]
+            if any(errors):
+                raise serializers.ValidationError({"jobs": errors})
+            data["specs"] = [JobSpecInputSerializer.spec(j, hosts) for j in jobs]
+        return data
+
+
+# --- leases ---------------------------------------------------------------------------------
+
+
+class ActiveLeaseSerializer(serializers.ModelSerializer):
+    """The lease holding a host or job right now."""
+
+    url = serializers.HyperlinkedIdentityField(view_name="api:lease-detail")
+    host = serializers.CharField(source="host.hostname")
+    job_name = serializers.SerializerMethodField()
+    holder = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Lease
+        fields = ["url", "id", "host", "job", "job_name", "holder", "reason"]
+        fields += ["acquired_at", "expires_at", "heartbeat_at"]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_job_name(self, lease: Lease) -> str | None:
+        return lease.job.name if lease.job_id else None
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_holder(self, lease: Lease) -> str | None:
+        return _username(lease.holder) if lease.holder_id else None
+
+
+class LeaseSerializer(ActiveLeaseSerializer):
+    # Declared: a read-only model field loses allow_blank, and "" (still active) is a value.
+    release_reason = serializers.ChoiceField(
+        choices=ReleaseReason.choices, allow_blank=True, read_only=True
+    )
+    worker = serializers.SerializerMethodField()
+    suite = serializers.SerializerMethodField()
+    active = serializers.SerializerMethodField()
+    manual = serializers.SerializerMethodField()
+
+    class Meta(ActiveLeaseSerializer.Meta):
+        fields = [*ActiveLeaseSerializer.Meta.fields, "worker", "suite", "active", "manual"]
+        fields += ["released_at", "release_reason", "released_by"]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_worker(self, lease: Lease) -> str | None:
+        worker = lease.host.worker
+        return worker.name if worker else None
+
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
+    def get_suite(self, lease: Lease) -> int | None:
+        return lease.job.suite_id if lease.job_id else None
+
+    def get_active(self, lease: Lease) -> bool:
+        return lease.released_at is None
+
+    def get_manual(self, lease: Lease) -> bool:
+        return lease.job_id is None
+
+
+# Generous bounds that keep timedelta() from overflowing; the service enforces the real limit
+# (MAX_RESERVATION_SECONDS) with a message that names it.
+MAX_DURATION = 10**9
+MAX_ID = 2**63 - 1
+
+
+class LeaseReserveInputSerializer(serializers.Serializer):
+    host = serializers.SlugRelatedField(slug_field="hostname", queryset=Host.objects.all())
+    duration = serializers.IntegerField(min_value=1, max_value=MAX_DURATION, help_text="Seconds.")
+    reason = serializers.CharField(max_length=500)
+
+
+class LeaseReleaseInputSerializer(serializers.Serializer):
+    requeue = serializers.BooleanField(
+        default=True, help_text="Requeue the lease's job (default), or abort it."
+    )
+    reason = serializers.CharField(max_length=500, allow_blank=True, default="")
+
+
+class LeaseExtendInputSerializer(serializers.Serializer):
+    duration = serializers.IntegerField(
+        min_value=1, max_value=MAX_DURATION, help_text="Seconds from now the reservation lasts."
+    )
+
+
+# --- jobs -----------------------------------------------------------------------------------
+
+
+class WaitReasonSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    details = serializers.DictField()
+
+
+class JobSerializer(serializers.ModelSerializer):
+    url = serializers.HyperlinkedIdentityField(view_name="api:job-detail")
+    suite_name = serializers.SerializerMethodField()
+    labels = serializers.ListField(child=serializers.CharField(), read_only=True)
+    host = serializers.SerializerMethodField()
+    owner = serializers.SerializerMethodField()
+    timeout = serializers.SerializerMethodField()
+    estimated_duration = serializers.SerializerMethodField()
+    wait_reason = serializers.SerializerMethodField()
+    lease = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Job
+        fields = [
+            "url",
+            "id",
+            "name",
+            "suite",
+            "suite_name",
+            "status",
+            "priority",
+            "labels",
+            "host",
+            "max_retries",
+            "attempts",
+            "timeout",
+            "estimated_duration",
+            "owner",
+            "created_at",
+            "submitted_at",
+            "started_at",
+            "finished_at",
+            "message",
+            "wait_reason",
+            "lease",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_suite_name(self, job: Job) -> str | None:
+        return job.suite.name if job.suite_id else None
+
+    @extend_schema_field(serializers.CharField(allow_null=True, help_text="Pinned host."))
+    def get_host(self, job: Job) -> str | None:
+        return job.host.hostname if job.host_id else None
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_owner(self, job: Job) -> str | None:
+        return _username(job.owner) if job.owner_id else None
+
+    @extend_schema_field(serializers.IntegerField(help_text="Maximum runtime in seconds."))
+    def get_timeout(self, job: Job) -> int | None:
+        return _seconds(job.timeout)
+
+    @extend_schema_field(serializers.IntegerField(allow_null=True, help_text="Seconds."))
+    def get_estimated_duration(self, job: Job) -> int | None:
+        return _seconds(job.estimated_duration)
+
+    @extend_schema_field(WaitReasonSerializer(allow_null=True))
+    def get_wait_reason(self, job: Job) -> dict | None:
+        reasons = self.context.get("wait_reasons") or {}
+        return reasons.get(job.pk)
+
+    @extend_schema_field(ActiveLeaseSerializer(allow_null=True))
+    def get_lease(self, job: Job) -> dict | None:
+        leases = getattr(job, "active_leases", None)
+        if leases is None:  # not prefetched (a freshly changed job): read it
+            leases = list(
+                job.leases.filter(released_at__isnull=True).select_related("host", "holder")
+            )
+        return ActiveLeaseSerializer(leases[0], context=self.context).data if leases else None
+
+
+class JobStartInputSerializer(serializers.Serializer):
+    lease = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_ID,
+        help_text="The lease the runner holds; a lease that is no longer active gives 409.",
+    )
+
+
+class JobCompleteInputSerializer(JobStartInputSerializer):
+    result = serializers.ChoiceField(choices=[JobStatus.PASSED, JobStatus.FAILED])
+    message = serializers.CharField(
+        allow_blank=True, default="", max_length=100000, help_text="Stored up to 10,000 chars."
+    )
+    host_ok = serializers.BooleanField(
+        default=True, help_text="false sends the host to needs_repair."
+    )
+
+
+class JobAbortInputSerializer(serializers.Serializer):
+    reason = serializers.CharField(max_length=500, allow_blank=True, default="")
+
+
+# --- suites ---------------------------------------------------------------------------------
+
+
+class JobCountsSerializer(serializers.Serializer):
+    """How many of a suite's jobs are in each status."""
+
+    def to_representation(self, counts: dict[str, int]) -> dict[str, int]:
+        return {status: counts.get(status, 0) for status in JobStatus.values}
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        return {status: serializers.IntegerField() for status in JobStatus.values}
+
+
+class SuiteSerializer(serializers.ModelSerializer):
+    url = serializers.HyperlinkedIdentityField(view_name="api:suite-detail")
+    owner = serializers.SerializerMethodField()
+    priority = serializers.IntegerField(read_only=True)
+    status = serializers.SerializerMethodField()
+    job_counts = serializers.SerializerMethodField()
+    jobs_total = serializers.SerializerMethodField()
+    hosts_held = serializers.SerializerMethodField()
+    fanout_labels = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Suite
+        fields = [
+            "url",
+            "id",
+            "name",
+            "build",
+            "priority",
+            "min_duts",
+            "max_duts",
+            "owner",
+            "status",
+            "job_counts",
+            "jobs_total",
+            "hosts_held",
+            "fanout_labels",
+            "created_at",
+            "aborted_at",
+            "aborted_by",
+        ]
+        read_only_fields = fields
+
+    def _counts(self, suite: Suite) -> dict[str, int]:
+        return (self.context.get("job_counts") or {}).get(suite.pk, {})
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_owner(self, suite: Suite) -> str | None:
+        return _username(suite.owner) if suite.owner_id else None
+
+    @extend_schema_field(serializers.ChoiceField(choices=SuiteStatus.choices))
+    def get_status(self, suite: Suite) -> str:
+        return str(suite.status_from_counts(self._counts(suite)))
+
+    @extend_schema_field(JobCountsSerializer)
+    def get_job_counts(self, suite: Suite) -> dict[str, int]:
+        return JobCountsSerializer().to_representation(self._counts(suite))
+
+    def get_jobs_total(self, suite: Suite) -> int:
+        return sum(self._counts(suite).values())
+
+    def get_hosts_held(self, suite: Suite) -> int:
+        return (self.context.get("hosts_held") or {}).get(suite.pk, 0)
+
+    @extend_schema_field(
+        serializers.ListField(
+            child=serializers.CharField(), allow_null=True, help_text="Set for fan-out suites."
+        )
+    )
+    def get_fanout_labels(self, suite: Suite) -> list[str] | None:
+        return decode_labels(suite.fanout_labels) if suite.fanout_labels else None
+
+
+class SuiteAbortResultSerializer(SuiteSerializer):
+    jobs_aborted = serializers.SerializerMethodField()
+
+    class Meta(SuiteSerializer.Meta):
+        fields = [*SuiteSerializer.Meta.fields, "jobs_aborted"]
+        read_only_fields = fields
+
+    def get_jobs_aborted(self, suite: Suite) -> int:
+        return int(self.context.get("jobs_aborted", 0))
+
+
+# --- the runner's view of its leases ---------------------------------------------------------
+
+
+class RunnerHostSerializer(serializers.ModelSerializer):
+    labels = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Host
+        fields = ["hostname", "labels", "current_build", "status"]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_labels(self, host: Host) -> list[str]:
+        return host.label_names
+
+
+class RunnerJobSerializer(serializers.ModelSerializer):
+    labels = serializers.ListField(child=serializers.CharField(), read_only=True)
+    suite_name = serializers.SerializerMethodField()
+    build = serializers.SerializerMethodField()
+    timeout = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Job
+        fields = ["id", "name", "status", "labels", "priority", "attempts", "max_retries"]
+        fields += ["timeout", "suite", "suite_name", "build"]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_suite_name(self, job: Job) -> str | None:
+        return job.suite.name if job.suite_id else None
+
+    @extend_schema_field(serializers.CharField(help_text="The suite's build, if any."))
+    def get_build(self, job: Job) -> str:
+        return job.suite.build if job.suite_id else ""
+
+    @extend_schema_field(serializers.IntegerField(help_text="Maximum runtime in seconds."))
+    def get_timeout(self, job: Job) -> int | None:
+        return _seconds(job.timeout)
+
+
+class RunnerLeaseSerializer(serializers.ModelSerializer):
+    """One of a worker's active job leases, with what its runner needs to run the job."""
+
+    host = RunnerHostSerializer(read_only=True)
+    job = RunnerJobSerializer(read_only=True)
+
+    class Meta:
+        model = Lease
+        fields = ["id", "acquired_at", "expires_at", "heartbeat_at", "host", "job"]
+        read_only_fields = fields
+
+
+# --- the queue and the scheduler ------------------------------------------------------------
+
+
+class QueueEntrySerializer(serializers.ModelSerializer):
+    """A queued job, where it stands in the scheduler's order and why it waits."""
+
+    position = serializers.SerializerMethodField(help_text="1 = considered first.")
+    job = serializers.IntegerField(source="id", read_only=True)
+    url = serializers.HyperlinkedIdentityField(view_name="api:job-detail")
+    labels = serializers.ListField(child=serializers.CharField(), read_only=True)
+    host = serializers.SerializerMethodField()
+    suite_name = serializers.SerializerMethodField()
+    owner = serializers.SerializerMethodField()
+    age_seconds = serializers.SerializerMethodField(help_text="Seconds since submission.")
+    wait_reason = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Job
+        fields = ["position", "job", "url", "name", "priority", "labels", "host", "suite"]
+        fields += ["suite_name", "owner", "attempts", "submitted_at", "age_seconds"]
+        fields += ["wait_reason"]
+        read_only_fields = fields
+
+    def get_position(self, job: Job) -> int:
+        return self.context["positions"][job.pk]
+
+    @extend_schema_field(serializers.CharField(allow_null=True, help_text="Pinned host."))
+    def get_host(self, job: Job) -> str | None:
+        return job.host.hostname if job.host_id else None
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_suite_name(self, job: Job) -> str | None:
+        return job.suite.name if job.suite_id else None
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_owner(self, job: Job) -> str | None:
+        return _username(job.owner) if job.owner_id else None
+
+    def get_age_seconds(self, job: Job) -> float:
+        now: datetime = self.context.get("now") or timezone.now()
+        return round(max((now - job.submitted_at).total_seconds(), 0.0), 1)
+
+    @extend_schema_field(WaitReasonSerializer)
+    def get_wait_reason(self, job: Job) -> dict | None:
+        return (self.context.get("wait_reasons") or {}).get(job.pk)
+
+
+class SchedulerTickSerializer(serializers.ModelSerializer):
+    url = serializers.HyperlinkedIdentityField(view_name="api:schedulertick-detail")
+
+    class Meta:
+        model = SchedulerTick
+        exclude = ["wait_reasons"]
+        read_only_fields = [f.name for f in SchedulerTick._meta.fields]
+
+
+class TickLeaseSerializer(serializers.Serializer):
+    job = serializers.CharField()
+    job_id = serializers.IntegerField()
+    suite = serializers.CharField(allow_null=True)
+    host = serializers.CharField()
+
+
+class TickSummarySerializer(serializers.Serializer):
+    """What one tick did: the leases it made, expiries, timeouts and timings."""
+
+    tick_id = serializers.IntegerField(allow_null=True)
+    started_at = serializers.DateTimeField(allow_null=True)
+    duration_ms = serializers.FloatField()
+    plan_ms = serializers.FloatField()
+    jobs_considered = serializers.IntegerField()
+    hosts_free = serializers.IntegerField()
+    leases = TickLeaseSerializer(many=True)
+    expired = serializers.IntegerField()
+    timed_out = serializers.IntegerField()
+    skipped_assignments = serializers.IntegerField()

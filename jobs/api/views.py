@@ -1,0 +1,369 @@
+"""API viewsets for suites, jobs, leases, the queue and the scheduler: thin callers of services."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+from django.db.models import QuerySet, prefetch_related_objects
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import generics, mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from jobs import selectors, services
+from jobs.api import serializers as s
+from jobs.choices import JobStatus
+from jobs.filtersets import JobFilterSet, LeaseFilterSet, SuiteFilterSet
+from jobs.models import Job, Lease, SchedulerTick, Suite
+from schedsite import roles
+from schedsite.api_permissions import (
+    IsLabStaff,
+    IsStaffOrRunner,
+    RolePermissionsMixin,
+    RunsObjectWorker,
+)
+from schedsite.api_views import valid
+from schedsite.errors import Conflict
+
+STAFF = (IsLabStaff,)
+
+
+class ReadViewSet(
+    RolePermissionsMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
+    """List and detail for any authenticated user; writes are actions with their own roles."""
+
+
+# --- suites ---------------------------------------------------------------------------------
+
+
+@extend_schema_view(
+    list=extend_schema(summary="List suites with job counts, hosts held and status"),
+    retrieve=extend_schema(summary="One suite with its job counts by status and hosts held"),
+)
+class SuiteViewSet(ReadViewSet):
+    """Groups of jobs submitted together; list a suite's jobs with /api/jobs/?suite=ID."""
+
+    serializer_class = s.SuiteSerializer
+    filterset_class = SuiteFilterSet
+
+    def get_queryset(self) -> QuerySet[Suite]:
+        return Suite.objects.select_related("owner")
+
+    def _context(self, suites: Sequence[Suite], **extra: object) -> dict:
+        ids = [suite.pk for suite in suites]
+        return {
+            **self.get_serializer_context(),
+            "job_counts": selectors.suite_job_counts(ids),
+            "hosts_held": selectors.suite_hosts_held(ids),
+            **extra,
+        }
+
+    def list(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        data = s.SuiteSerializer(page, many=True, context=self._context(page)).data
+        return self.get_paginated_response(data)
+
+    def retrieve(self, request: Request, pk: str) -> Response:
+        suite = self.get_object()
+        return Response(s.SuiteSerializer(suite, context=self._context([suite])).data)
+
+    @extend_schema(
+        summary="Submit a suite with its jobs, or a fan-out suite over every matching host",
+        request=s.SuiteCreateInputSerializer,
+        responses={201: s.SuiteSerializer},
+    )
+    def create(self, request: Request) -> Response:
+        data = valid(s.SuiteCreateInputSerializer, request)
+        fanout = data.get("fanout")
+        suite = services.suite_submit(
+            owner=request.user,
+            name=data["name"],
+            jobs=data.get("specs", ()),
+            build=data["build"],
+            priority=data["priority"],
+            min_duts=data["min_duts"],
+            max_duts=data["max_duts"],
+            fanout_labels=fanout["labels"] if fanout else None,
+            fanout_name=fanout["name"] if fanout else "",
+        )
+        suite = self.get_queryset().get(pk=suite.pk)
+        body = s.SuiteSerializer(suite, context=self._context([suite])).data
+        return Response(body, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Abort every unfinished job of the suite (its owner, or staff)",
+        request=None,
+        responses=s.SuiteAbortResultSerializer,
+    )
+    @action(detail=True, methods=["post"])
+    def abort(self, request: Request, pk: str) -> Response:
+        suite = self.get_object()
+        if not roles.can_manage(request.user, suite.owner_id):
+            raise PermissionDenied("You may only abort your own suites.")
+        count = services.suite_abort(suite=suite, by=request.user)
+        suite = self.get_queryset().get(pk=suite.pk)
+        context = self._context([suite], jobs_aborted=count)
+        return Response(s.SuiteAbortResultSerializer(suite, context=context).data)
+
+
+# --- jobs -----------------------------------------------------------------------------------
+
+
+@extend_schema_view(
+    list=extend_schema(summary="List jobs (filter status, suite, label, host, owner, q)"),
+    retrieve=extend_schema(summary="One job, with its wait reason and active lease"),
+)
+class JobViewSet(ReadViewSet):
+    """Tests that each need one host; `start` and `complete` are the runner protocol."""
+
+    serializer_class = s.JobSerializer
+    filterset_class = JobFilterSet
+    # Which worker a runner acts for depends on the job's lease: checked in _runner_lease.
+    action_permissions = {"start": (IsStaffOrRunner,), "complete": (IsStaffOrRunner,)}
+
+    def get_queryset(self) -> QuerySet[Job]:
+        return Job.objects.select_related("suite", "host", "owner").prefetch_related(
+            selectors.active_lease_prefetch()
+        )
+
+    def _render(self, jobs: Sequence[Job]) -> list[dict]:
+        # One read of the latest tick resolves every queued job's reason on the page.
+        context = {
+            **self.get_serializer_context(),
+            "wait_reasons": selectors.wait_reasons_for(jobs),
+        }
+        return s.JobSerializer(jobs, many=True, context=context).data
+
+    def _render_one(self, job: Job, code: int = status.HTTP_200_OK) -> Response:
+        fresh = self.get_queryset().get(pk=job.pk)
+        return Response(self._render([fresh])[0], status=code)
+
+    def list(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response(self._render(page))
+
+    def retrieve(self, request: Request, pk: str) -> Response:
+        return Response(self._render([self.get_object()])[0])
+
+    @extend_schema(
+        summary="Submit a standalone job",
+        request=s.JobCreateInputSerializer,
+        responses={201: s.JobSerializer},
+    )
+    def create(self, request: Request) -> Response:
+        data = valid(s.JobCreateInputSerializer, request)
+        job = services.job_submit(owner=request.user, spec=data["spec"])
+        return self._render_one(job, status.HTTP_201_CREATED)
+
+    def _runner_lease(self, job: Job, lease_id: int | None) -> Lease:
+        """The lease the caller acts through: the one named, or the caller's latest one."""
+        user = self.request.user
+        if lease_id is not None:
+            lease = Lease.objects.select_related("host").filter(pk=lease_id, job=job).first()
+            if lease is None:
+                raise ValidationError(
+                    {"lease": [f"Lease {lease_id} is not a lease of job {job.pk}."]}
+                )
+        elif roles.is_staff(user):
+            lease = selectors.lease_of_job(job)
+        else:
+            # A runner acts through the lease its own worker got, even one that has ended since:
+            # then the service answers 409, and never touches a newer lease on another worker.
+            lease = selectors.lease_of_job_for_runner(job=job, user=user)
+        if lease is None:
+            if roles.is_staff(user):
+                raise Conflict(f"job {job.pk} holds no active lease (status {job.status})")
+            raise PermissionDenied("This job was never leased to a worker you are the runner of.")
+        if not roles.runner_may_work(user, lease.host.worker_id):
+            raise PermissionDenied("This job's lease is on a worker you are not the runner of.")
+        return lease
+
+    @extend_schema(
+        summary="Runner protocol: the test has begun (leased → running)",
+        request=s.JobStartInputSerializer,
+        responses=s.JobSerializer,
+    )
+    @action(detail=True, methods=["post"])
+    def start(self, request: Request, pk: str) -> Response:
+        job = self.get_object()
+        data = valid(s.JobStartInputSerializer, request)
+        lease = self._runner_lease(job, data.get("lease"))
+        return self._render_one(services.lease_job_start(lease=lease, by=request.user))
+
+    @extend_schema(
+        summary="Runner protocol: report passed/failed; releases the lease",
+        request=s.JobCompleteInputSerializer,
+        responses=s.JobSerializer,
+    )
+    @action(detail=True, methods=["post"])
+    def complete(self, request: Request, pk: str) -> Response:
+        job = self.get_object()
+        data = valid(s.JobCompleteInputSerializer, request)
+        lease = self._runner_lease(job, data.pop("lease", None))
+        job = services.lease_job_complete(lease=lease, by=request.user, **data)
+        return self._render_one(job)
+
+    @extend_schema(
+        summary="Abort a queued or running job (its owner, staff, or the runner holding it)",
+        request=s.JobAbortInputSerializer,
+        responses=s.JobSerializer,
+    )
+    @action(detail=True, methods=["post"])
+    def abort(self, request: Request, pk: str) -> Response:
+        job = self.get_object()
+        data = valid(s.JobAbortInputSerializer, request)
+        user = request.user
+        if roles.can_manage(user, job.owner_id):
+            return self._render_one(services.job_abort(job=job, by=user, reason=data["reason"]))
+        # A runner may give up a job its worker holds (it is shutting down).
+        lease = (
+            selectors.lease_of_job_for_runner(job=job, user=user) if roles.is_runner(user) else None
+        )
+        if lease is None:
+            raise PermissionDenied("You may only abort your own jobs.")
+        return self._render_one(
+            services.lease_job_abort(lease=lease, by=user, reason=data["reason"])
+        )
+
+
+# --- leases ---------------------------------------------------------------------------------
+
+
+@extend_schema_view(
+    list=extend_schema(summary="List leases (filter active, worker, host, job, manual)"),
+    retrieve=extend_schema(summary="One lease"),
+)
+class LeaseViewSet(ReadViewSet):
+    """Every hold on a host: jobs' leases and manual reservations."""
+
+    serializer_class = s.LeaseSerializer
+    filterset_class = LeaseFilterSet
+    action_permissions = {
+        "create": STAFF,
+        "release": STAFF,
+        "extend": STAFF,
+        "heartbeat": (IsStaffOrRunner, RunsObjectWorker),
+    }
+
+    def get_queryset(self) -> QuerySet[Lease]:
+        return Lease.objects.select_related("host__worker", "job", "holder")
+
+    def worker_id_of(self, lease: Lease) -> int | None:
+        return lease.host.worker_id
+
+    def _render_one(self, lease: Lease, code: int = status.HTTP_200_OK) -> Response:
+        fresh = self.get_queryset().get(pk=lease.pk)
+        return Response(self.get_serializer(fresh).data, status=code)
+
+    @extend_schema(
+        summary="Reserve a free host for manual work, for a duration (staff)",
+        request=s.LeaseReserveInputSerializer,
+        responses={201: s.LeaseSerializer},
+    )
+    def create(self, request: Request) -> Response:
+        data = valid(s.LeaseReserveInputSerializer, request)
+        lease = services.lease_reserve(
+            host=data["host"],
+            holder=request.user,
+            duration=timedelta(seconds=data["duration"]),
+            reason=data["reason"],
+        )
+        return self._render_one(lease, status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Runner protocol: keep a job's lease alive (its worker's runner, or staff)",
+        request=None,
+        responses=s.LeaseSerializer,
+    )
+    @action(detail=True, methods=["post"])
+    def heartbeat(self, request: Request, pk: str) -> Response:
+        lease = self.get_object()
+        return self._render_one(services.lease_job_heartbeat(lease=lease, by=request.user))
+
+    @extend_schema(
+        summary="Release a lease; its job is requeued (default) or aborted (staff)",
+        request=s.LeaseReleaseInputSerializer,
+        responses=s.LeaseSerializer,
+    )
+    @action(detail=True, methods=["post"])
+    def release(self, request: Request, pk: str) -> Response:
+        lease = self.get_object()
+        data = valid(s.LeaseReleaseInputSerializer, request)
+        return self._render_one(services.lease_release(lease=lease, by=request.user, **data))
+
+    @extend_schema(
+        summary="Extend a manual reservation to now + duration (staff)",
+        request=s.LeaseExtendInputSerializer,
+        responses=s.LeaseSerializer,
+    )
+    @action(detail=True, methods=["post"])
+    def extend(self, request: Request, pk: str) -> Response:
+        lease = self.get_object()
+        data = valid(s.LeaseExtendInputSerializer, request)
+        duration = timedelta(seconds=data["duration"])
+        return self._render_one(
+            services.lease_extend(lease=lease, by=request.user, duration=duration)
+        )
+
+
+# --- the queue and the scheduler ------------------------------------------------------------
+
+
+class QueueView(RolePermissionsMixin, generics.GenericAPIView):
+    """Queued jobs in the exact order the scheduler will consider them, with wait reasons."""
+
+    serializer_class = s.QueueEntrySerializer
+    filterset_class = JobFilterSet
+    queryset = Job.objects.filter(status=JobStatus.QUEUED)
+
+    @extend_schema(
+        summary="The queue in the scheduler's order; filters keep each job's global position",
+        responses=s.QueueEntrySerializer(many=True),
+    )
+    def get(self, request: Request) -> Response:
+        # Filtering also validates the parameters: a bad one is a 400 even when nothing is queued.
+        filtered = self.filter_queryset(self.get_queryset())
+        ordered = selectors.queue_order()
+        positions = {job.pk: i for i, job in enumerate(ordered, start=1)}
+        names = set(JobFilterSet.base_filters)
+        if any(key in names for key in request.query_params):
+            wanted = set(filtered.values_list("pk", flat=True))
+            ordered = [job for job in ordered if job.pk in wanted]
+        page = self.paginate_queryset(ordered)
+        prefetch_related_objects(page, "owner")
+        context = {
+            **self.get_serializer_context(),
+            "positions": positions,
+            "wait_reasons": selectors.wait_reasons_for(page),
+            "now": timezone.now(),
+        }
+        return self.get_paginated_response(
+            s.QueueEntrySerializer(page, many=True, context=context).data
+        )
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Recent scheduler ticks, newest first: timings and counts"),
+    retrieve=extend_schema(summary="One scheduler tick"),
+)
+class SchedulerViewSet(ReadViewSet):
+    """The record of scheduler ticks; staff may run one now."""
+
+    serializer_class = s.SchedulerTickSerializer
+    queryset = SchedulerTick.objects.defer("wait_reasons")
+    action_permissions = {"tick": STAFF}
+
+    @extend_schema(
+        summary="Run one scheduler tick now and return what it did (staff)",
+        request=None,
+        responses=s.TickSummarySerializer,
+    )
+    @action(detail=False, methods=["post"])
+    def tick(self, request: Request) -> Response:
+        summary = services.scheduler_tick(trigger=f"api: {request.user.get_username()}")
+        return Response(s.TickSummarySerializer(summary.as_dict()).data)

@@ -1,0 +1,166 @@
+"""Forms of the web UI for suites and leases: they parse input, the services decide."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import timedelta
+from uuid import uuid4
+
+from django import forms
+from django.http import QueryDict
+
+from hosts.models import Host
+from hosts.services import labels_validate
+from jobs.choices import Priority
+from jobs.services import JobSpec
+from schedsite.errors import InvalidInput
+
+LABEL_SPLIT = re.compile(r"[\s,]+")
+MAX_ROWS = 500  # job rows in one form; bigger suites go through the API
+
+# Highest first: that is the order people scan a priority list in.
+PRIORITY_CHOICES = [(p.value, f"{p.label} ({p.value})") for p in sorted(Priority, reverse=True)]
+
+RESERVE_DURATIONS = [
+    (30, "30 minutes"),
+    (60, "1 hour"),
+    (120, "2 hours"),
+    (240, "4 hours"),
+    (480, "8 hours"),
+    (1440, "1 day"),
+    (4320, "3 days"),
+    (10080, "1 week"),
+]
+
+
+def split_labels(text: str) -> list[str]:
+    """Labels typed into one box, separated by spaces or commas."""
+    return [part for part in LABEL_SPLIT.split(text or "") if part]
+
+
+class SuiteForm(forms.Form):
+    """The suite-level fields of the submit form."""
+
+    name = forms.CharField(max_length=200)
+    build = forms.CharField(max_length=200, required=False)
+    priority = forms.TypedChoiceField(
+        choices=PRIORITY_CHOICES, coerce=int, initial=Priority.DEFAULT
+    )
+    min_duts = forms.IntegerField(label="Min DUTs", min_value=0, max_value=10000, initial=0)
+    max_duts = forms.IntegerField(label="Max DUTs", min_value=1, max_value=10000, required=False)
+    mode = forms.ChoiceField(
+        choices=[("jobs", "A list of jobs"), ("fanout", "Run on every host with these labels")],
+        initial="jobs",
+    )
+    fanout_labels = forms.CharField(max_length=1000, required=False)
+    fanout_name = forms.CharField(max_length=150, required=False)
+    max_retries = forms.IntegerField(min_value=0, max_value=10, initial=0)
+    timeout_minutes = forms.IntegerField(min_value=1, max_value=7 * 24 * 60, required=False)
+
+    def clean(self) -> dict:
+        data = super().clean()
+        low, high = data.get("min_duts"), data.get("max_duts")
+        if low is not None and high is not None and low > high:
+            self.add_error("min_duts", f"Must not exceed max DUTs ({high}).")
+        if data.get("mode") == "fanout":
+            labels = split_labels(data.get("fanout_labels", ""))
+            if not labels:
+                self.add_error("fanout_labels", "Give the labels whose hosts should each run it.")
+            else:
+                try:
+                    data["fanout_label_list"] = labels_validate(labels, field="fanout_labels")
+                except InvalidInput as exc:
+                    self.add_error("fanout_labels", exc.message)
+        return data
+
+
+@dataclass
+class JobRow:
+    """One row of the job list as typed, with the errors to show next to its fields."""
+
+    name: str = ""
+    labels: str = ""
+    host: str = ""
+    errors: dict[str, str] = field(default_factory=dict)
+    key: str = field(default_factory=lambda: uuid4().hex[:8])  # unique element ids per row
+
+    @property
+    def blank(self) -> bool:
+        return not (self.name.strip() or self.labels.strip() or self.host.strip())
+
+
+def job_rows_from(data: QueryDict) -> list[JobRow]:
+    """The job rows of a submitted form (parallel job_name/job_labels/job_host lists)."""
+    names, labels, hosts = (data.getlist(k) for k in ("job_name", "job_labels", "job_host"))
+    count = min(max(len(names), len(labels), len(hosts)), MAX_ROWS)
+
+    def at(values: list[str], i: int) -> str:
+        return values[i] if i < len(values) else ""
+
+    return [JobRow(at(names, i), at(labels, i), at(hosts, i)) for i in range(count)]
+
+
+def job_specs(
+    rows: list[JobRow], *, max_retries: int = 0, timeout: timedelta | None = None
+) -> tuple[list[JobSpec], list[JobRow]]:
+    """Check the rows, marking errors on them; return the specs and the rows they came from."""
+    filled = [row for row in rows if not row.blank]
+    wanted = {row.host.strip() for row in filled if row.host.strip()}
+    # One query for every pinned host of the form.
+    hosts = {h.hostname: h for h in Host.objects.filter(hostname__in=wanted)} if wanted else {}
+    specs: list[JobSpec] = []
+    for row in filled:
+        name = row.name.strip()
+        if not name:
+            row.errors["name"] = "Give the job a name."
+        elif len(name) > 200:
+            row.errors["name"] = "At most 200 characters."
+        try:
+            labels = labels_validate(split_labels(row.labels), field="labels")
+        except InvalidInput as exc:
+            row.errors["labels"] = exc.message
+            labels = []
+        pinned = None
+        if row.host.strip():
+            pinned = hosts.get(row.host.strip())
+            if pinned is None:
+                row.errors["host"] = f"No host is named {row.host.strip()}."
+        specs.append(
+            JobSpec(name=name, labels=labels, host=pinned, max_retries=max_retries, timeout=timeout)
+        )
+    return specs, filled
+
+
+ROW_FIELD = re.compile(r"^jobs\[(\d+)\]\.(\w+)$")
+
+
+def row_error(rows: list[JobRow], exc: InvalidInput) -> bool:
+    """Put a service error about jobs[i].field next to that field; False if it is not one."""
+    match = ROW_FIELD.match(exc.field or "")
+    if not match:
+        return False
+    index, name = int(match.group(1)), match.group(2)
+    if index >= len(rows):
+        return False
+    prefix = f"jobs[{index}]."
+    message = exc.message[len(prefix) :] if exc.message.startswith(prefix) else exc.message
+    rows[index].errors[name if name in ("name", "labels", "host") else "name"] = (
+        message[:1].upper() + message[1:]
+    )
+    return True
+
+
+class ReserveForm(forms.Form):
+    """Reserve a free host for manual work."""
+
+    host = forms.CharField(max_length=255, required=False)
+    minutes = forms.TypedChoiceField(choices=RESERVE_DURATIONS, coerce=int, initial=60)
+    reason = forms.CharField(max_length=500, required=False)
+
+
+class ReleaseForm(forms.Form):
+    """Release a lease; its job is requeued unless 'abort' is chosen."""
+
+    requeue = forms.ChoiceField(choices=[("1", "requeue"), ("0", "abort")], required=False)
+    reason = forms.CharField(max_length=500, required=False)

@@ -1,0 +1,541 @@
+"""The reference runner (SPEC §5): runs a worker's leased jobs, speaking only the REST API."""
+
+from __future__ import annotations
+
+# This module must not import Django: it runs on lab servers with no database, as
+# `python -m jobs.runner` or through `manage.py run_worker`. It needs only `requests`.
+import argparse
+import logging
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+
+log = logging.getLogger("schedsite.runner")
+
+# Answers worth retrying: the server or a proxy in front of it is overloaded or restarting.
+TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
+# Environment variables a test command must not see: the runner's credentials.
+SECRET_ENV = ("SCHEDSITE_TOKEN",)
+
+
+class ApiError(Exception):
+    """The API answered with an error status."""
+
+    def __init__(self, status: int, body: Any, method: str, url: str) -> None:
+        detail = body.get("detail", body) if isinstance(body, dict) else body
+        super().__init__(f"{method} {url}: HTTP {status}: {detail}")
+        self.status = status
+        self.body = body
+
+
+class ApiUnavailable(ApiError):
+    """The API could not be reached, or kept failing, through every retry."""
+
+
+class Api:
+    """A small REST client: token auth, JSON, retries with backoff for transient failures."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float = 15.0,
+        retries: int = 5,
+        backoff: float = 0.5,
+        max_backoff: float = 10.0,
+        session: requests.Session | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.base_url = base_url.rstrip("/") + "/"
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.session = session or requests.Session()
+        self.session.headers.update(
+            {"Authorization": f"Token {token}", "Accept": "application/json"}
+        )
+        self.sleep = sleep
+
+    def url(self, path: str) -> str:
+        return (
+            path if path.startswith(("http://", "https://")) else self.base_url + path.lstrip("/")
+        )
+
+    def call(self, method: str, path: str, body: dict | None = None) -> Any:
+        """Send one request; retry connection errors and 429/5xx; raise ApiError on a 4xx."""
+        url = self.url(path)
+        error: ApiError | None = None
+        for attempt in range(self.retries + 1):
+            try:
+                response = self.session.request(method, url, json=body, timeout=self.timeout)
+            except requests.RequestException as exc:
+                error = ApiUnavailable(0, str(exc), method, url)
+            else:
+                payload = _json(response)
+                if response.status_code < 400:
+                    return payload
+                if response.status_code not in TRANSIENT_STATUSES:
+                    raise ApiError(response.status_code, payload, method, url)
+                error = ApiUnavailable(response.status_code, payload, method, url)
+            if attempt < self.retries:
+                delay = min(self.backoff * 2**attempt, self.max_backoff)
+                log.warning("%s; retry %d/%d in %.1f s", error, attempt + 1, self.retries, delay)
+                self.sleep(delay * random.uniform(0.5, 1.0))  # jitter: runners do not stampede
+        assert error is not None
+        raise error
+
+    def pages(self, path: str) -> Iterator[dict]:
+        """Yield every result of a paginated list, following `next` links."""
+        url: str | None = path
+        while url:
+            page = self.call("GET", url)
+            yield from page["results"]
+            url = page.get("next")
+
+
+def _json(response: requests.Response) -> Any:
+    if not response.content:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        return response.text[:500]
+
+
+@dataclass
+class RunnerConfig:
+    """How a runner behaves; the defaults suit a production lab server."""
+
+    worker: str
+    command: Sequence[str]
+    api_url: str = ""
+    concurrency: int = 4
+    poll: float = 2.0  # seconds between looks at the worker's leases
+    grace: float = 60.0  # seconds running jobs get to finish after SIGTERM
+    heartbeat: float | None = None  # lease heartbeat period; default: a third of the lease TTL
+    output_tail: int = 4000  # characters of output sent as the job's message
+    host_broken_exit_code: int | None = None  # the command's way to say "the DUT is broken"
+    kill_timeout: float = 5.0  # seconds between SIGTERM and SIGKILL for a command
+
+
+class Runner:
+    """Heartbeat the worker, take its leases, run the command for each, report the results."""
+
+    def __init__(self, api: Api, config: RunnerConfig) -> None:
+        self.api = api
+        self.config = config
+        self.stopping = threading.Event()  # SIGTERM: take no new leases
+        self.killing = threading.Event()  # grace over (or a second signal): kill and abort
+        self.runs: dict[int, JobRun] = {}  # lease id -> the run of its job
+        self.waiting: dict[int, tuple[dict, float]] = {}  # lease id -> (lease, last heartbeat)
+        self.ignored: set[int] = set()
+        self.lease_ttl = 600.0
+        self.offline_timeout = 120.0
+        self._last_worker_beat = 0.0
+        self.results: dict[str, int] = {"passed": 0, "failed": 0, "aborted": 0, "lost": 0}
+
+    # --- the loop ---------------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Work until asked to stop; return the process exit status."""
+        log.info(
+            "runner for worker %s at %s: concurrency %d, command %s",
+            self.config.worker,
+            self.api.base_url,
+            self.config.concurrency,
+            " ".join(self.config.command),
+        )
+        while not self.stopping.is_set():
+            try:
+                self.step()
+            except ApiUnavailable as exc:
+                log.warning("API unavailable, will try again: %s", exc)
+            except ApiError as exc:
+                if exc.status in (401, 403, 404):
+                    # Wrong token, not this worker's runner, or no such worker: retrying is futile.
+                    log.error("cannot work for worker %s: %s", self.config.worker, exc)
+                    self.stopping.set()
+                    self.shutdown()
+                    return 2
+                log.warning("API error, will try again: %s", exc)
+            self.stopping.wait(self.config.poll)
+        self.shutdown()
+        return 0
+
+    def step(self) -> None:
+        """One pass: heartbeat the worker when due, start what fits, keep waiting leases alive."""
+        self._reap()
+        self._beat_worker()
+        self._take_leases()
+        self._keep_waiting_alive()
+
+    def stop(self) -> None:
+        """Take no new leases; let running jobs finish within the grace period."""
+        if self.stopping.is_set():
+            self.kill()  # a second signal: stop now
+        self.stopping.set()
+
+    def kill(self) -> None:
+        """Kill every running command and abort its job."""
+        self.stopping.set()
+        self.killing.set()
+
+    def shutdown(self) -> None:
+        """Abort leases not yet started, wait out the grace period, then kill what still runs."""
+        self._reap()
+        for lease in self._unstarted_leases():
+            if self.abort_job(lease, "runner stopped before starting the job"):
+                self.results["aborted"] += 1
+        self.waiting.clear()
+        if self.runs:
+            log.info(
+                "stopping: waiting up to %.0f s for %d job(s)", self.config.grace, len(self.runs)
+            )
+        deadline = time.monotonic() + self.config.grace
+        while self._reap() and time.monotonic() < deadline and not self.killing.is_set():
+            time.sleep(0.1)
+        if self._reap():
+            log.warning("grace period over: killing %d job(s)", len(self.runs))
+            self.killing.set()
+            for run in list(self.runs.values()):
+                run.join(self.config.kill_timeout + 30)
+        self._reap()
+        log.info("runner stopped: %s", ", ".join(f"{k} {v}" for k, v in self.results.items()))
+
+    # --- pieces -----------------------------------------------------------------------------
+
+    def _unstarted_leases(self) -> list[dict]:
+        """The worker's leases whose jobs nobody started, including any not yet seen."""
+        # One last look: the scheduler may have leased a host since the last poll, and such a
+        # lease would otherwise sit until it expires (and flags its host for repair).
+        try:
+            leases = list(self.api.pages(f"workers/{self.config.worker}/leases/"))
+        except ApiError as exc:
+            log.warning("could not list leases while stopping: %s", exc)
+            return [lease for lease, _beat in self.waiting.values()]
+        return [
+            lease
+            for lease in leases
+            if lease["job"]["status"] == "leased" and lease["id"] not in self.runs
+        ]
+
+    def _reap(self) -> int:
+        for lease_id, run in list(self.runs.items()):
+            if not run.is_alive():
+                self.runs.pop(lease_id)
+                self.results[run.outcome] = self.results.get(run.outcome, 0) + 1
+        return len(self.runs)
+
+    def _beat_worker(self) -> None:
+        now = time.monotonic()
+        if now - self._last_worker_beat < max(1.0, self.offline_timeout / 4):
+            return
+        info = self.api.call("POST", f"workers/{self.config.worker}/heartbeat/")
+        self.lease_ttl = float(info.get("lease_ttl") or self.lease_ttl)
+        self.offline_timeout = float(info.get("offline_timeout") or self.offline_timeout)
+        self._last_worker_beat = now
+
+    @property
+    def heartbeat_period(self) -> float:
+        # SPEC §5: heartbeat at least every TTL/3, so one lost heartbeat does not lose the lease.
+        return self.config.heartbeat or max(0.2, self.lease_ttl / 3)
+
+    def _take_leases(self) -> None:
+        seen: set[int] = set()
+        for lease in self.api.pages(f"workers/{self.config.worker}/leases/"):
+            lease_id = lease["id"]
+            seen.add(lease_id)
+            if lease_id in self.runs:
+                continue
+            job = lease["job"]
+            if job["status"] != "leased":
+                if lease_id not in self.ignored and lease_id not in self.waiting:
+                    # Started by an earlier runner process we cannot reattach to: let it expire,
+                    # so the scheduler requeues the job and flags the host (state unknown).
+                    log.warning(
+                        "lease %s: job %s is %s but not ours; leaving it to expire",
+                        lease_id,
+                        job["id"],
+                        job["status"],
+                    )
+                    self.ignored.add(lease_id)
+                continue
+            if self.stopping.is_set():
+                return
+            if len(self.runs) >= self.config.concurrency:
+                # No free slot: keep the lease alive until one frees up.
+                self.waiting.setdefault(lease_id, (lease, time.monotonic()))
+                continue
+            self.waiting.pop(lease_id, None)
+            self._start(lease)
+        for lease_id in list(self.waiting):
+            if lease_id not in seen:  # released meanwhile (by staff, or expired)
+                self.waiting.pop(lease_id)
+
+    def _start(self, lease: dict) -> None:
+        job = lease["job"]
+        try:
+            self.api.call("POST", f"jobs/{job['id']}/start/", {"lease": lease["id"]})
+        except ApiError as exc:
+            if exc.status == 409:  # the lease moved on (released, expired) before we began
+                log.info("lease %s: not started: %s", lease["id"], exc)
+                return
+            raise
+        log.info("job %s (%s) started on %s", job["id"], job["name"], lease["host"]["hostname"])
+        run = JobRun(self, lease)
+        self.runs[lease["id"]] = run
+        run.start()
+
+    def _keep_waiting_alive(self) -> None:
+        now = time.monotonic()
+        for lease_id, (lease, last) in list(self.waiting.items()):
+            if now - last < self.heartbeat_period:
+                continue
+            try:
+                self.api.call("POST", f"leases/{lease_id}/heartbeat/")
+                self.waiting[lease_id] = (lease, now)
+            except ApiError as exc:
+                if exc.status != 409:
+                    raise
+                self.waiting.pop(lease_id, None)
+
+    def abort_job(self, lease: dict, reason: str) -> bool:
+        """Give up a job this worker holds; False if the API refused (it ended already)."""
+        job = lease["job"]
+        try:
+            self.api.call("POST", f"jobs/{job['id']}/abort/", {"reason": reason})
+        except ApiError as exc:
+            log.warning("job %s: could not abort: %s", job["id"], exc)
+            return False
+        log.info("job %s aborted: %s", job["id"], reason)
+        return True
+
+
+class JobRun(threading.Thread):
+    """Run the command for one lease: heartbeat while it runs, then report its result."""
+
+    def __init__(self, runner: Runner, lease: dict) -> None:
+        super().__init__(name=f"lease-{lease['id']}", daemon=True)
+        self.runner = runner
+        self.lease = lease
+        self.job = lease["job"]
+        self.outcome = "lost"
+        self._tail: list[str] = []
+        self._tail_len = 0
+
+    def environment(self) -> dict[str, str]:
+        """What the command learns about its job, host and suite."""
+        host, job = self.lease["host"], self.job
+        env = {k: v for k, v in os.environ.items() if k not in SECRET_ENV}
+        env.update(
+            {
+                "SCHEDSITE_API": self.runner.api.base_url,
+                "SCHEDSITE_WORKER": self.runner.config.worker,
+                "SCHEDSITE_LEASE_ID": str(self.lease["id"]),
+                "SCHEDSITE_HOST": host["hostname"],
+                "SCHEDSITE_HOST_LABELS": ",".join(host["labels"]),
+                "SCHEDSITE_HOST_BUILD": host.get("current_build") or "",
+                "SCHEDSITE_JOB_ID": str(job["id"]),
+                "SCHEDSITE_JOB_NAME": job["name"],
+                "SCHEDSITE_JOB_LABELS": ",".join(job["labels"]),
+                "SCHEDSITE_JOB_ATTEMPT": str(job["attempts"]),
+                "SCHEDSITE_JOB_TIMEOUT": str(job["timeout"]),
+                "SCHEDSITE_SUITE_ID": str(job["suite"] or ""),
+                "SCHEDSITE_SUITE": job.get("suite_name") or "",
+                "SCHEDSITE_BUILD": job.get("build") or "",
+            }
+        )
+        return env
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except Exception:  # a thread must never die silently: the lease would just expire
+            log.exception("lease %s: runner error", self.lease["id"])
+
+    def _run(self) -> None:
+        config = self.runner.config
+        try:
+            proc = subprocess.Popen(
+                list(config.command),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=self.environment(),
+                start_new_session=True,  # its own process group: a kill reaches its children
+            )
+        except OSError as exc:
+            self._complete("failed", f"could not run {config.command[0]}: {exc}", host_ok=True)
+            return
+        reader = threading.Thread(target=self._read, args=(proc,), daemon=True)
+        reader.start()
+        started = last_beat = time.monotonic()
+        timeout = float(self.job.get("timeout") or 0)
+        stop_reason = ""
+        while proc.poll() is None:
+            now = time.monotonic()
+            if self.runner.killing.is_set():
+                stop_reason = "runner stopped (grace period over) while the job ran"
+            elif timeout and now - started > timeout:
+                stop_reason = f"timed out after {timeout:.0f} s"
+            elif now - last_beat >= self.runner.heartbeat_period:
+                last_beat = now
+                if not self._heartbeat():
+                    self._kill(proc)
+                    reader.join(5)
+                    return
+            if stop_reason:
+                self._kill(proc)
+                break
+            time.sleep(0.1)
+        reader.join(5)
+        status = proc.wait()
+        output = "".join(self._tail)[-config.output_tail :]
+        if stop_reason.startswith("runner stopped"):
+            if self.runner.abort_job(self.lease, stop_reason):
+                self.outcome = "aborted"
+            return
+        if stop_reason:
+            self._complete("failed", f"{output}\n[{stop_reason}]".lstrip(), host_ok=True)
+            return
+        result = "passed" if status == 0 else "failed"
+        host_ok = config.host_broken_exit_code is None or status != config.host_broken_exit_code
+        self._complete(result, f"{output}\n[exit status {status}]".lstrip(), host_ok=host_ok)
+
+    def _read(self, proc: subprocess.Popen) -> None:
+        assert proc.stdout is not None
+        limit = self.runner.config.output_tail
+        for raw in iter(proc.stdout.readline, b""):
+            line = raw.decode("utf-8", errors="replace")
+            self._tail.append(line)
+            self._tail_len += len(line)
+            while self._tail_len > limit and len(self._tail) > 1:
+                self._tail_len -= len(self._tail.pop(0))
+
+    def _heartbeat(self) -> bool:
+        """Keep the lease alive; False when it is gone (released, expired, aborted)."""
+        try:
+            self.runner.api.call("POST", f"leases/{self.lease['id']}/heartbeat/")
+            return True
+        except ApiUnavailable as exc:
+            log.warning("lease %s: heartbeat failed, will retry: %s", self.lease["id"], exc)
+            return True
+        except ApiError as exc:
+            log.warning("lease %s lost, stopping its job: %s", self.lease["id"], exc)
+            return False
+
+    def _kill(self, proc: subprocess.Popen) -> None:
+        for sig, wait in ((signal.SIGTERM, self.runner.config.kill_timeout), (signal.SIGKILL, 5)):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                proc.wait(wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+    def _complete(self, result: str, message: str, *, host_ok: bool) -> None:
+        body = {"lease": self.lease["id"], "result": result, "message": message, "host_ok": host_ok}
+        try:
+            self.runner.api.call("POST", f"jobs/{self.job['id']}/complete/", body)
+        except ApiError as exc:
+            # 409: the lease ended first (expired, released by staff); the result is moot.
+            log.warning("job %s: result %s not recorded: %s", self.job["id"], result, exc)
+            return
+        self.outcome = result
+        log.info("job %s (%s) %s", self.job["id"], self.job["name"], result)
+
+
+# --- command line ---------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `run_worker`, shared by `manage.py run_worker` and `python -m jobs.runner`."""
+    env = os.environ.get
+    parser.add_argument("--worker", required=True, help="the worker this runner serves")
+    parser.add_argument(
+        "--api",
+        default=env("SCHEDSITE_API"),
+        help="base URL of the REST API, e.g. https://lab.example/api/ (env SCHEDSITE_API)",
+    )
+    parser.add_argument(
+        "--token",
+        default=env("SCHEDSITE_TOKEN"),
+        help="the runner account's API token (env SCHEDSITE_TOKEN keeps it out of `ps`)",
+    )
+    parser.add_argument("--concurrency", type=int, default=4, help="jobs run at once (4)")
+    parser.add_argument("--poll", type=float, default=2.0, help="seconds between polls (2)")
+    parser.add_argument(
+        "--grace", type=float, default=60.0, help="seconds jobs may finish after SIGTERM (60)"
+    )
+    parser.add_argument(
+        "--heartbeat", type=float, default=None, help="lease heartbeat period (lease TTL / 3)"
+    )
+    parser.add_argument("--retries", type=int, default=5, help="retries of a failing API call")
+    parser.add_argument(
+        "--host-broken-exit-code",
+        type=int,
+        default=None,
+        help="exit status by which the command reports the host broken (→ needs_repair)",
+    )
+    parser.add_argument("--output-tail", type=int, default=4000, help="characters of output kept")
+    parser.add_argument("command", nargs="+", help="-- COMMAND [ARGS]: run once per job")
+
+
+def run_from_options(options: dict[str, Any]) -> int:
+    """Build a runner from parsed options, stop it gracefully on SIGTERM/SIGINT, run it."""
+    if not options.get("api") or not options.get("token"):
+        raise SystemExit(
+            "run_worker: --api and --token (or SCHEDSITE_API/SCHEDSITE_TOKEN) are needed"
+        )
+    command = list(options["command"])
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise SystemExit("run_worker: give the command to run after --")
+    config = RunnerConfig(
+        worker=options["worker"],
+        command=command,
+        api_url=options["api"],
+        concurrency=max(1, int(options["concurrency"])),
+        poll=max(0.05, float(options["poll"])),
+        grace=max(0.0, float(options["grace"])),
+        heartbeat=options.get("heartbeat"),
+        output_tail=max(200, int(options["output_tail"])),
+        host_broken_exit_code=options.get("host_broken_exit_code"),
+    )
+    runner = Runner(Api(options["api"], options["token"], retries=int(options["retries"])), config)
+
+    def on_signal(signum: int, _frame: object) -> None:
+        log.info("got %s", signal.Signals(signum).name)
+        runner.stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    return runner.run()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m jobs.runner --worker W --api URL --token T -- COMMAND [ARGS]`."""
+    parser = argparse.ArgumentParser(prog="python -m jobs.runner", description=__doc__)
+    add_arguments(parser)
+    options = vars(parser.parse_args(argv))
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    return run_from_options(options)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

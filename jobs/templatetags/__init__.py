@@ -1,0 +1,1 @@
+"""Template tags and filters for the schedsite web UI."""

@@ -1,0 +1,19 @@
+"""Web UI routes for the queue, suites and leases (SPEC §7)."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from jobs import views
+
+app_name = "jobs"
+urlpatterns = [
+    path("queue/", views.queue, name="queue"),
+    path("suites/", views.suite_list, name="suite_list"),
+    path("suites/new/", views.suite_create, name="suite_create"),
+    path("suites/new/job-row/", views.suite_job_row, name="suite_job_row"),
+    path("suites/<int:pk>/", views.suite_detail, name="suite_detail"),
+    path("suites/<int:pk>/abort/", views.suite_abort, name="suite_abort"),
+    path("leases/", views.lease_list, name="lease_list"),
+    path("leases/<int:pk>/release/", views.lease_release, name="lease_release"),
+]

@@ -1,0 +1,464 @@
+"""Queue, suites (list, detail, submit, abort) and leases (list, reserve, release) pages."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from hosts.models import Host
+from hosts.views import host_detail_context
+from jobs import selectors, services
+from jobs.choices import JobStatus, SuiteStatus
+from jobs.filtersets import JobFilterSet, LeaseFilterSet, SuiteFilterSet
+from jobs.forms import (
+    PRIORITY_CHOICES,
+    RESERVE_DURATIONS,
+    JobRow,
+    ReleaseForm,
+    ReserveForm,
+    SuiteForm,
+    job_rows_from,
+    job_specs,
+    row_error,
+)
+from jobs.models import Job, Lease, Suite
+from schedsite import roles
+from schedsite.errors import InvalidInput, ServiceError
+from schedsite.views import (
+    action_response,
+    clean_query,
+    error_response,
+    live_url,
+    page_or_fragment,
+    paginate,
+    query_from_current_url,
+    refresh_seconds,
+    staff_only,
+    toast_html,
+    ui_login_required,
+    wants_fragment,
+)
+
+QUEUE_PER_PAGE = 50
+SUITES_PER_PAGE = 25
+SUITE_JOBS_PER_PAGE = 100
+LEASES_PER_PAGE = 50
+
+
+def _capitalized(message: str) -> str:
+    return message[:1].upper() + message[1:]
+
+
+# --- queue ----------------------------------------------------------------------------------
+
+
+@ui_login_required
+@require_GET
+def queue(request: HttpRequest) -> HttpResponse:
+    """Queued jobs in the scheduler's order, with priority, age and why each one waits."""
+    query = clean_query(request.GET)
+    order = selectors.queue_order_ids()
+    position = {job_id: i + 1 for i, job_id in enumerate(order.ids)}
+    ids = order.ids
+    filter_errors = None
+    if query:
+        filterset = JobFilterSet(query, queryset=Job.objects.filter(status=JobStatus.QUEUED))
+        filter_errors = filterset.errors
+        allowed = set(filterset.qs.values_list("id", flat=True))
+        ids = [job_id for job_id in ids if job_id in allowed]
+    page = paginate(ids, request.GET.get("page"), QUEUE_PER_PAGE)
+    by_id = Job.objects.select_related("suite", "host", "owner").in_bulk(list(page.object_list))
+    jobs = [by_id[job_id] for job_id in page.object_list if job_id in by_id]
+    tick = selectors.latest_tick()
+    reasons = selectors.wait_reasons_for(jobs, tick)
+    rows = [
+        {
+            "job": job,
+            "position": position[job.pk],
+            "reason": reasons.get(job.pk),
+            "quota": job.pk in order.quota_ids,
+        }
+        for job in jobs
+    ]
+    context = {
+        "rows": rows,
+        "page_obj": page,
+        "query": query,
+        "filter_errors": filter_errors,
+        "total_queued": len(order.ids),
+        "matching": len(ids),
+        "tick": tick,
+        "now": timezone.now(),
+        "live_url": live_url(reverse("jobs:queue"), query, page),
+    }
+    return page_or_fragment(request, "jobs/queue.html", "jobs/partials/queue_table.html", context)
+
+
+# --- suites ---------------------------------------------------------------------------------
+
+
+def _suite_rows(suites: list[Suite]) -> list[dict[str, Any]]:
+    ids = [s.pk for s in suites]
+    counts = selectors.suite_job_counts(ids)
+    held = selectors.suite_hosts_held(ids)
+    return [
+        {
+            "suite": s,
+            "counts": counts.get(s.pk, {}),
+            "held": held.get(s.pk, 0),
+            "status": s.status_from_counts(counts.get(s.pk, {})),
+        }
+        for s in suites
+    ]
+
+
+@ui_login_required
+@require_GET
+def suite_list(request: HttpRequest) -> HttpResponse:
+    """Suites, newest first, with their progress and hosts held against their quota."""
+    query = clean_query(request.GET)
+    filterset = SuiteFilterSet(query, queryset=Suite.objects.select_related("owner"))
+    page = paginate(filterset.qs, request.GET.get("page"), SUITES_PER_PAGE)
+    context = {
+        "rows": _suite_rows(list(page.object_list)),
+        "page_obj": page,
+        "query": query,
+        "filter_errors": filterset.errors,
+        "now": timezone.now(),
+        "live_url": live_url(reverse("jobs:suite_list"), query, page),
+    }
+    return page_or_fragment(
+        request, "jobs/suite_list.html", "jobs/partials/suite_table.html", context
+    )
+
+
+def suite_detail_context(request: HttpRequest, suite: Suite, **extra: Any) -> dict[str, Any]:
+    """A suite's summary, bars and one page of its jobs with their hosts and wait reasons."""
+    suite = Suite.objects.select_related("owner").get(pk=suite.pk)
+    counts = selectors.suite_job_counts([suite.pk])[suite.pk]
+    held = selectors.suite_hosts_held([suite.pk]).get(suite.pk, 0)
+    status = suite.status_from_counts(counts)
+    query = clean_query(request.GET)
+    filterset = JobFilterSet(query, queryset=suite.jobs.select_related("host").order_by("id"))
+    page = paginate(filterset.qs, request.GET.get("page"), SUITE_JOBS_PER_PAGE)
+    jobs = list(page.object_list)
+    leases = selectors.active_leases_by_job([j.pk for j in jobs])
+    queued = [j for j in jobs if j.status == JobStatus.QUEUED]
+    reasons = selectors.wait_reasons_for(queued) if queued else {}
+    can_manage = roles.can_manage(request.user, suite.owner_id)
+    context = {
+        "suite": suite,
+        "counts": counts,
+        "held": held,
+        "status": status,
+        "job_rows": [
+            {"job": j, "lease": leases.get(j.pk), "reason": reasons.get(j.pk)} for j in jobs
+        ],
+        "page_obj": page,
+        "query": query,
+        "statuses": JobStatus.choices,
+        "can_abort": can_manage and status in (SuiteStatus.QUEUED, SuiteStatus.RUNNING),
+        "unfinished": sum(
+            counts.get(s, 0) for s in (JobStatus.QUEUED, JobStatus.LEASED, JobStatus.RUNNING)
+        ),
+        "now": timezone.now(),
+        "refresh": refresh_seconds(),
+        "live_url": live_url(reverse("jobs:suite_detail", args=[suite.pk]), query, page),
+    }
+    context.update(extra)
+    return context
+
+
+@ui_login_required
+@require_GET
+def suite_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """One suite and its jobs: status, hosts, attempts and why the queued ones wait."""
+    suite = get_object_or_404(Suite, pk=pk)
+    return page_or_fragment(
+        request,
+        "jobs/suite_detail.html",
+        "jobs/partials/suite_detail_body.html",
+        suite_detail_context(request, suite),
+    )
+
+
+@ui_login_required
+@require_POST
+def suite_abort(request: HttpRequest, pk: int) -> HttpResponse:
+    """Abort every unfinished job of a suite (its owner, or staff)."""
+    suite = get_object_or_404(Suite, pk=pk)
+    if not roles.can_manage(request.user, suite.owner_id):
+        return error_response(request, "Only the suite's owner or lab staff can abort it.", 403)
+    fallback = reverse("jobs:suite_detail", args=[suite.pk])
+    template = "jobs/partials/suite_detail_body.html"
+    try:
+        count = services.suite_abort(suite=suite, by=request.user)
+    except ServiceError as exc:
+        return action_response(
+            request,
+            template,
+            suite_detail_context(request, suite),
+            message=_capitalized(exc.message),
+            ok=False,
+            status=exc.status_code,
+            fallback=fallback,
+        )
+    return action_response(
+        request,
+        template,
+        suite_detail_context(request, suite),
+        message=f"Aborted suite {suite.name}: {count} unfinished job{'s' * (count != 1)} stopped.",
+        fallback=fallback,
+    )
+
+
+def _form_context(form: SuiteForm, rows: list[JobRow], **extra: Any) -> dict[str, Any]:
+    return {
+        "form": form,
+        "rows": rows,
+        "priorities": PRIORITY_CHOICES,
+        "mode": (form.data.get("mode") if form.is_bound else None) or "jobs",
+        "rows_with_errors": any(row.errors for row in rows),
+        **extra,
+    }
+
+
+@ui_login_required
+@require_http_methods(["GET", "POST"])
+def suite_create(request: HttpRequest) -> HttpResponse:
+    """Submit a suite: a list of jobs, or one job per host carrying some labels (fan-out)."""
+    if request.method == "GET":
+        context = _form_context(SuiteForm(), [JobRow(), JobRow()])
+        return render(request, "jobs/suite_form.html", context)
+    form = SuiteForm(request.POST)
+    rows = job_rows_from(request.POST)
+    valid = form.is_valid()
+    data = form.cleaned_data
+    fanout = data.get("mode") == "fanout"
+    jobs_error = ""
+    specs, filled = [], []
+    if not fanout:
+        minutes = data.get("timeout_minutes")
+        specs, filled = job_specs(
+            rows,
+            max_retries=data.get("max_retries") or 0,
+            timeout=timedelta(minutes=minutes) if minutes else None,
+        )
+        if not filled:
+            jobs_error = "Add at least one job: a name and the labels its host needs."
+    if valid and not jobs_error and not any(row.errors for row in rows):
+        try:
+            suite = services.suite_submit(
+                owner=request.user,
+                name=data["name"],
+                build=data.get("build", ""),
+                priority=data["priority"],
+                min_duts=data["min_duts"],
+                max_duts=data.get("max_duts"),
+                jobs=specs,
+                fanout_labels=data.get("fanout_label_list") if fanout else None,
+                fanout_name=data.get("fanout_name", ""),
+            )
+        except InvalidInput as exc:
+            if not row_error(filled, exc):
+                if exc.field in form.fields:
+                    form.add_error(exc.field, _capitalized(exc.message))
+                elif exc.field == "jobs":
+                    jobs_error = _capitalized(exc.message)
+                else:
+                    form.add_error(None, _capitalized(exc.message))
+        except ServiceError as exc:
+            form.add_error(None, _capitalized(exc.message))
+        else:
+            jobs = suite.jobs.count()
+            messages.success(
+                request,
+                f"Suite {suite.name} submitted with {jobs} job{'s' * (jobs != 1)}. "
+                "It is in the queue now.",
+            )
+            url = reverse("jobs:suite_detail", args=[suite.pk])
+            return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+    context = _form_context(form, rows or [JobRow()], jobs_error=jobs_error)
+    template = (
+        "jobs/partials/suite_form_body.html"
+        if wants_fragment(request)
+        else ("jobs/suite_form.html")
+    )
+    return render(request, template, context, status=400)
+
+
+@ui_login_required
+@require_GET
+def suite_job_row(request: HttpRequest) -> HttpResponse:
+    """One more empty job row for the submit form."""
+    return render(request, "jobs/partials/job_row.html", {"row": JobRow(), "focus": True})
+
+
+# --- leases ---------------------------------------------------------------------------------
+
+
+def lease_queryset():  # noqa: ANN201 - a QuerySet[Lease]
+    """Leases newest first, with what a row shows."""
+    # Ids grow with acquisition, so "-id" is newest first and walks the primary key instead
+    # of sorting every active lease by acquired_at.
+    return Lease.objects.select_related("host__worker", "job__suite", "holder").order_by("-id")
+
+
+def lease_list_context(request: HttpRequest, query: Any, page_number: str | None) -> dict:
+    query = query.copy()
+    # The page shows the leases that hold hosts now unless asked otherwise (?active=any).
+    if "active" not in query:
+        query["active"] = "true"
+    filterset = LeaseFilterSet(query, queryset=lease_queryset())
+    page = paginate(filterset.qs, page_number, LEASES_PER_PAGE)
+    return {
+        "leases": list(page.object_list),
+        "page_obj": page,
+        "query": query,
+        "filter_errors": filterset.errors,
+        "staff": roles.is_staff(request.user),
+        "now": timezone.now(),
+        "refresh": refresh_seconds(),
+        "live_url": live_url(reverse("jobs:lease_list"), query, page),
+    }
+
+
+@ui_login_required
+@require_http_methods(["GET", "POST"])
+def lease_list(request: HttpRequest) -> HttpResponse:
+    """Active leases and reservations; POST reserves a free host (staff)."""
+    if request.method == "POST":
+        return _lease_reserve(request)
+    context = lease_list_context(request, clean_query(request.GET), request.GET.get("page"))
+    context["durations"] = RESERVE_DURATIONS
+    return page_or_fragment(
+        request, "jobs/lease_list.html", "jobs/partials/lease_table.html", context
+    )
+
+
+def _lease_reserve(request: HttpRequest) -> HttpResponse:
+    if denied := staff_only(request, "reserve hosts"):
+        return denied
+    form = ReserveForm(request.POST)
+    form.is_valid()
+    data = form.cleaned_data
+    hostname = (data.get("host") or "").strip()
+    reason = data.get("reason", "")
+    minutes = data.get("minutes") or 0
+    host = Host.objects.filter(hostname=hostname).first() if hostname else None
+    error: ServiceError | None = None
+    try:
+        if not hostname:
+            raise InvalidInput("choose a host to reserve", field="host")
+        if host is None:
+            raise InvalidInput(f"no host is named {hostname}", field="host")
+        if not minutes:
+            raise InvalidInput("choose how long to reserve it for", field="duration")
+        lease = services.lease_reserve(
+            host=host, holder=request.user, duration=timedelta(minutes=minutes), reason=reason
+        )
+    except ServiceError as exc:
+        error = exc
+    if error is None:
+        message = f"Reserved {host.hostname} until {timezone.localtime(lease.expires_at):%H:%M}."
+    else:
+        message = _capitalized(error.message)
+    status = error.status_code if error else 200
+    form_values = {"host": hostname, "minutes": minutes, "reason": reason}
+    if request.POST.get("fragment") == "host" and host is not None:
+        context = host_detail_context(
+            request,
+            host,
+            reserve_error=error.message if error else "",
+            reserve_values=form_values if error else {},
+        )
+        return action_response(
+            request,
+            "hosts/partials/host_detail_body.html",
+            context,
+            message=message,
+            ok=error is None,
+            status=status,
+            fallback=reverse("hosts:host_detail", args=[host.hostname]),
+        )
+    context = {
+        "durations": RESERVE_DURATIONS,
+        "reserve_error": _capitalized(error.message) if error else "",
+        "reserve_field": error.field if error else "",
+        "reserve_values": form_values if error else {},
+    }
+    if error is None and getattr(request, "htmx", False):
+        # Success: the table of leases changes too; swap it out of band with its filters.
+        list_path = reverse("jobs:lease_list")
+        query = clean_query(query_from_current_url(request, list_path))
+        table = lease_list_context(request, query, query.get("page"))
+        table["oob"] = True
+        html = render(request, "jobs/partials/reserve_form.html", context).content.decode()
+        html += render(request, "jobs/partials/lease_table.html", table).content.decode()
+        return HttpResponse(html + toast_html(message))
+    return action_response(
+        request,
+        "jobs/partials/reserve_form.html",
+        context,
+        message=message,
+        ok=error is None,
+        status=status,
+        fallback=reverse("jobs:lease_list"),
+    )
+
+
+@ui_login_required
+@require_POST
+def lease_release(request: HttpRequest, pk: int) -> HttpResponse:
+    """Release a lease by hand (staff): its job is requeued, or aborted if asked."""
+    if denied := staff_only(request, "release leases"):
+        return denied
+    lease = get_object_or_404(Lease.objects.select_related("host", "job"), pk=pk)
+    form = ReleaseForm(request.POST)
+    form.is_valid()
+    requeue = form.cleaned_data.get("requeue") != "0"
+    reason = form.cleaned_data.get("reason", "")
+    ok, status = True, 200
+    try:
+        services.lease_release(lease=lease, by=request.user, requeue=requeue, reason=reason)
+    except ServiceError as exc:
+        ok, status, message = False, exc.status_code, _capitalized(exc.message)
+    else:
+        if lease.job is None:
+            message = f"Released the reservation of {lease.host.hostname}."
+        else:
+            outcome = "requeued" if requeue else "aborted"
+            message = f"Released {lease.host.hostname}; job {lease.job.name} {outcome}."
+    if request.POST.get("fragment") == "host":
+        return action_response(
+            request,
+            "hosts/partials/host_detail_body.html",
+            host_detail_context(request, lease.host),
+            message=message,
+            ok=ok,
+            status=status,
+            fallback=reverse("hosts:host_detail", args=[lease.host.hostname]),
+        )
+    context = {
+        "lease": lease_queryset().get(pk=lease.pk),
+        "staff": True,
+        "now": timezone.now(),
+        "note": (ok, message),
+    }
+    return action_response(
+        request,
+        "jobs/partials/lease_row.html",
+        context,
+        message=message,
+        ok=ok,
+        status=status,
+        fallback=reverse("jobs:lease_list"),
+    )

@@ -1,0 +1,69 @@
+"""The REST API's exception handler: service and database errors become 4xx, never a 500."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import ObjectDoesNotExist
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DataError, IntegrityError
+from rest_framework import exceptions, serializers
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+from rest_framework.views import set_rollback
+
+from schedsite.errors import Conflict, Forbidden, ServiceError
+
+log = logging.getLogger("schedsite.api")
+
+
+class ConflictError(exceptions.APIException):
+    """The object is not in a state that allows the request (HTTP 409)."""
+
+    status_code = 409
+    default_detail = "The request conflicts with the current state of the object."
+    default_code = "conflict"
+
+
+def service_error_response(exc: ServiceError) -> Response:
+    """Render a service error: 400 with the field named, 403 or 409 with a detail."""
+    if isinstance(exc, Conflict):
+        return Response({"detail": exc.message}, status=409)
+    if isinstance(exc, Forbidden):
+        return Response({"detail": exc.message}, status=403)
+    if exc.field:
+        return Response({exc.field: [exc.message]}, status=exc.status_code)
+    return Response({"detail": exc.message}, status=exc.status_code)
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """Map every error a client can provoke to a 4xx response (SPEC §6)."""
+    if isinstance(exc, ServiceError):
+        set_rollback()
+        return service_error_response(exc)
+    if isinstance(exc, DjangoValidationError):
+        # A model or field validator ran outside a serializer; report it like a serializer would.
+        if hasattr(exc, "error_dict"):
+            exc = exceptions.ValidationError(exc.message_dict)
+        else:
+            exc = exceptions.ValidationError({"detail": exc.messages})
+    elif isinstance(exc, IntegrityError):
+        # A database constraint caught a race the services' checks could not (two requests at
+        # once): the request changed nothing, and the client can retry against the new state.
+        log.info("integrity error answered with 409: %s", exc)
+        exc = ConflictError("The request conflicts with a concurrent change; nothing was changed.")
+    elif isinstance(exc, DataError | OverflowError):
+        # Values the database cannot take: NUL characters, numbers out of range (PostgreSQL
+        # raises DataError; SQLite's driver an OverflowError for ?suite=1e308).
+        exc = exceptions.ValidationError({"detail": ["A value is out of range or malformed."]})
+    elif isinstance(exc, ObjectDoesNotExist):
+        # The object vanished between the lookup and the change (deleted concurrently).
+        exc = exceptions.NotFound("The object no longer exists.")
+    return drf_exception_handler(exc, context)
+
+
+class ErrorSerializer(serializers.Serializer):
+    """An error answer: 401, 403, 404, 409 (and 400 without a field)."""
+
+    detail = serializers.CharField()

@@ -1,0 +1,60 @@
+"""OpenAPI generation: document the error answers every operation can really give."""
+
+from __future__ import annotations
+
+from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework.permissions import IsAuthenticated
+
+from schedsite.api_exceptions import ErrorSerializer
+
+BAD_REQUEST = OpenApiResponse(
+    OpenApiTypes.OBJECT,
+    description="Bad input: an object mapping each offending field (or `detail`) to messages.",
+)
+ERRORS = {
+    "401": OpenApiResponse(ErrorSerializer, description="No or invalid credentials."),
+    "403": OpenApiResponse(ErrorSerializer, description="Your role may not do this."),
+    "404": OpenApiResponse(ErrorSerializer, description="No such object (or page)."),
+    "409": OpenApiResponse(
+        ErrorSerializer, description="The object's state does not allow this; nothing changed."
+    ),
+    "415": OpenApiResponse(
+        ErrorSerializer, description="Unsupported body: send JSON (or form data)."
+    ),
+}
+
+
+class AutoSchema(SpectacularAutoSchema):
+    """drf-spectacular's AutoSchema, plus the 400/401/403/404/409 answers of SPEC §6."""
+
+    def _get_response_bodies(self, direction: str = "response") -> dict:
+        responses = super()._get_response_bodies(direction)
+        if direction != "response":
+            return responses
+        codes: list[str] = []
+        permissions = self.view.get_permissions()
+        authenticated = any(isinstance(p, IsAuthenticated) for p in permissions)
+        unsafe = self.method in ("POST", "PUT", "PATCH", "DELETE")
+        if unsafe or self._is_list_view():
+            codes.append("400")
+        if authenticated:
+            codes.append("401")
+            # Unsafe requests can also fail the CSRF check of session authentication.
+            if unsafe or len(permissions) > 1:
+                codes.append("403")
+        if "{" in self.path:
+            codes.append("404")
+        elif self._is_list_view():
+            codes.append("404")  # a page number past the last page
+        if unsafe:
+            codes.append("409")  # a state conflict, a duplicate name, a host already leased
+        if self.method in ("POST", "PUT", "PATCH"):
+            codes.append("415")
+        for code in codes:
+            if code in responses:
+                continue
+            response = BAD_REQUEST if code == "400" else ERRORS[code]
+            responses[code] = self._get_response_for_code(response, code, direction=direction)
+        return dict(sorted(responses.items()))

@@ -1,0 +1,74 @@
+"""Pieces every API viewset shares, and the views that belong to no app: /api/me/, /api/token/."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404, HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.serializers import Serializer
+from rest_framework.views import APIView
+
+from schedsite import roles
+
+
+def valid(serializer_class: type[Serializer], request: Request) -> dict:
+    """Validate the request body with an input serializer; a bad body is a 400."""
+    serializer = serializer_class(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+class NameLookupMixin:
+    """Objects addressed by a name in the URL, dots allowed (hostnames, worker names)."""
+
+    lookup_value_regex = r"[^/]+"
+
+    def get_object(self) -> Any:
+        value = self.kwargs.get(self.lookup_field, "")  # type: ignore[attr-defined]
+        if "\x00" in value:  # PostgreSQL cannot even compare such a string: no such object
+            raise Http404
+        return super().get_object()  # type: ignore[misc]
+
+
+class MeSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    staff = serializers.BooleanField(help_text="Lab staff: manage workers, hosts, leases.")
+    runner = serializers.BooleanField(help_text="May call the runner protocol.")
+    workers = serializers.ListField(
+        child=serializers.CharField(), help_text="Workers this account is the runner of."
+    )
+
+
+class MeView(APIView):
+    """Who the credentials belong to, and what their role allows."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(summary="Who am I, and what may I do", responses=MeSerializer)
+    def get(self, request: Request) -> Response:
+        user = request.user
+        workers = list(user.runner_workers.values_list("name", flat=True))  # type: ignore[union-attr]
+        data = {
+            "username": user.get_username(),
+            "staff": roles.is_staff(user),
+            "runner": roles.is_runner(user),
+            "workers": workers,
+        }
+        return Response(MeSerializer(data).data)
+
+
+class TokenView(ObtainAuthToken):
+    """Exchange a username and password for the account's API token."""
+
+
+@csrf_exempt  # it changes nothing; a CSRF page would be HTML where scripts expect JSON
+def api_not_found(request: HttpRequest, *args: object, **kwargs: object) -> JsonResponse:
+    """A JSON 404 for any /api/ path no route matches (say, a malformed id)."""
+    return JsonResponse({"detail": "Not found."}, status=404)

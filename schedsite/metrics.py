@@ -1,0 +1,353 @@
+"""Prometheus /metrics: the lab's state, computed from the database at scrape time."""
+
+from __future__ import annotations
+
+import hmac
+import math
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Count, Exists, Min, OuterRef, Q, Sum
+from django.db.models.functions import Coalesce
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+
+from hosts.choices import HostStatus
+from hosts.models import Host, Worker
+from jobs.choices import JobStatus, ReleaseReason
+from jobs.models import Job, Lease, SchedulerTick
+from schedsite import roles
+
+# Every value is read from PostgreSQL when scraped, so any number of gunicorn workers and
+# qcluster processes report the same numbers and nothing is lost on restart: no in-process
+# registry to share between forks. Counters (…_total) are counts of lease rows, which are
+# never pruned, so they only go up; the tick histograms cover the retained SchedulerTick rows
+# (the last TICK_HISTORY ticks), a sliding window, so read them without rate().
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+TICK_SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+TICK_LEASES_BUCKETS = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000)
+
+
+@dataclass
+class Family:
+    """One metric family: its name, type, help text and samples (suffix, labels, value)."""
+
+    name: str
+    kind: str
+    help: str
+    samples: list[tuple[str, dict[str, str], float]] = field(default_factory=list)
+
+    def add(self, value: float, suffix: str = "", **labels: str) -> Family:
+        self.samples.append((suffix, labels, value))
+        return self
+
+
+def _gauge(name: str, help_text: str, value: float | None = None) -> Family:
+    family = Family(f"schedsite_{name}", "gauge", help_text)
+    return family.add(value) if value is not None else family
+
+
+def _counter(name: str, help_text: str) -> Family:
+    return Family(f"schedsite_{name}", "counter", help_text)
+
+
+def _histogram(
+    name: str, help_text: str, buckets: Iterable[float], counts: list[int], total: int, sum_: float
+) -> Family:
+    family = Family(f"schedsite_{name}", "histogram", help_text)
+    for le, n in zip(buckets, counts, strict=True):
+        family.add(n, "_bucket", le=_number(le))
+    family.add(total, "_bucket", le="+Inf")
+    family.add(sum_, "_sum")
+    return family.add(total, "_count")
+
+
+def _age(now: datetime, then: datetime | None) -> float:
+    return max((now - then).total_seconds(), 0.0) if then is not None else math.inf
+
+
+# --- collection: a fixed number of queries, whatever the size of the lab --------------------
+
+
+def collect(*, now: datetime | None = None) -> list[Family]:
+    """Read every series from the database, from one snapshot (seven queries)."""
+    # One snapshot for all seven queries, so that the series agree with each other (hosts
+    # leased = active leases) even while the tick and runners write. Inside a caller's
+    # transaction (a test's) the snapshot is the caller's.
+    snapshot = connection.vendor == "postgresql" and not connection.in_atomic_block
+    with transaction.atomic():
+        if snapshot:
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        now = now or timezone.now()
+        return [
+            *_jobs(now),
+            *_hosts(now),
+            *_workers(now),
+            *_leases(now),
+            *_ticks(now),
+        ]
+
+
+def _jobs(now: datetime) -> list[Family]:
+    by_status = dict(Job.objects.order_by().values_list("status").annotate(n=Count("id")))
+    jobs = _gauge("jobs", "Jobs by status (rows kept in the database).")
+    for status in JobStatus.values:
+        jobs.add(by_status.get(status, 0), status=status)
+
+    queued = _gauge("jobs_queued", "Queued jobs by priority (higher runs first).")
+    oldest: datetime | None = None
+    rows = (
+        Job.objects.filter(status=JobStatus.QUEUED)
+        .order_by()
+        .values_list("priority")
+        .annotate(n=Count("id"), oldest=Min("created_at"))
+    )
+    for priority, n, first in sorted(rows):
+        queued.add(n, priority=str(priority))
+        oldest = first if oldest is None or first < oldest else oldest
+    wait = _gauge(
+        "queue_oldest_wait_seconds",
+        "Seconds the oldest queued job has waited since it was submitted (0: queue empty).",
+        _age(now, oldest) if oldest is not None else 0.0,
+    )
+    return [jobs, queued, wait]
+
+
+def _hosts(now: datetime) -> list[Family]:
+    cutoff = now - timedelta(seconds=settings.WORKER_OFFLINE_TIMEOUT)
+    leased = Lease.objects.filter(host=OuterRef("pk"), released_at__isnull=True)
+    free_worker = Q(worker__isnull=True) | Q(worker__paused=False, worker__last_seen__gte=cutoff)
+    counts = Host.objects.annotate(is_leased=Exists(leased)).aggregate(
+        # Aliases must not shadow field names (`locked`), or the filters would read the aggregates.
+        n_locked=Count("id", filter=Q(locked=True)),
+        n_leased=Count("id", filter=Q(is_leased=True)),
+        n_schedulable=Count(
+            "id",
+            filter=Q(status=HostStatus.READY, locked=False, is_leased=False) & free_worker,
+        ),
+        **{f"status_{s}": Count("id", filter=Q(status=s)) for s in HostStatus.values},
+    )
+    by_status = _gauge("hosts", "Hosts by status.")
+    for status in HostStatus.values:
+        by_status.add(counts[f"status_{status}"], status=status)
+    return [
+        by_status,
+        _gauge("hosts_locked", "Hosts locked by staff.", counts["n_locked"]),
+        _gauge("hosts_leased", "Hosts held by an active lease or reservation.", counts["n_leased"]),
+        _gauge(
+            "hosts_schedulable",
+            "Hosts that could take a lease now: ready, unlocked, free, worker online and running.",
+            counts["n_schedulable"],
+        ),
+    ]
+
+
+def _workers(now: datetime) -> list[Family]:
+    timeout = timedelta(seconds=settings.WORKER_OFFLINE_TIMEOUT)
+    rows = list(Worker.objects.order_by("name").values_list("name", "paused", "last_seen"))
+    age = _gauge(
+        "worker_last_seen_age_seconds",
+        "Seconds since each worker's runner last heartbeated (+Inf: never).",
+    )
+    paused = _gauge("worker_paused", "1 if the worker is paused by staff.")
+    for name, is_paused, last_seen in rows:
+        age.add(_age(now, last_seen), worker=name)
+        paused.add(1 if is_paused else 0, worker=name)
+    online = sum(1 for _n, _p, seen in rows if seen is not None and now - seen <= timeout)
+    return [
+        _gauge("workers", "Workers known to the lab.", len(rows)),
+        _gauge(
+            "workers_online",
+            "Workers whose runner heartbeated within WORKER_OFFLINE_TIMEOUT.",
+            online,
+        ),
+        _gauge("workers_paused", "Workers paused by staff.", sum(1 for r in rows if r[1])),
+        age,
+        paused,
+    ]
+
+
+def _leases(now: datetime) -> list[Family]:
+    active = Q(released_at__isnull=True)
+    job = Q(job__isnull=False)
+    counts = Lease.objects.aggregate(
+        active_job=Count("id", filter=active & job),
+        active_reservation=Count("id", filter=active & ~job),
+        made=Count("id", filter=job),
+        expired_job=Count("id", filter=Q(release_reason=ReleaseReason.EXPIRED) & job),
+        expired_reservation=Count("id", filter=Q(release_reason=ReleaseReason.EXPIRED) & ~job),
+        timed_out=Count("id", filter=Q(release_reason=ReleaseReason.TIMEOUT)),
+        oldest_beat=Min(Coalesce("heartbeat_at", "acquired_at"), filter=active & job),
+    )
+    leases = _gauge("leases_active", "Active leases: a job's lease, or a manual reservation.")
+    leases.add(counts["active_job"], kind="job").add(
+        counts["active_reservation"], kind="reservation"
+    )
+    expired = _counter(
+        "leases_expired_total",
+        "Leases that reached expires_at: kind=job means a runner stopped heartbeating.",
+    )
+    expired.add(counts["expired_job"], kind="job").add(
+        counts["expired_reservation"], kind="reservation"
+    )
+    beat = counts["oldest_beat"]
+    return [
+        leases,
+        _gauge(
+            "lease_oldest_heartbeat_age_seconds",
+            "Seconds since the stalest active job lease was heartbeated (0: none active); "
+            "it expires at LEASE_TTL.",
+            _age(now, beat) if beat is not None else 0.0,
+        ),
+        _counter("leases_made_total", "Job leases ever granted.").add(counts["made"]),
+        expired,
+        _counter(
+            "jobs_timed_out_total", "Running jobs aborted by the tick for exceeding their timeout."
+        ).add(counts["timed_out"]),
+    ]
+
+
+def _ticks(now: datetime) -> list[Family]:
+    secs = {
+        f"s{i}": Count("id", filter=Q(duration_ms__lte=le * 1000))
+        for i, le in enumerate(TICK_SECONDS_BUCKETS)
+    }
+    made = {
+        f"l{i}": Count("id", filter=Q(leases_made__lte=le))
+        for i, le in enumerate(TICK_LEASES_BUCKETS)
+    }
+    agg = SchedulerTick.objects.aggregate(
+        n=Count("id"),
+        sum_ms=Coalesce(Sum("duration_ms"), 0.0),
+        sum_leases=Coalesce(Sum("leases_made"), 0),
+        **secs,
+        **made,
+    )
+    last = (
+        SchedulerTick.objects.order_by("-id")
+        .values_list("started_at", "duration_ms", "leases_made")
+        .first()
+    )
+    window = f" over the last {settings.TICK_HISTORY} ticks kept (a sliding window: no rate())."
+    return [
+        _histogram(
+            "tick_duration_seconds",
+            "Scheduler tick duration" + window,
+            TICK_SECONDS_BUCKETS,
+            [agg[f"s{i}"] for i in range(len(TICK_SECONDS_BUCKETS))],
+            agg["n"],
+            agg["sum_ms"] / 1000,
+        ),
+        _histogram(
+            "tick_leases",
+            "Leases made per scheduler tick" + window,
+            TICK_LEASES_BUCKETS,
+            [agg[f"l{i}"] for i in range(len(TICK_LEASES_BUCKETS))],
+            agg["n"],
+            agg["sum_leases"],
+        ),
+        _gauge(
+            "last_tick_age_seconds",
+            "Seconds since the last scheduler tick started (+Inf: none recorded).",
+            _age(now, last[0] if last else None),
+        ),
+        _gauge(
+            "last_tick_duration_seconds",
+            "Duration of the last scheduler tick.",
+            last[1] / 1000 if last else 0.0,
+        ),
+    ]
+
+
+# --- the exposition format ------------------------------------------------------------------
+
+
+def _number(value: float) -> str:
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "+Inf" if value > 0 else "-Inf"
+        if value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
+        return repr(value)
+    return str(value)
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def render(families: Iterable[Family]) -> str:
+    """Write the families in the Prometheus text exposition format (version 0.0.4)."""
+    lines: list[str] = []
+    for family in families:
+        lines.append(f"# HELP {family.name} {family.help.replace(chr(10), ' ')}")
+        lines.append(f"# TYPE {family.name} {family.kind}")
+        for suffix, labels, value in family.samples:
+            text = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
+            lines.append(
+                f"{family.name}{suffix}{{{text}}} {_number(value)}"
+                if text
+                else f"{family.name}{suffix} {_number(value)}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+# --- the view -------------------------------------------------------------------------------
+
+
+def _authorize(request: HttpRequest) -> int:
+    """Return 200 to serve, 401 for no or bad credentials, 403 for a user who is not staff."""
+    header = request.headers.get("Authorization", "")
+    if header:
+        scheme, _, credential = header.partition(" ")
+        scheme, credential = scheme.lower(), credential.strip()
+        if scheme == "bearer":
+            expected = settings.METRICS_TOKEN
+            # Constant-time compare: the token is a shared secret in a scraper's config.
+            ok = bool(expected) and hmac.compare_digest(credential.encode(), expected.encode())
+            return 200 if ok else 401
+        if scheme == "token" and credential:
+            from rest_framework.authtoken.models import Token
+
+            token = Token.objects.select_related("user").filter(key=credential).first()
+            # A deleted token (revoked in the admin or the profile page) no longer works.
+            if token is None or not token.user.is_active:
+                return 401
+            return 200 if roles.is_staff(token.user) else 403
+        return 401
+    if not request.user.is_authenticated:
+        return 401
+    return 200 if roles.is_staff(request.user) else 403
+
+
+@never_cache
+@require_GET
+def metrics(request: HttpRequest) -> HttpResponse:
+    """Serve the lab's metrics to lab staff, a staff API token or the metrics bearer token."""
+    status = _authorize(request)
+    if status == 401:
+        response = HttpResponse("authentication required\n", status=401, content_type="text/plain")
+        response["WWW-Authenticate"] = 'Bearer realm="schedsite metrics"'
+        return response
+    if status == 403:
+        return HttpResponse("lab staff only\n", status=403, content_type="text/plain")
+    started = time.perf_counter()
+    families = collect()
+    families.append(
+        _gauge(
+            "metrics_scrape_duration_seconds",
+            "Time this scrape spent reading the database.",
+            time.perf_counter() - started,
+        )
+    )
+    return HttpResponse(render(families), content_type=CONTENT_TYPE)

@@ -1,0 +1,218 @@
+"""/api/jobs/: standalone submission, wait reasons, abort, and the runner protocol."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from hosts import services as host_services
+from hosts.models import Host
+from jobs import services
+from jobs.models import Job, Lease
+from tests import factories as f
+from tests.api.conftest import active_lease
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_tester_submits_a_standalone_job_that_waits_for_the_next_tick(alice_client):
+    response = alice_client.post(
+        "/api/jobs/", {"name": "solo", "labels": ["board:eve"], "priority": "pfq"}
+    )
+
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert (body["suite"], body["owner"], body["priority"]) == (None, "alice", 60)
+    assert body["status"] == "queued" and body["lease"] is None
+    assert body["wait_reason"]["code"] == "pending_tick"
+
+
+def test_a_queued_job_says_why_it_waits_after_a_tick(alice_client):
+    f.host("h1", ["board:eve"])
+    job = f.job("J", ["board:sarien"])
+    services.scheduler_tick()
+
+    reason = alice_client.get(f"/api/jobs/{job.pk}/").json()["wait_reason"]
+
+    assert reason["code"] and "board:sarien" in reason["message"]
+
+
+def test_a_leased_job_shows_its_lease_and_no_wait_reason(alice_client, lab):
+    body = alice_client.get(f"/api/jobs/{lab.leased.pk}/").json()
+    assert body["wait_reason"] is None
+    assert body["lease"]["host"] == lab.h2.hostname
+    assert body["lease"]["id"] == active_lease(lab.leased).pk
+
+
+def test_a_standalone_job_pinned_to_an_unknown_host_is_a_400(alice_client):
+    response = alice_client.post("/api/jobs/", {"name": "solo", "host": "nope"})
+    assert response.status_code == 400
+    assert response.json() == {"host": ["No host named nope."]}
+
+
+def test_jobs_filter_by_status_suite_and_every_label(staff_client, lab):
+    def ids(query: str) -> set[int]:
+        response = staff_client.get(f"/api/jobs/?{query}")
+        assert response.status_code == 200, response.json()
+        return {j["id"] for j in response.json()["results"]}
+
+    assert ids("status=running") == {lab.running.pk}
+    assert ids("status=queued&status=leased") == {lab.leased.pk, lab.queued.pk, lab.other.pk}
+    assert ids(f"suite={lab.suite.pk}") == {lab.running.pk, lab.leased.pk}
+    assert ids("label=board:none") == {lab.queued.pk}
+    assert ids("label=board:x&label=board:none") == set()
+    assert ids("standalone=true") == {lab.other.pk, lab.queued.pk}
+    assert staff_client.get("/api/jobs/?suite=notanumber").status_code == 400
+    assert staff_client.get("/api/jobs/?status=exploded").status_code == 400
+
+
+# --- the runner protocol --------------------------------------------------------------------
+
+
+def test_the_runner_starts_heartbeats_and_completes_its_job(runner_client, lab):
+    lease = active_lease(lab.leased)
+
+    started = runner_client.post(f"/api/jobs/{lab.leased.pk}/start/", {"lease": lease.pk})
+    assert started.status_code == 200, started.json()
+    assert started.json()["status"] == "running"
+
+    beat = runner_client.post(f"/api/leases/{lease.pk}/heartbeat/")
+    assert beat.status_code == 200
+    assert beat.json()["heartbeat_at"] is not None
+
+    done = runner_client.post(
+        f"/api/jobs/{lab.leased.pk}/complete/",
+        {"lease": lease.pk, "result": "failed", "message": "tail of the log"},
+    )
+    assert done.status_code == 200, done.json()
+    assert done.json()["status"] == "failed" and done.json()["message"] == "tail of the log"
+    assert done.json()["lease"] is None
+    lease.refresh_from_db()
+    assert lease.release_reason == "completed"
+    assert Host.objects.get(pk=lab.h2.pk).status == "ready"
+
+
+def test_starting_a_running_job_is_a_conflict(runner_client, lab):
+    response = runner_client.post(f"/api/jobs/{lab.running.pk}/start/")
+    assert response.status_code == 409
+    assert "not leased" in response.json()["detail"]
+
+
+def test_completing_a_job_twice_is_a_conflict_and_keeps_the_first_result(runner_client, lab):
+    url = f"/api/jobs/{lab.running.pk}/complete/"
+    assert runner_client.post(url, {"result": "passed"}).status_code == 200
+
+    response = runner_client.post(url, {"result": "failed"})
+
+    assert response.status_code == 409
+    assert Job.objects.get(pk=lab.running.pk).status == "passed"
+
+
+def test_the_runner_reports_a_broken_host_which_goes_to_needs_repair(runner_client, lab):
+    response = runner_client.post(
+        f"/api/jobs/{lab.running.pk}/complete/", {"result": "failed", "host_ok": False}
+    )
+    assert response.status_code == 200
+    assert Host.objects.get(pk=lab.h1.pk).status == "needs_repair"
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        ({}, "result"),
+        ({"result": "error"}, "result"),
+        ({"result": "passed", "lease": 0}, "lease"),
+        ({"result": "passed", "lease": 10**30}, "lease"),
+    ],
+)
+def test_a_bad_complete_is_a_400_and_changes_nothing(runner_client, lab, payload, field):
+    response = runner_client.post(f"/api/jobs/{lab.running.pk}/complete/", payload)
+    assert response.status_code == 400
+    assert field in response.json()
+    assert Job.objects.get(pk=lab.running.pk).status == "running"
+
+
+def test_naming_another_jobs_lease_is_a_400(runner_client, lab):
+    other = active_lease(lab.leased)
+    response = runner_client.post(
+        f"/api/jobs/{lab.running.pk}/complete/", {"result": "passed", "lease": other.pk}
+    )
+    assert response.status_code == 400
+    assert "not a lease of job" in response.json()["lease"][0]
+
+
+def test_a_late_complete_after_expiry_is_a_conflict_even_once_the_job_runs_elsewhere(
+    runner_client, runner_user, runner_2, sam
+):
+    """runner-1's lease expired, the job was leased again on w2, then runner-1 reports late."""
+    w1, w2 = f.worker("w1"), f.worker("w2")
+    host_services.worker_update(worker=w1, by=sam, runner=runner_user)
+    host_services.worker_update(worker=w2, by=sam, runner=runner_2)
+    a = f.host("a", ["board:x"], worker=w1)
+    b = host_services.host_lock(host=f.host("b", ["board:x"], worker=w2), by=sam, reason="x")
+    job = f.job("J", max_retries=1)
+    services.scheduler_tick()
+    old = Lease.objects.get(job=job, host=a)
+    assert runner_client.post(f"/api/jobs/{job.pk}/start/").status_code == 200
+    services.scheduler_tick(now=old.expires_at + timedelta(seconds=1))  # expires: requeued
+    host_services.host_unlock(host=b, by=sam)
+    services.scheduler_tick()
+    new = Lease.objects.get(job=job, released_at=None)
+    assert new.host == b
+
+    for payload in ({"result": "passed"}, {"result": "passed", "lease": old.pk}):
+        response = runner_client.post(f"/api/jobs/{job.pk}/complete/", payload)
+        assert response.status_code == 409
+        assert "no longer active" in response.json()["detail"]
+
+    job.refresh_from_db()
+    new.refresh_from_db()
+    assert job.status == "leased" and new.released_at is None
+    # And runner-1 cannot touch the new lease on w2 directly.
+    response = runner_client.post(f"/api/jobs/{job.pk}/start/", {"lease": new.pk})
+    assert response.status_code == 403
+
+
+def test_a_runner_cannot_work_another_workers_job(runner_client, lab):
+    assert runner_client.post(f"/api/jobs/{lab.other.pk}/start/").status_code == 403
+    response = runner_client.post(f"/api/jobs/{lab.other.pk}/complete/", {"result": "passed"})
+    assert response.status_code == 403
+    assert Job.objects.get(pk=lab.other.pk).status == "leased"
+
+
+def test_staff_acting_on_a_job_that_was_never_leased_is_a_conflict(staff_client, lab):
+    response = staff_client.post(f"/api/jobs/{lab.queued.pk}/start/")
+    assert response.status_code == 409
+    assert "no active lease" in response.json()["detail"]
+
+
+# --- abort ----------------------------------------------------------------------------------
+
+
+def test_the_owner_aborts_a_running_job_and_its_host_is_released(alice_client, lab):
+    response = alice_client.post(f"/api/jobs/{lab.running.pk}/abort/", {"reason": "wrong build"})
+
+    assert response.status_code == 200
+    assert response.json()["status"] == "aborted"
+    assert response.json()["message"] == "wrong build"
+    assert not Lease.objects.filter(host=lab.h1, released_at=None).exists()
+
+
+def test_aborting_a_finished_job_is_a_conflict(alice_client, lab):
+    alice_client.post(f"/api/jobs/{lab.queued.pk}/abort/")
+    assert alice_client.post(f"/api/jobs/{lab.queued.pk}/abort/").status_code == 409
+
+
+def test_another_tester_cannot_abort_the_job(bob_client, lab):
+    assert bob_client.post(f"/api/jobs/{lab.queued.pk}/abort/").status_code == 403
+    assert Job.objects.get(pk=lab.queued.pk).status == "queued"
+
+
+def test_the_runner_gives_up_a_job_its_worker_holds(runner_client, lab):
+    response = runner_client.post(
+        f"/api/jobs/{lab.leased.pk}/abort/", {"reason": "runner shutting down"}
+    )
+    assert response.status_code == 200
+    assert response.json()["status"] == "aborted"
+    assert runner_client.post(f"/api/jobs/{lab.other.pk}/abort/").status_code == 403

@@ -1,0 +1,130 @@
+"""/api/leases/: manual reservations, extend, release, heartbeat, and the lease filters."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from jobs.models import Lease
+from tests import factories as f
+from tests.api.conftest import active_lease
+
+pytestmark = pytest.mark.django_db
+
+
+def test_staff_reserves_a_free_host_for_a_duration(staff_client):
+    f.host("h1.lab")
+    response = staff_client.post(
+        "/api/leases/", {"host": "h1.lab", "duration": 7200, "reason": "bisecting a kernel"}
+    )
+
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert body["manual"] is True and body["active"] is True and body["job"] is None
+    assert body["holder"] == "sam" and body["reason"] == "bisecting a kernel"
+    lease = Lease.objects.get(pk=body["id"])
+    assert abs((lease.expires_at - timezone.now()) - timedelta(hours=2)) < timedelta(seconds=5)
+    host = staff_client.get("/api/hosts/h1.lab/").json()
+    assert host["leased"] is True and host["schedulable"] is False
+
+
+def test_reserving_a_leased_host_is_a_conflict(staff_client, lab):
+    response = staff_client.post(
+        "/api/leases/", {"host": lab.h1.hostname, "duration": 60, "reason": "mine now"}
+    )
+    assert response.status_code == 409
+    assert "already leased" in response.json()["detail"]
+    assert active_lease(lab.running).host == lab.h1
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        ({"host": "free.lab", "duration": 60}, "reason"),
+        ({"host": "free.lab", "duration": 0, "reason": "x"}, "duration"),
+        ({"host": "free.lab", "duration": "soon", "reason": "x"}, "duration"),
+        ({"host": "free.lab", "duration": 10**9, "reason": "x"}, "duration"),
+        ({"host": "free.lab", "duration": 10**30, "reason": "x"}, "duration"),
+        ({"host": "nope.lab", "duration": 60, "reason": "x"}, "host"),
+    ],
+)
+def test_bad_reservations_are_a_400_naming_the_field(staff_client, lab, payload, field):
+    response = staff_client.post("/api/leases/", payload)
+    assert response.status_code == 400
+    assert field in response.json()
+    assert not Lease.objects.filter(host=lab.free).exists()
+
+
+def test_staff_extends_a_reservation_but_not_a_jobs_lease(staff_client, lab):
+    response = staff_client.post(f"/api/leases/{lab.reservation.pk}/extend/", {"duration": 86400})
+    assert response.status_code == 200
+    lab.reservation.refresh_from_db()
+    assert lab.reservation.expires_at > timezone.now() + timedelta(hours=23)
+
+    job_lease = active_lease(lab.running)
+    response = staff_client.post(f"/api/leases/{job_lease.pk}/extend/", {"duration": 60})
+    assert response.status_code == 409
+
+
+def test_releasing_a_lease_twice_is_a_conflict(staff_client, lab):
+    url = f"/api/leases/{lab.reservation.pk}/release/"
+    first = staff_client.post(url, {"reason": "done debugging"})
+    assert first.status_code == 200
+    assert first.json()["active"] is False and first.json()["released_by"] == "sam"
+    assert staff_client.post(url).status_code == 409
+    assert (
+        staff_client.post(f"/api/leases/{lab.reservation.pk}/extend/", {"duration": 60}).status_code
+        == 409
+    )
+
+
+def test_a_heartbeat_extends_a_job_lease_and_marks_the_worker_seen(runner_client, lab, settings):
+    settings.LEASE_TTL = 3000
+    lease = active_lease(lab.running)
+    response = runner_client.post(f"/api/leases/{lease.pk}/heartbeat/")
+    assert response.status_code == 200
+    lease.refresh_from_db()
+    assert lease.expires_at > timezone.now() + timedelta(seconds=2900)
+
+
+def test_a_heartbeat_on_a_released_lease_or_a_reservation_is_a_conflict(staff_client, lab):
+    lease = active_lease(lab.leased)
+    staff_client.post(f"/api/leases/{lease.pk}/release/")
+    response = staff_client.post(f"/api/leases/{lease.pk}/heartbeat/")
+    assert response.status_code == 409
+    assert "no longer active" in response.json()["detail"]
+    # A heartbeat would cut a reservation down to the lease TTL.
+    response = staff_client.post(f"/api/leases/{lab.reservation.pk}/heartbeat/")
+    assert response.status_code == 409
+    assert "manual reservation" in response.json()["detail"]
+
+
+def test_a_runner_cannot_heartbeat_another_workers_lease(runner_client, lab):
+    lease = active_lease(lab.other)
+    before = lease.expires_at
+    assert runner_client.post(f"/api/leases/{lease.pk}/heartbeat/").status_code == 403
+    lease.refresh_from_db()
+    assert lease.expires_at == before
+
+
+def test_leases_filter_by_active_worker_host_job_and_manual(staff_client, lab):
+    staff_client.post(f"/api/leases/{active_lease(lab.leased).pk}/release/")
+
+    def ids(query: str) -> set[int]:
+        response = staff_client.get(f"/api/leases/?{query}")
+        assert response.status_code == 200, response.json()
+        return {row["id"] for row in response.json()["results"]}
+
+    everything = set(Lease.objects.values_list("id", flat=True))
+    active = set(Lease.objects.filter(released_at=None).values_list("id", flat=True))
+    assert ids("") == everything
+    assert ids("active=true") == active and ids("active=false") == everything - active
+    assert ids("worker=w1&active=true") == {active_lease(lab.running).pk}
+    assert ids("host=reserved.lab") == {lab.reservation.pk}
+    assert ids("manual=true") == {lab.reservation.pk}
+    assert ids(f"job={lab.leased.pk}") == set(
+        Lease.objects.filter(job=lab.leased).values_list("id", flat=True)
+    )
+    assert staff_client.get("/api/leases/?job=abc").status_code == 400

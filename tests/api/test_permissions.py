@@ -1,0 +1,215 @@
+"""The authorization matrix (SPEC §11): every role × every API action, with the exact status."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+from django.db import transaction
+
+from jobs.models import Lease, SchedulerTick
+from tests.api.conftest import Lab, active_lease, token_client
+
+pytestmark = pytest.mark.django_db
+
+ROLES = ("anonymous", "tester", "other_tester", "runner", "other_runner", "staff")
+
+
+@dataclass(frozen=True)
+class Action:
+    name: str
+    method: str
+    url: Callable[[Lab], str]
+    expected: tuple[int, int, int, int, int, int]  # one status per role, in ROLES order
+    body: Callable[[Lab], dict] | None = None
+
+
+READ = (401, 200, 200, 200, 200, 200)
+STAFF_ONLY = (401, 403, 403, 403, 403, None)  # None: the action's success status
+RUNNER_OF_W1 = (401, 403, 403, 200, 403, 200)
+ANY_USER_CREATES = (401, 201, 201, 201, 201, 201)
+OWNER_OR_STAFF = (401, 200, 403, 403, 403, 200)
+
+
+def staff(ok: int) -> tuple[int, ...]:
+    return tuple(ok if code is None else code for code in STAFF_ONLY)
+
+
+def one_tick(lab: Lab) -> str:
+    return f"/api/scheduler/{SchedulerTick.objects.latest('id').pk}/"
+
+
+ACTIONS = [
+    Action("api root", "get", lambda lab: "/api/", READ),
+    Action("me", "get", lambda lab: "/api/me/", READ),
+    Action("schema", "get", lambda lab: "/api/schema/", (200,) * 6),
+    Action("docs", "get", lambda lab: "/api/docs/", (200,) * 6),
+    # workers
+    Action("worker list", "get", lambda lab: "/api/workers/", READ),
+    Action("worker detail", "get", lambda lab: "/api/workers/w1/", READ),
+    Action(
+        "worker create", "post", lambda lab: "/api/workers/", staff(201), lambda lab: {"name": "w9"}
+    ),
+    Action(
+        "worker update",
+        "patch",
+        lambda lab: "/api/workers/w2/",
+        staff(200),
+        lambda lab: {"name": "w2-renamed"},
+    ),
+    Action("worker delete", "delete", lambda lab: "/api/workers/w3/", staff(204)),
+    Action(
+        "worker pause",
+        "post",
+        lambda lab: "/api/workers/w1/pause/",
+        staff(200),
+        lambda lab: {"reason": "rack move"},
+    ),
+    Action("worker resume", "post", lambda lab: "/api/workers/w3/resume/", staff(200)),
+    Action("worker heartbeat", "post", lambda lab: "/api/workers/w1/heartbeat/", RUNNER_OF_W1),
+    Action("worker leases", "get", lambda lab: "/api/workers/w1/leases/", RUNNER_OF_W1),
+    # hosts
+    Action("host list", "get", lambda lab: "/api/hosts/", READ),
+    Action("host detail", "get", lambda lab: "/api/hosts/h1.lab/", READ),
+    Action("host events", "get", lambda lab: "/api/hosts/h1.lab/events/", READ),
+    Action(
+        "host create",
+        "post",
+        lambda lab: "/api/hosts/",
+        staff(201),
+        lambda lab: {"hostname": "new.lab", "labels": ["board:x"], "worker": "w1"},
+    ),
+    Action(
+        "host update",
+        "patch",
+        lambda lab: "/api/hosts/free.lab/",
+        staff(200),
+        lambda lab: {"labels": ["board:q"]},
+    ),
+    Action("host delete", "delete", lambda lab: "/api/hosts/free.lab/", staff(204)),
+    Action(
+        "host lock",
+        "post",
+        lambda lab: "/api/hosts/free.lab/lock/",
+        staff(200),
+        lambda lab: {"reason": "debugging"},
+    ),
+    Action("host unlock", "post", lambda lab: "/api/hosts/locked.lab/unlock/", staff(200)),
+    Action(
+        "host release", "post", lambda lab: f"/api/hosts/{lab.h2.hostname}/release/", staff(200)
+    ),
+    # suites
+    Action("suite list", "get", lambda lab: "/api/suites/", READ),
+    Action("suite detail", "get", lambda lab: f"/api/suites/{lab.suite.pk}/", READ),
+    Action(
+        "suite create",
+        "post",
+        lambda lab: "/api/suites/",
+        ANY_USER_CREATES,
+        lambda lab: {"name": "bvt", "jobs": [{"name": "t1", "labels": ["board:x"]}]},
+    ),
+    Action("suite abort", "post", lambda lab: f"/api/suites/{lab.suite.pk}/abort/", OWNER_OR_STAFF),
+    # jobs
+    Action("job list", "get", lambda lab: "/api/jobs/", READ),
+    Action("job detail", "get", lambda lab: f"/api/jobs/{lab.queued.pk}/", READ),
+    Action(
+        "job create",
+        "post",
+        lambda lab: "/api/jobs/",
+        ANY_USER_CREATES,
+        lambda lab: {"name": "solo", "labels": ["board:x"]},
+    ),
+    Action("job start", "post", lambda lab: f"/api/jobs/{lab.leased.pk}/start/", RUNNER_OF_W1),
+    Action(
+        "job complete",
+        "post",
+        lambda lab: f"/api/jobs/{lab.running.pk}/complete/",
+        RUNNER_OF_W1,
+        lambda lab: {"result": "passed", "message": "ok"},
+    ),
+    Action(
+        "job abort (queued)",
+        "post",
+        lambda lab: f"/api/jobs/{lab.queued.pk}/abort/",
+        OWNER_OR_STAFF,
+    ),
+    # The runner holding a job may give it up (shutting down); so may its owner and staff.
+    Action(
+        "job abort (running on w1)",
+        "post",
+        lambda lab: f"/api/jobs/{lab.running.pk}/abort/",
+        (401, 200, 403, 200, 403, 200),
+    ),
+    # leases
+    Action("lease list", "get", lambda lab: "/api/leases/", READ),
+    Action("lease detail", "get", lambda lab: f"/api/leases/{lab.reservation.pk}/", READ),
+    Action(
+        "lease reserve",
+        "post",
+        lambda lab: "/api/leases/",
+        staff(201),
+        lambda lab: {"host": "free.lab", "duration": 3600, "reason": "manual debugging"},
+    ),
+    Action(
+        "lease heartbeat",
+        "post",
+        lambda lab: f"/api/leases/{active_lease(lab.running).pk}/heartbeat/",
+        RUNNER_OF_W1,
+    ),
+    Action(
+        "lease release",
+        "post",
+        lambda lab: f"/api/leases/{active_lease(lab.leased).pk}/release/",
+        staff(200),
+        lambda lab: {"requeue": True},
+    ),
+    Action(
+        "lease extend",
+        "post",
+        lambda lab: f"/api/leases/{lab.reservation.pk}/extend/",
+        staff(200),
+        lambda lab: {"duration": 7200},
+    ),
+    # the queue and the scheduler
+    Action("queue", "get", lambda lab: "/api/queue/", READ),
+    Action("tick list", "get", lambda lab: "/api/scheduler/", READ),
+    Action("tick detail", "get", one_tick, READ),
+    Action("tick now", "post", lambda lab: "/api/scheduler/tick/", staff(200)),
+]
+
+
+@pytest.fixture
+def users(alice, bob, runner_user, runner_2, sam) -> dict:  # noqa: ANN001
+    return {
+        "anonymous": None,
+        "tester": alice,
+        "other_tester": bob,
+        "runner": runner_user,
+        "other_runner": runner_2,
+        "staff": sam,
+    }
+
+
+def active_leases() -> set[tuple]:
+    return set(Lease.objects.filter(released_at=None).values_list("id", "expires_at"))
+
+
+@pytest.mark.parametrize("action", ACTIONS, ids=[a.name for a in ACTIONS])
+def test_each_role_gets_exactly_the_documented_status(lab, users, action):
+    got: dict[str, int] = {}
+    for role in ROLES:
+        # Every role meets the same lab: its request runs in a savepoint rolled back after it.
+        with transaction.atomic():
+            client = token_client(users[role])
+            body = action.body(lab) if action.body else None
+            before = active_leases()
+            response = getattr(client, action.method)(action.url(lab), body, format="json")
+            got[role] = response.status_code
+            if response.status_code == 401:
+                assert response["WWW-Authenticate"] == "Token"
+            if response.status_code in (401, 403):
+                assert active_leases() == before, f"a refused {role} changed the leases"
+            transaction.set_rollback(True)
+
+    assert got == dict(zip(ROLES, action.expected, strict=True))

@@ -1,0 +1,84 @@
+"""List endpoints read a page in a fixed number of queries: 50 rows cost what 5 rows cost."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from hosts import services as host_services
+from hosts.models import Host, HostEvent, Worker
+from jobs import services
+from jobs.models import Job, SchedulerTick
+from tests import factories as f
+
+pytestmark = pytest.mark.django_db
+
+
+def grow(prefix: str, n: int, *, owner: object, runner: object, sam: object) -> None:
+    """Add n of everything: workers, hosts on `main`, suites, solo jobs, leases, ticks."""
+    main, _ = Worker.objects.get_or_create(name="main", defaults={"last_seen": timezone.now()})
+    host_services.worker_update(worker=main, by=sam, runner=runner)
+    for i in range(n):
+        f.worker(f"{prefix}w{i}")
+        host = f.host(f"{prefix}h{i}.lab", ["board:x", f"pool:{prefix}{i}"], worker=main)
+        if i % 3 == 0:
+            host_services.host_lock(host=host, by=sam, reason="busy")
+        f.suite(f"{prefix}s{i}", [["board:x"], ["board:x"]], owner=owner, build="R1")
+        f.job(f"{prefix}solo{i}", ["board:none"], owner=owner, host=host if i % 2 else None)
+    services.scheduler_tick()
+    for job in Job.objects.filter(status="leased")[: n // 2]:
+        services.job_start(job=job, by=runner)
+    first_host = Host.objects.order_by("id").first()
+    HostEvent.objects.bulk_create(
+        [HostEvent(host=first_host, kind="updated", actor="sam") for _ in range(n)]
+    )
+    now = timezone.now()
+    SchedulerTick.objects.bulk_create(
+        [SchedulerTick(started_at=now, wait_reasons={"k": {"code": "x"}}) for _ in range(n)]
+    )
+
+
+LISTS = [
+    "/api/workers/",
+    "/api/hosts/",
+    "/api/hosts/?label=board:x&leased=false",
+    "/api/suites/",
+    "/api/jobs/",
+    "/api/jobs/?status=queued",
+    "/api/leases/",
+    "/api/queue/",
+    "/api/scheduler/",
+    "/api/workers/main/leases/",
+    "/api/hosts/ah0.lab/events/",
+]
+
+
+def page_of(url: str) -> str:
+    return f"{url}{'&' if '?' in url else '?'}page_size=500"
+
+
+def count_queries(client, url: str) -> tuple[int, int]:  # noqa: ANN001
+    """(queries, rows) for one full page of the list."""
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(page_of(url))
+    assert response.status_code == 200, (url, response.content[:300])
+    return len(captured.captured_queries), response.json()["count"]
+
+
+def test_every_list_page_costs_the_same_queries_for_5_and_50_rows(
+    staff_client, alice, runner_user, sam
+):
+    grow("a", 5, owner=alice, runner=runner_user, sam=sam)
+    small = {url: count_queries(staff_client, url) for url in LISTS}
+    grow("b", 45, owner=alice, runner=runner_user, sam=sam)
+    big = {url: count_queries(staff_client, url) for url in LISTS}
+
+    for url in LISTS:
+        assert big[url][1] > small[url][1], f"{url}: the page did not grow"
+    # An N+1 shows up as more queries for the bigger page; the dict names the endpoint.
+    assert {url: q for url, (q, _rows) in big.items()} == {
+        url: q for url, (q, _rows) in small.items()
+    }
+    assert max(q for q, _rows in big.values()) <= 8

@@ -1,0 +1,194 @@
+"""The reference runner without a server: retries, lost leases, timeouts, its environment."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import requests
+
+from jobs import runner as r
+
+
+@dataclass
+class FakeResponse:
+    status_code: int
+    body: Any = None
+
+    @property
+    def content(self) -> bytes:
+        return b"" if self.body is None else b"x"
+
+    def json(self) -> Any:
+        return self.body
+
+
+@dataclass
+class FakeSession:
+    """Answers requests from a script: a list of responses (or exceptions) per call."""
+
+    script: list[Any]
+    calls: list[tuple[str, str, Any]] = field(default_factory=list)
+    headers: dict = field(default_factory=dict)
+
+    def request(self, method: str, url: str, json: Any = None, timeout: float = 0) -> Any:
+        self.calls.append((method, url, json))
+        answer = self.script.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def api(*script: Any, retries: int = 3) -> r.Api:
+    return r.Api(
+        "http://lab/api",
+        "t0k",
+        session=FakeSession(list(script)),
+        retries=retries,
+        sleep=lambda s: None,
+    )
+
+
+def test_transient_failures_are_retried_until_the_call_succeeds():
+    client = api(
+        requests.ConnectionError("refused"),
+        FakeResponse(503, {"detail": "busy"}),
+        FakeResponse(200, {"ok": True}),
+    )
+    assert client.call("POST", "workers/w1/heartbeat/") == {"ok": True}
+    assert [c[1] for c in client.session.calls] == ["http://lab/api/workers/w1/heartbeat/"] * 3
+    assert client.session.headers["Authorization"] == "Token t0k"
+
+
+def test_the_client_gives_up_after_its_retries_with_api_unavailable():
+    client = api(*[FakeResponse(502)] * 3, retries=2)
+    with pytest.raises(r.ApiUnavailable) as info:
+        client.call("GET", "jobs/")
+    assert info.value.status == 502 and len(client.session.calls) == 3
+
+
+def test_a_client_error_is_not_retried():
+    client = api(FakeResponse(409, {"detail": "lease 3 is no longer active"}))
+    with pytest.raises(r.ApiError) as info:
+        client.call("POST", "leases/3/heartbeat/")
+    assert info.value.status == 409 and "no longer active" in str(info.value)
+    assert len(client.session.calls) == 1
+
+
+def test_pages_follows_next_links():
+    client = api(
+        FakeResponse(200, {"results": [1, 2], "next": "http://lab/api/x/?page=2"}),
+        FakeResponse(200, {"results": [3], "next": None}),
+    )
+    assert list(client.pages("x/")) == [1, 2, 3]
+    assert client.session.calls[1][1] == "http://lab/api/x/?page=2"
+
+
+# --- running one job ------------------------------------------------------------------------
+
+
+class RecordingApi:
+    """A stand-in API: records calls; heartbeats answer `heartbeat_status`."""
+
+    base_url = "http://lab/api/"
+
+    def __init__(self, heartbeat_status: int = 200) -> None:
+        self.calls: list[tuple[str, str, Any]] = []
+        self.heartbeat_status = heartbeat_status
+
+    def call(self, method: str, path: str, body: dict | None = None) -> Any:
+        self.calls.append((method, path, body))
+        if "heartbeat" in path and self.heartbeat_status != 200:
+            raise r.ApiError(self.heartbeat_status, {"detail": "gone"}, method, path)
+        return {}
+
+    def completes(self) -> list[dict]:
+        return [body for _m, path, body in self.calls if path.endswith("/complete/")]
+
+
+LEASE = {
+    "id": 7,
+    "host": {"hostname": "h1.lab", "labels": ["board:eve", "pool:cq"], "current_build": "R1"},
+    "job": {
+        "id": 42,
+        "name": "login_Smoke",
+        "status": "leased",
+        "labels": ["board:eve"],
+        "attempts": 1,
+        "timeout": 600,
+        "suite": 3,
+        "suite_name": "bvt",
+        "build": "R2",
+    },
+}
+
+
+def run_job(
+    command: list[str], fake: RecordingApi, *, timeout: int = 600, **config: Any
+) -> r.JobRun:
+    runner = r.Runner(fake, r.RunnerConfig(worker="w1", command=command, **config))  # type: ignore[arg-type]
+    lease = {**LEASE, "job": {**LEASE["job"], "timeout": timeout}}
+    run = r.JobRun(runner, lease)
+    run.start()
+    run.join(30)
+    assert not run.is_alive()
+    return run
+
+
+def test_the_exit_status_decides_passed_or_failed_and_the_output_tail_is_the_message():
+    fake = RecordingApi()
+    script = 'echo "on $SCHEDSITE_HOST: $SCHEDSITE_JOB_NAME"; exit 1'
+    run = run_job(["sh", "-c", script], fake)
+    (body,) = fake.completes()
+    assert body["result"] == "failed" and body["lease"] == 7 and body["host_ok"] is True
+    assert body["message"] == "on h1.lab: login_Smoke\n\n[exit status 1]"
+    assert run.outcome == "failed"
+
+
+def test_a_chosen_exit_status_reports_the_host_broken():
+    fake = RecordingApi()
+    run_job(["sh", "-c", "exit 3"], fake, host_broken_exit_code=3)
+    assert fake.completes()[0]["host_ok"] is False
+
+
+def test_the_command_sees_its_job_but_not_the_runners_token(monkeypatch):
+    monkeypatch.setenv("SCHEDSITE_TOKEN", "secret-token")
+    fake = RecordingApi()
+    run_job([sys.executable, "-c", "import os, json; print(json.dumps(dict(os.environ)))"], fake)
+    env = json.loads(fake.completes()[0]["message"].split("\n")[0])
+    assert env["SCHEDSITE_HOST"] == "h1.lab" and env["SCHEDSITE_JOB_ID"] == "42"
+    assert env["SCHEDSITE_HOST_LABELS"] == "board:eve,pool:cq"
+    assert (env["SCHEDSITE_SUITE"], env["SCHEDSITE_BUILD"]) == ("bvt", "R2")
+    assert "SCHEDSITE_TOKEN" not in env
+
+
+def test_a_lost_lease_kills_the_command_and_reports_nothing():
+    fake = RecordingApi(heartbeat_status=409)
+    started = time.monotonic()
+    run = run_job(["sleep", "30"], fake, heartbeat=0.2)
+    assert time.monotonic() - started < 10
+    assert fake.completes() == [] and run.outcome == "lost"
+
+
+def test_a_job_past_its_timeout_is_killed_and_failed():
+    fake = RecordingApi()
+    run_job(["sleep", "30"], fake, timeout=1, kill_timeout=1)
+    (body,) = fake.completes()
+    assert body["result"] == "failed" and "[timed out after 1 s]" in body["message"]
+
+
+def test_a_command_that_cannot_start_fails_the_job():
+    fake = RecordingApi()
+    run_job(["/nonexistent/test-binary"], fake)
+    (body,) = fake.completes()
+    assert body["result"] == "failed" and "could not run" in body["message"]
+
+
+def test_the_runner_needs_no_django():
+    code = "import sys, jobs.runner; sys.exit(any(m.startswith('django') for m in sys.modules))"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

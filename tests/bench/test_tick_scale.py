@@ -1,0 +1,71 @@
+"""The tick's query count does not grow with the lab: 20 hosts and 400 hosts take the same."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from bench import dbload
+from bench.labgen import LabShape, generate
+from hosts.models import Host, HostEvent, Label, Worker
+from jobs import services
+from jobs.models import Job, Lease, SchedulerTick, Suite
+
+# PostgreSQL, the production database: SQLite splits bulk writes into batches of 999
+# parameters, so there the count grows with the lab by design.
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
+
+SMALL = LabShape(20, 80, 4, 8, seed=3, pinned=0.05, quota=0.5, capped=0.3)
+BIG = LabShape(400, 2400, 40, 40, seed=3, pinned=0.05, quota=0.5, capped=0.3)
+
+
+def queries(fn: Callable[[], object]) -> tuple[int, object]:
+    with CaptureQueriesContext(connection) as ctx:
+        result = fn()
+    return len(ctx.captured_queries), result
+
+
+def tick_query_counts(shape: LabShape) -> dict[str, int]:
+    """Load the lab, then count the queries of a cold, a steady and an event-driven tick."""
+    dbload.load(generate(shape), now=timezone.now(), analyze=False)
+    counts: dict[str, int] = {}
+
+    counts["cold"], cold = queries(services.scheduler_tick)
+    assert cold.leases, "the cold tick leases hosts"  # type: ignore[attr-defined]
+    counts["replan"], replan = queries(services.scheduler_tick)  # the cold tick changed the lab
+    assert not replan.leases and not replan.unchanged  # type: ignore[attr-defined]
+    counts["steady"], steady = queries(services.scheduler_tick)
+    assert steady.unchanged  # type: ignore[attr-defined]
+
+    # An event: a job completes and an urgent job for its host arrives; the tick leases it.
+    lease = Lease.objects.filter(released_at__isnull=True).select_related("job", "host").first()
+    assert lease is not None
+    services.job_start(job=lease.job, by="runner-1")
+    services.job_complete(job=lease.job, result="passed", by="runner-1")
+    services.job_submit(
+        owner="alice",
+        spec=services.JobSpec(name="urgent", labels=lease.host.label_names, priority=100),
+    )
+    counts["event"], event = queries(services.scheduler_tick)
+    assert [made["job"] for made in event.leases] == ["urgent"]  # type: ignore[attr-defined]
+    return counts
+
+
+def wipe() -> None:
+    for model in (HostEvent, Lease, Job, Suite, SchedulerTick, Host, Label, Worker):
+        model.objects.all().delete()
+
+
+def test_the_tick_takes_as_many_queries_at_400_hosts_as_at_20(monkeypatch) -> None:  # noqa: ANN001
+    # Pruning the tick history runs on every 50th tick id, which depends on what ran before.
+    monkeypatch.setattr(services, "_prune_ticks", lambda latest_id: None)
+    small = tick_query_counts(SMALL)
+    wipe()
+    big = tick_query_counts(BIG)
+    assert big == small
+    # And a fixed, small number: a regression to one query per host or job fails here too.
+    assert max(big.values()) <= 25

@@ -1,0 +1,271 @@
+"""/metrics: who may scrape it, and that every series reports what the lab really holds."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import Group
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+
+from hosts import services as host_services
+from jobs import services
+from jobs.models import Lease, SchedulerTick
+from schedsite.roles import STAFF_GROUP
+from tests import factories as f
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
+
+SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$")
+LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+Series = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def parse(text: str) -> Series:
+    """Parse the text exposition format strictly enough to catch a malformed scrape."""
+    series: Series = {}
+    declared: dict[str, str] = {}
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ", 3)
+            assert name not in declared, f"{name} declared twice"
+            declared[name] = kind
+            continue
+        if line.startswith("#"):
+            continue
+        match = SAMPLE.match(line)
+        assert match, f"malformed sample line: {line!r}"
+        name, labels, value = match.groups()
+        family = re.sub(r"_(bucket|sum|count)$", "", name)
+        assert name in declared or declared.get(family) == "histogram", f"{name} has no TYPE"
+        key = (name, frozenset(LABEL.findall(labels or "")))
+        assert key not in series, f"duplicate sample {line!r}"
+        series[key] = float(value)
+    return series
+
+
+def value(series: Series, name: str, **labels: str) -> float:
+    return series[(name, frozenset(labels.items()))]
+
+
+@pytest.fixture
+def lab(sam):  # noqa: ANN001, ANN201
+    """A small lab with one of everything the metrics count, built through the services."""
+    now = timezone.now()
+    w1, w2 = f.worker("w1"), f.worker("w2", paused=True)
+    w3 = f.worker("w3")
+    f.worker("w4", online=False)  # never heard from
+    type(w3).objects.filter(pk=w3.pk).update(last_seen=now - timedelta(hours=1))  # offline
+    hosts = {name: f.host(name, ["board:x"], worker=w1) for name in "abcdh"}
+    f.host("e", ["board:x"], worker=w2)  # paused worker: not schedulable
+    f.host("f", ["board:x"], worker=w3)  # offline worker: not schedulable
+    hosts["g"] = f.host("g", ["board:x"])  # no worker
+
+    # History: a runner died (its lease expired), a reservation ended, a job timed out.
+    t0, t1 = now - timedelta(hours=2), now - timedelta(minutes=10)
+    f.job("old", host=hosts["a"])
+    services.lease_reserve(
+        host=hosts["d"], holder=sam, duration=timedelta(hours=1), reason="probe", at=t0
+    )
+    services.scheduler_tick(now=t0)  # old → a
+    slow = services.job_submit(
+        owner="alice",
+        spec=services.JobSpec(name="slow", labels=["board:x"], timeout=timedelta(seconds=30)),
+        now=t1,
+    )
+    services.scheduler_tick(now=t1)  # expires both; slow → b (a is now needs_repair)
+    services.job_start(job=slow, by="runner-1", at=t1)
+    services.scheduler_tick(now=now - timedelta(minutes=5))  # slow times out, b is free again
+
+    # Now: suite A holds two hosts, one job heartbeated 20 s ago, the other never (60 s ago).
+    suite = f.suite("A", 2, priority=70)
+    services.scheduler_tick(now=now - timedelta(seconds=60))  # A-t0 → b, A-t1 → c
+    first = Lease.objects.get(job__name="A-t0", released_at__isnull=True)
+    services.lease_heartbeat(lease=first, at=now - timedelta(seconds=20))
+    services.job_start(job=first.job, by="runner-1", at=now - timedelta(seconds=20))
+    # Waiting: three p40 jobs (the oldest submitted 300 s ago) and one p70 job nobody can run.
+    services.suite_submit(
+        owner="alice",
+        name="B",
+        jobs=[services.JobSpec(name=f"B-{i}", labels=["board:x"]) for i in range(2)],
+        now=now - timedelta(seconds=300),
+    )
+    f.job("rare", ["board:none"], priority=40)
+    f.job("urgent", ["board:none"], priority=70)
+    host_services.host_lock(host=hosts["d"], by=sam, reason="debugging")
+    services.lease_reserve(host=hosts["g"], holder=sam, duration=timedelta(hours=1), reason="x")
+
+    # The tick history, with known timings (the ticks above are replaced).
+    SchedulerTick.objects.all().delete()
+    for i, (ms, made) in enumerate([(3, 0), (20, 1), (700, 3), (12_000, 0)]):
+        SchedulerTick.objects.create(
+            started_at=now - timedelta(seconds=42 + 10 * (3 - i)), duration_ms=ms, leases_made=made
+        )
+    return suite
+
+
+def scrape(client, **headers: str) -> Series:  # noqa: ANN001
+    response = client.get("/metrics", headers=headers)
+    assert response.status_code == 200, response.content
+    assert response["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
+    return parse(response.content.decode())
+
+
+def test_every_series_reports_the_lab_as_it_is(client, sam, lab) -> None:  # noqa: ANN001
+    client.force_login(sam)
+    s = scrape(client)
+
+    # The queue.
+    assert value(s, "schedsite_jobs_queued", priority="40") == 3
+    assert value(s, "schedsite_jobs_queued", priority="70") == 1
+    assert ("schedsite_jobs_queued", frozenset({("priority", "20")})) not in s
+    assert 300 <= value(s, "schedsite_queue_oldest_wait_seconds") < 330
+    jobs = {
+        status: value(s, "schedsite_jobs", status=status)
+        for status in ["queued", "leased", "running", "passed", "failed", "aborted", "error"]
+    }
+    assert jobs == {"queued": 4, "leased": 1, "running": 1, "passed": 0, "failed": 0,
+                    "aborted": 1, "error": 1}  # fmt: skip
+
+    # Hosts: a needs repair (its runner vanished); b, c leased; d locked; g reserved; e, f
+    # belong to a paused and an offline worker; h alone could take a lease now.
+    assert value(s, "schedsite_hosts", status="ready") == 7
+    assert value(s, "schedsite_hosts", status="needs_repair") == 1
+    assert value(s, "schedsite_hosts", status="repairing") == 0
+    assert value(s, "schedsite_hosts", status="repair_failed") == 0
+    assert value(s, "schedsite_hosts_locked") == 1
+    assert value(s, "schedsite_hosts_leased") == 3
+    assert value(s, "schedsite_hosts_schedulable") == 1
+
+    # Workers and their runners' heartbeats.
+    assert value(s, "schedsite_workers") == 4
+    assert value(s, "schedsite_workers_online") == 2  # w1 and the paused w2
+    assert value(s, "schedsite_workers_paused") == 1
+    assert value(s, "schedsite_worker_paused", worker="w2") == 1
+    assert value(s, "schedsite_worker_paused", worker="w1") == 0
+    assert value(s, "schedsite_worker_last_seen_age_seconds", worker="w1") < 60
+    assert 3600 <= value(s, "schedsite_worker_last_seen_age_seconds", worker="w3") < 3700
+    assert value(s, "schedsite_worker_last_seen_age_seconds", worker="w4") == float("inf")
+
+    # Leases now, and what happened to leases over time.
+    assert value(s, "schedsite_leases_active", kind="job") == 2
+    assert value(s, "schedsite_leases_active", kind="reservation") == 1
+    assert 60 <= value(s, "schedsite_lease_oldest_heartbeat_age_seconds") < 90  # A-t1
+    assert value(s, "schedsite_leases_made_total") == 4  # old, slow, A-t0, A-t1
+    assert value(s, "schedsite_leases_expired_total", kind="job") == 1
+    assert value(s, "schedsite_leases_expired_total", kind="reservation") == 1
+    assert value(s, "schedsite_jobs_timed_out_total") == 1
+
+    # Ticks: 3 ms, 20 ms, 700 ms and 12 s, making 0, 1, 3 and 0 leases; the last 42 s ago.
+    buckets = {le: value(s, "schedsite_tick_duration_seconds_bucket", le=le)
+               for le in ["0.005", "0.025", "0.5", "1", "10", "+Inf"]}  # fmt: skip
+    assert buckets == {"0.005": 1, "0.025": 2, "0.5": 2, "1": 3, "10": 3, "+Inf": 4}
+    assert value(s, "schedsite_tick_duration_seconds_count") == 4
+    assert value(s, "schedsite_tick_duration_seconds_sum") == pytest.approx(12.723)
+    assert value(s, "schedsite_tick_leases_bucket", le="0") == 2
+    assert value(s, "schedsite_tick_leases_bucket", le="1") == 3
+    assert value(s, "schedsite_tick_leases_bucket", le="5") == 4
+    assert value(s, "schedsite_tick_leases_sum") == 4
+    assert 42 <= value(s, "schedsite_last_tick_age_seconds") < 60
+    assert value(s, "schedsite_last_tick_duration_seconds") == 12
+    assert value(s, "schedsite_metrics_scrape_duration_seconds") > 0
+
+
+def test_an_empty_lab_scrapes_cleanly(client, sam) -> None:  # noqa: ANN001
+    client.force_login(sam)
+    s = scrape(client)
+    assert value(s, "schedsite_queue_oldest_wait_seconds") == 0
+    assert value(s, "schedsite_last_tick_age_seconds") == float("inf")  # the scheduler never ran
+    assert value(s, "schedsite_tick_duration_seconds_count") == 0
+    assert value(s, "schedsite_lease_oldest_heartbeat_age_seconds") == 0
+
+
+def test_a_scrape_costs_the_same_few_queries_whatever_the_size_of_the_lab(client, sam, lab) -> None:  # noqa: ANN001
+    token = Token.objects.create(user=sam)
+    headers = {"Authorization": f"Token {token.key}"}
+    client.get("/metrics", headers=headers)  # warm caches (content types and the like)
+    with CaptureQueriesContext(connection) as small:
+        scrape(client, **headers)
+    w = f.worker("w9")
+    for i in range(30):
+        f.host(f"big{i}", ["board:x", f"pool:{i % 3}"], worker=f.worker(f"wb{i}") if i % 3 else w)
+    for i in range(10):
+        f.suite(f"S{i}", 3, priority=10 * (i % 9))
+    services.scheduler_tick()
+    with CaptureQueriesContext(connection) as big:
+        scrape(client, **headers)
+    assert len(big) == len(small) <= 10, [q["sql"][:80] for q in big.captured_queries]
+
+
+def test_staff_and_the_metrics_token_may_scrape_nobody_else(
+    client, sam, alice, django_user_model, settings
+) -> None:  # noqa: ANN001
+    anonymous = client.get("/metrics")
+    assert anonymous.status_code == 401
+    assert anonymous["WWW-Authenticate"].startswith("Bearer")
+
+    client.force_login(alice)
+    assert client.get("/metrics").status_code == 403  # a tester's session
+    client.logout()
+    alice_token = Token.objects.create(user=alice)
+    assert (
+        client.get("/metrics", headers={"Authorization": f"Token {alice_token.key}"}).status_code
+        == 403
+    )
+
+    client.force_login(sam)
+    assert client.get("/metrics").status_code == 200
+    assert client.post("/metrics").status_code == 405
+    client.logout()
+
+    sam_token = Token.objects.create(user=sam)
+    auth = {"Authorization": f"Token {sam_token.key}"}
+    assert client.get("/metrics", headers=auth).status_code == 200
+    sam_token.delete()  # revoked in the admin or on the profile page
+    assert client.get("/metrics", headers=auth).status_code == 401
+
+    # Lab staff by group, not by the is_staff flag, count as staff too.
+    lee = django_user_model.objects.create_user("lee", password="lee-pass")
+    lee.groups.add(Group.objects.get_or_create(name=STAFF_GROUP)[0])
+    lee_token = Token.objects.create(user=lee)
+    assert (
+        client.get("/metrics", headers={"Authorization": f"Token {lee_token.key}"}).status_code
+        == 200
+    )
+    # A deactivated account's token stops working at once.
+    type(lee).objects.filter(pk=lee.pk).update(is_active=False)
+    assert (
+        client.get("/metrics", headers={"Authorization": f"Token {lee_token.key}"}).status_code
+        == 401
+    )
+    assert client.get("/metrics", headers={"Authorization": "Token nope"}).status_code == 401
+    assert (
+        client.get("/metrics", headers={"Authorization": "Basic c2FtOnNhbS1wYXNz"}).status_code
+        == 401
+    )
+
+    # The scraper's bearer token works only when one is configured, and only that one.
+    settings.METRICS_TOKEN = ""
+    assert client.get("/metrics", headers={"Authorization": "Bearer "}).status_code == 401
+    settings.METRICS_TOKEN = "s3cret-scraper-token"
+    bearer = {"Authorization": "Bearer s3cret-scraper-token"}
+    assert client.get("/metrics", headers=bearer).status_code == 200
+    assert client.get("/metrics", headers={"Authorization": "Bearer s3cret"}).status_code == 401
+
+
+@pytest.mark.django_db(transaction=True)
+def test_outside_a_transaction_a_scrape_reads_one_snapshot(client, sam) -> None:  # noqa: ANN001
+    # The production path (no test transaction around the request): every series from one
+    # REPEATABLE READ snapshot, so that they agree with each other under concurrent writes.
+    f.host("h1", ["board:x"])
+    token = Token.objects.create(user=sam)
+    with CaptureQueriesContext(connection) as queries:
+        s = scrape(client, Authorization=f"Token {token.key}")
+    statements = [q["sql"] for q in queries.captured_queries]
+    first_read = next(i for i, sql in enumerate(statements) if "jobs_job" in sql)
+    assert "REPEATABLE READ READ ONLY" in statements[first_read - 1]
+    assert value(s, "schedsite_hosts", status="ready") == 1

@@ -1,0 +1,100 @@
+"""Playwright fixtures: one Debian Chromium for the session, a fresh page per test."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Playwright's sync API keeps an event loop in the test thread; the ORM calls the tests make
+# there (building data, checking the database) are still plain synchronous calls.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+SCREENSHOTS = Path(__file__).resolve().parents[3] / "build" / "screenshots"
+VIEWPORT = {"width": 1280, "height": 800}
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    """Debian's Chromium, launched once for every browser test."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: run `bash scripts/install_browser.sh` first")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser, live_server, settings) -> Iterator[object]:  # noqa: ANN001
+    """A fresh browser context on the live server; live tables poll every second here."""
+    from playwright.sync_api import expect
+
+    settings.UI_REFRESH_SECONDS = 1
+    expect.set_options(timeout=8_000)
+    context = browser.new_context(viewport=VIEWPORT, base_url=live_server.url)
+    page = context.new_page()
+    page.set_default_timeout(8_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: errors.append(msg.text) if _unexpected(msg) else None)
+    page.js_errors = errors  # type: ignore[attr-defined]
+    yield page
+    context.close()
+    # A script error anywhere is a bug even when the test's own checks passed.
+    assert not errors, f"JavaScript errors in the page: {errors}"
+
+
+# A refused action (400/403/409) is an expected answer: the browser and htmx both log it. So
+# is an aborted request: leaving a page, or an action superseding a poll, aborts the poll.
+EXPECTED_ERRORS = (
+    "the server responded with a status of 4",
+    "Response Status Error Code 4",
+    "htmx:sendAbort",
+    "htmx:afterRequest",
+)
+
+
+def _unexpected(msg) -> bool:  # noqa: ANN001
+    return msg.type == "error" and not any(text in msg.text for text in EXPECTED_ERRORS)
+
+
+def sign_in(page, username: str, password: str) -> None:  # noqa: ANN001
+    """Sign in through the login form, as a person would."""
+    from playwright.sync_api import expect
+
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="Lab dashboard")).to_be_visible()
+
+
+def screenshot(page, name: str, *, full_page: bool = False) -> Path:  # noqa: ANN001
+    """Save a screenshot into build/screenshots/ (gitignored)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=full_page)
+    return path
+
+
+def mark_page(page) -> None:  # noqa: ANN001
+    """Leave a marker in the window: it survives htmx swaps and is gone after any reload."""
+    page.evaluate("window.__schedsite_marker = 'same page'")
+
+
+def assert_not_reloaded(page) -> None:  # noqa: ANN001
+    assert page.evaluate("window.__schedsite_marker") == "same page", "the page was reloaded"

@@ -1,0 +1,56 @@
+"""Fixtures for the web UI tests: a small lab, and clients signed in as Sam and Alice."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from django.test import Client
+
+from tests import factories as f
+
+HTMX = {"HX-Request": "true"}
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):  # noqa: ANN001, ANN202
+    # Every test signs in Sam or Alice; PBKDF2's million rounds would cost ~0.7 s per user.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def lab(db):  # noqa: ANN001, ANN201
+    """Two online workers and three hosts with board and pool labels."""
+    w1 = f.worker("w1")
+    w2 = f.worker("w2")
+    return SimpleNamespace(
+        w1=w1,
+        w2=w2,
+        h1=f.host("h1.lab", ["board:eve", "pool:cq"], worker=w1),
+        h2=f.host("h2.lab", ["board:eve", "pool:bvt"], worker=w1),
+        h3=f.host("h3.lab", ["board:kevin", "pool:cq"], worker=w2),
+    )
+
+
+def signed_in(user) -> Client:  # noqa: ANN001
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def sam_client(sam) -> Client:  # noqa: ANN001
+    """Sam (lab staff), signed in."""
+    return signed_in(sam)
+
+
+@pytest.fixture
+def alice_client(alice) -> Client:  # noqa: ANN001
+    """Alice (a tester), signed in."""
+    return signed_in(alice)
+
+
+@pytest.fixture
+def bob_client(bob) -> Client:  # noqa: ANN001
+    """Bob (another tester), signed in."""
+    return signed_in(bob)

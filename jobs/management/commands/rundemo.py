@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -14,6 +15,20 @@ from django.core.management.base import BaseCommand, CommandParser
 from jobs import demo
 
 FEED_EVERY = 2.0  # seconds between top-ups of the demo queue
+
+
+def wait_for_port(addr: str, *, timeout: float) -> bool:
+    """Wait until something accepts connections at ADDR (host:port); False on timeout."""
+    host, _, port = addr.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((host, int(port)), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.2)
+    return False
 
 
 def api_url(addr: str) -> str:
@@ -61,6 +76,10 @@ class Command(BaseCommand):
                 # The token travels in the environment, not on the command line (`ps`).
                 commands[f"runner {worker}"] = (cmd, {"SCHEDSITE_TOKEN": token})
         for name, (cmd, extra_env) in commands.items():
+            if name.startswith("runner") and "web" in procs:
+                # Runners talk to the web server; starting them before it listens only fills
+                # the terminal with connection-refused retries.
+                wait_for_port(addr, timeout=30)
             # Own sessions: Ctrl-C reaches only us, and each child gets exactly one SIGTERM.
             procs[name] = subprocess.Popen(
                 cmd, env={**os.environ, **extra_env}, start_new_session=True

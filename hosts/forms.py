@@ -10,7 +10,7 @@ from schedsite.filters import AnyValueMultipleField
 class ReasonForm(forms.Form):
     """A lock or pause: the reason is required by the service, which says so if it is missing."""
 
-    reason = forms.CharField(max_length=500, required=False)
+    reason = forms.CharField(required=False)  # the service checks it
 
 
 class BulkHostsForm(forms.Form):
@@ -18,4 +18,4 @@ class BulkHostsForm(forms.Form):
 
     action = forms.ChoiceField(choices=[("lock", "Lock"), ("unlock", "Unlock")])
     hosts = AnyValueMultipleField(required=False)
-    reason = forms.CharField(max_length=500, required=False)
+    reason = forms.CharField(required=False)  # the service checks it

@@ -71,6 +71,22 @@ def _validate(validator, value: str, field: str) -> None:  # noqa: ANN001
         raise InvalidInput(f"{field} {value!r}: {exc.messages[0]}", field=field) from exc
 
 
+REASON_MAX = 500
+
+
+def reason_clean(reason: str | None, *, what: str, required: bool = True) -> str:
+    """Return the stripped reason, or raise InvalidInput if it is missing or too long."""
+    text = (reason or "").strip()
+    if required and not text:
+        raise InvalidInput(f"a reason is required to {what}", field="reason")
+    if len(text) > REASON_MAX:
+        # Refuse rather than cut: a truncated reason in the audit trail misleads whoever reads it.
+        raise InvalidInput(
+            f"the reason is {len(text)} characters long; at most {REASON_MAX}", field="reason"
+        )
+    return text
+
+
 def labels_validate(names: Iterable[str], field: str = "labels") -> list[str]:
     """Return the distinct label names, sorted, or raise InvalidInput naming the bad one."""
     if isinstance(names, str):
@@ -119,12 +135,10 @@ def worker_create(*, name: str, by: Actor, paused: bool = False, reason: str = "
 @transaction.atomic
 def worker_pause(*, worker: Worker, by: Actor, reason: str) -> Worker:
     """Stop new leases on the worker's hosts; running leases continue."""
-    reason = (reason or "").strip()
-    if not reason:
-        raise InvalidInput("a reason is required to pause a worker", field="reason")
+    reason = reason_clean(reason, what="pause a worker")
     now = timezone.now()
     changed = Worker.objects.filter(pk=worker.pk, paused=False).update(
-        paused=True, paused_reason=reason[:500], paused_by=actor_user(by), paused_at=now
+        paused=True, paused_reason=reason, paused_by=actor_user(by), paused_at=now
     )
     if not changed:
         raise Conflict(f"worker {worker.name} is already paused")
@@ -281,12 +295,10 @@ def host_set_status(*, host: Host, status: str, by: Actor, message: str = "") ->
 @transaction.atomic
 def host_lock(*, host: Host, by: Actor, reason: str) -> Host:
     """Take a host out of scheduling for debugging; a reason is required."""
-    reason = (reason or "").strip()
-    if not reason:
-        raise InvalidInput("a reason is required to lock a host", field="reason")
+    reason = reason_clean(reason, what="lock a host")
     now = timezone.now()
     changed = Host.objects.filter(pk=host.pk, locked=False).update(
-        locked=True, lock_reason=reason[:500], locked_by=actor_user(by), locked_at=now
+        locked=True, lock_reason=reason, locked_by=actor_user(by), locked_at=now
     )
     if not changed:
         raise Conflict(f"host {host.hostname} is already locked")
@@ -392,9 +404,7 @@ def hosts_bulk_lock(
     # in the wrong state is reported and skipped while the others still change.
     from schedsite.errors import ServiceError
 
-    reason = (reason or "").strip()
-    if not unlock and not reason:
-        raise InvalidInput("a reason is required to lock hosts", field="reason")
+    reason = reason_clean(reason, what="lock hosts", required=not unlock)
     results: dict[str, str | None] = {}
     for host in hosts:
         try:

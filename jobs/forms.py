@@ -90,10 +90,15 @@ class JobRow:
         return not (self.name.strip() or self.labels.strip() or self.host.strip())
 
 
+def job_rows_count(data: QueryDict) -> int:
+    """How many job rows a submitted form carries (before any limit)."""
+    return max(len(data.getlist(k)) for k in ("job_name", "job_labels", "job_host"))
+
+
 def job_rows_from(data: QueryDict) -> list[JobRow]:
     """The job rows of a submitted form (parallel job_name/job_labels/job_host lists)."""
     names, labels, hosts = (data.getlist(k) for k in ("job_name", "job_labels", "job_host"))
-    count = min(max(len(names), len(labels), len(hosts)), MAX_ROWS)
+    count = min(job_rows_count(data), MAX_ROWS)
 
     def at(values: list[str], i: int) -> str:
         return values[i] if i < len(values) else ""
@@ -156,11 +161,11 @@ class ReserveForm(forms.Form):
 
     host = forms.CharField(max_length=255, required=False)
     minutes = forms.TypedChoiceField(choices=RESERVE_DURATIONS, coerce=int, initial=60)
-    reason = forms.CharField(max_length=500, required=False)
+    reason = forms.CharField(required=False)  # the service checks it
 
 
 class ReleaseForm(forms.Form):
     """Release a lease; its job is requeued unless 'abort' is chosen."""
 
     requeue = forms.ChoiceField(choices=[("1", "requeue"), ("0", "abort")], required=False)
-    reason = forms.CharField(max_length=500, required=False)
+    reason = forms.CharField(required=False)  # the service checks it

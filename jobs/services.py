@@ -16,7 +16,14 @@ from django.utils import timezone
 
 from hosts.choices import EventKind, HostStatus
 from hosts.models import Host, HostEvent
-from hosts.services import Actor, actor_name, actor_user, event_record, labels_validate
+from hosts.services import (
+    Actor,
+    actor_name,
+    actor_user,
+    event_record,
+    labels_validate,
+    reason_clean,
+)
 from jobs import selectors
 from jobs.choices import ACTIVE_JOB_STATUSES, JobStatus, ReleaseReason
 from jobs.models import Job, Lease, SchedulerTick, Suite, encode_labels
@@ -294,6 +301,7 @@ def lease_release(
 ) -> Lease:
     """Release a lease by hand; its job is requeued (default) or aborted."""
     at = at or timezone.now()
+    reason = reason_clean(reason, what="release a lease", required=False)
     lease = (
         Lease.objects.select_for_update(of=("self",)).select_related("host", "job").get(pk=lease.pk)
     )
@@ -333,9 +341,7 @@ def lease_reserve(
 ) -> Lease:
     """Reserve a free host for manual work: a lease with no job, for a duration."""
     at = at or timezone.now()
-    reason = (reason or "").strip()
-    if not reason:
-        raise InvalidInput("a reason is required to reserve a host", field="reason")
+    reason = reason_clean(reason, what="reserve a host")
     _check_duration(duration)
     # Lock the host row first: the tick locks hosts before leasing them, so the two serialize.
     host = Host.objects.select_for_update().get(pk=host.pk)
@@ -347,7 +353,7 @@ def lease_reserve(
                 host=host,
                 job=None,
                 holder=actor_user(holder),
-                reason=reason[:500],
+                reason=reason,
                 acquired_at=at,
                 expires_at=at + duration,
             )
@@ -639,9 +645,25 @@ def scheduler_tick(*, now: datetime | None = None, trigger: str = "") -> TickSum
             log.warning("tick rolled back and retried: %s", exc)
         else:
             _log_tick(summary, trigger=trigger)
+            _refresh_statistics(summary)
             return summary
     assert last_error is not None
     raise last_error
+
+
+# A tick that makes this many leases changes the lease table enough to mislead the planner.
+ANALYZE_AFTER_LEASES = 1000
+
+
+def _refresh_statistics(summary: TickSummary) -> None:
+    """Re-analyse the lease and job tables after a tick that changed them wholesale."""
+    # Right after a cold tick leases thousands of hosts, PostgreSQL still believes the lease
+    # table is empty until autovacuum gets to it (about a minute), and picks plans that make
+    # pages such as the workers list 100× slower meanwhile (docs/performance.md).
+    if len(summary.leases) < ANALYZE_AFTER_LEASES or connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE jobs_lease, jobs_job")
 
 
 def _log_tick(summary: TickSummary, *, trigger: str) -> None:

@@ -19,12 +19,14 @@ from jobs import selectors, services
 from jobs.choices import JobStatus, SuiteStatus
 from jobs.filtersets import JobFilterSet, LeaseFilterSet, SuiteFilterSet
 from jobs.forms import (
+    MAX_ROWS,
     PRIORITY_CHOICES,
     RESERVE_DURATIONS,
     JobRow,
     ReleaseForm,
     ReserveForm,
     SuiteForm,
+    job_rows_count,
     job_rows_from,
     job_specs,
     row_error,
@@ -254,6 +256,12 @@ def suite_create(request: HttpRequest) -> HttpResponse:
         )
         if not filled:
             jobs_error = "Add at least one job: a name and the labels its host needs."
+        elif job_rows_count(request.POST) > MAX_ROWS:
+            # Refuse rather than drop the rows past the limit: a suite missing jobs looks
+            # submitted and complete.
+            jobs_error = (
+                f"The form takes at most {MAX_ROWS} jobs; submit bigger suites through the API."
+            )
     if valid and not jobs_error and not any(row.errors for row in rows):
         try:
             suite = services.suite_submit(

@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.core.exceptions import ObjectDoesNotExist
+from django.conf import settings
+from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig, TooManyFieldsSent
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DataError, IntegrityError
 from rest_framework import exceptions, serializers
@@ -16,6 +17,14 @@ from rest_framework.views import set_rollback
 from schedsite.errors import Conflict, Forbidden, ServiceError
 
 log = logging.getLogger("schedsite.api")
+
+
+class PayloadTooLarge(exceptions.APIException):
+    """The request body is bigger than DATA_UPLOAD_MAX_MEMORY_SIZE (HTTP 413)."""
+
+    status_code = 413
+    default_detail = "The request body is too large."
+    default_code = "payload_too_large"
 
 
 class ConflictError(exceptions.APIException):
@@ -48,6 +57,13 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             exc = exceptions.ValidationError(exc.message_dict)
         else:
             exc = exceptions.ValidationError({"detail": exc.messages})
+    elif isinstance(exc, RequestDataTooBig):
+        # Django raises it while reading request.data; left alone it became an HTML 400 page.
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        exc = PayloadTooLarge(f"The request body is larger than the limit of {limit} bytes.")
+    elif isinstance(exc, TooManyFieldsSent):
+        limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+        exc = exceptions.ValidationError({"detail": [f"Too many form fields (at most {limit})."]})
     elif isinstance(exc, IntegrityError):
         # A database constraint caught a race the services' checks could not (two requests at
         # once): the request changed nothing, and the client can retry against the new state.

@@ -8,8 +8,9 @@ from django.http import Http404, HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
+from rest_framework.authtoken.models import Token
 from rest_framework.authtoken.views import ObtainAuthToken
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
@@ -65,7 +66,21 @@ class MeView(APIView):
 
 
 class TokenView(ObtainAuthToken):
-    """Exchange a username and password for the account's API token."""
+    """POST: exchange a username and password for the API token; DELETE: revoke your own."""
+
+    def get_permissions(self) -> list[BasePermission]:
+        # Getting a token needs only the password; revoking one needs to be someone.
+        if self.request.method == "DELETE":
+            return [IsAuthenticated()]
+        return super().get_permissions()
+
+    @extend_schema(summary="Revoke your API token", request=None, responses={204: None})
+    def delete(self, request: Request) -> Response:
+        """Delete the caller's token: from now on it gets 401 (POST here makes a new one)."""
+        # TokenAuthentication looks the key up on every request, so deleting the row is the
+        # whole revocation; nothing caches it.
+        Token.objects.filter(user=request.user).delete()
+        return Response(status=204)
 
 
 @csrf_exempt  # it changes nothing; a CSRF page would be HTML where scripts expect JSON

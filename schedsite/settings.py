@@ -178,6 +178,10 @@ JOB_DEFAULT_TIMEOUT = env_int("JOB_DEFAULT_TIMEOUT", 3600)  # seconds a job may 
 TICK_HISTORY = env_int("TICK_HISTORY", 2000)  # SchedulerTick rows kept
 TICK_INTERVAL_MINUTES = env_int("TICK_INTERVAL_MINUTES", 1)  # the safety-net schedule
 MAX_JOBS_PER_SUITE = env_int("MAX_JOBS_PER_SUITE", 5000)
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 5 * 1024 * 1024)  # 413 above
+# Enough fields for the submit form's 500 job rows (three fields each), so a bigger form is
+# refused by the form's own clear message rather than Django's bare "Bad Request".
+DATA_UPLOAD_MAX_NUMBER_FIELDS = env_int("DATA_UPLOAD_MAX_NUMBER_FIELDS", 10000)
 UI_REFRESH_SECONDS = env_int("UI_REFRESH_SECONDS", 5)  # how often UI lists poll for changes
 MAX_RESERVATION_SECONDS = env_int("MAX_RESERVATION_SECONDS", 7 * 24 * 3600)
 

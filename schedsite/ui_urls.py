@@ -9,6 +9,7 @@ from schedsite import views
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("accounts/profile/", views.profile, name="profile"),
+    path("accounts/profile/token/revoke/", views.token_revoke, name="token_revoke"),
     path("", include("hosts.urls")),
     path("", include("jobs.urls")),
 ]

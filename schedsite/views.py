@@ -18,7 +18,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 from rest_framework.authtoken.models import Token
 
@@ -208,6 +208,7 @@ def dashboard_charts(ticks: list) -> list:
 
 
 @ui_login_required
+@require_GET
 def dashboard(request: HttpRequest) -> HttpResponse:
     """Counts, utilization, charts over the recent ticks and the suites in progress."""
     now = timezone.now()
@@ -266,3 +267,18 @@ def profile(request: HttpRequest) -> HttpResponse:
         "api_base": request.build_absolute_uri("/api/"),
     }
     return render(request, "accounts/profile.html", context)
+
+
+@ui_login_required
+@require_POST
+def token_revoke(request: HttpRequest) -> HttpResponse:
+    """Delete your API token: scripts using it get 401 from now on, and none replaces it."""
+    revoked = Token.objects.filter(user=request.user).delete()[0] > 0
+    message = "API token revoked; it no longer works." if revoked else "You had no API token."
+    return action_response(
+        request,
+        "accounts/partials/token_panel.html",
+        {"token": None},
+        message=message,
+        fallback=resolve_url("profile"),
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import timedelta
 
-from django.db.models import QuerySet, prefetch_related_objects
+from django.db.models import QuerySet
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import generics, mixins, status, viewsets
@@ -328,14 +328,19 @@ class QueueView(RolePermissionsMixin, generics.GenericAPIView):
     def get(self, request: Request) -> Response:
         # Filtering also validates the parameters: a bad one is a 400 even when nothing is queued.
         filtered = self.filter_queryset(self.get_queryset())
-        ordered = selectors.queue_order()
-        positions = {job.pk: i for i, job in enumerate(ordered, start=1)}
+        # Ids only (cached per queue state), then full rows for the page alone: building a
+        # model instance per queued job cost about 1 s per request at 10,000 queued.
+        ids = selectors.queue_order_ids().ids
+        positions = {job_id: i for i, job_id in enumerate(ids, start=1)}
         names = set(JobFilterSet.base_filters)
         if any(key in names for key in request.query_params):
             wanted = set(filtered.values_list("pk", flat=True))
-            ordered = [job for job in ordered if job.pk in wanted]
-        page = self.paginate_queryset(ordered)
-        prefetch_related_objects(page, "owner")
+            ids = [job_id for job_id in ids if job_id in wanted]
+        page_ids = self.paginate_queryset(ids)
+        queued = Job.objects.filter(status=JobStatus.QUEUED)
+        by_id = queued.select_related("suite", "host", "owner").in_bulk(page_ids)
+        # A job leased since the order was read drops out of the page rather than failing.
+        page = [by_id[job_id] for job_id in page_ids if job_id in by_id]
         context = {
             **self.get_serializer_context(),
             "positions": positions,

@@ -69,3 +69,23 @@ def test_the_tick_takes_as_many_queries_at_400_hosts_as_at_20(monkeypatch) -> No
     assert big == small
     # And a fixed, small number: a regression to one query per host or job fails here too.
     assert max(big.values()) <= 25
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_a_tick_that_fills_the_lab_refreshes_the_planner_statistics(monkeypatch):
+    """After a tick that makes many leases PostgreSQL knows the lease table is no longer empty."""
+    from tests import factories as f
+
+    monkeypatch.setattr(services, "ANALYZE_AFTER_LEASES", 5)
+    for i in range(6):
+        f.host(f"h{i}", ["board:x"])
+    f.suite("S", 6)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE jobs_lease")
+        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = 'jobs_lease'")
+        before = cursor.fetchone()[0]
+        services.scheduler_tick()
+        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = 'jobs_lease'")
+        after = cursor.fetchone()[0]
+    assert before <= 0 and after == 6

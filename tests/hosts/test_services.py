@@ -99,3 +99,14 @@ def test_a_worker_coming_back_online_lets_its_hosts_be_leased():
     services.worker_heartbeat(worker=w)
     job_services.scheduler_tick()
     assert job_services.Lease.objects.filter(released_at__isnull=True).count() == 1
+
+
+def test_a_reason_too_long_is_refused_not_cut_short():
+    host = f.host("h1")
+    with pytest.raises(InvalidInput, match="at most 500"):
+        services.host_lock(host=host, by="sam", reason="x" * 501)
+    host.refresh_from_db()
+    assert not host.locked and not HostEvent.objects.filter(kind="locked").exists()
+    services.host_lock(host=host, by="sam", reason="x" * 500)
+    host.refresh_from_db()
+    assert host.lock_reason == "x" * 500

@@ -1,0 +1,85 @@
+"""Security fixtures: a lab with something for every UI action, signed-in clients, DB snapshots."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from types import SimpleNamespace
+
+import pytest
+from django.contrib.auth.models import Group
+from django.db.models import Model
+from django.test import Client
+from rest_framework.authtoken.models import Token
+
+from hosts import services as host_services
+from hosts.models import Host, HostEvent, Label, Worker
+from jobs import services
+from jobs.models import Job, Lease, Suite
+from tests import factories as f
+
+HTMX = {"HX-Request": "true"}
+
+# Everything a UI or API action can change. A refused request must leave all of it as it was.
+WATCHED: tuple[type[Model], ...] = (Host, HostEvent, Label, Worker, Suite, Job, Lease, Token)
+
+
+def snapshot() -> dict[str, list[tuple]]:
+    """Every row of every watched table, so 'nothing changed' compares the whole state."""
+    return {
+        model.__name__: [tuple(row.values()) for row in model.objects.order_by("pk").values()]
+        for model in WATCHED
+    }
+
+
+def signed_in(user: object | None, **kwargs: object) -> Client:
+    """A browser client, signed in as the user (or anonymous for None)."""
+    client = Client(**kwargs)
+    if user is not None:
+        client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def runner_user(django_user_model):  # noqa: ANN001, ANN201
+    """runner-1, an account in group runners (the UI treats it as a tester)."""
+    user = django_user_model.objects.create_user("runner-1")
+    user.groups.add(Group.objects.get_or_create(name="runners")[0])
+    return user
+
+
+@pytest.fixture
+def users(alice, bob, runner_user, sam) -> dict[str, object | None]:  # noqa: ANN001
+    """The roles of the UI matrix, each with an API token (so a token action has one to hit)."""
+    for user in (alice, bob, runner_user, sam):
+        Token.objects.create(user=user)
+    return {
+        "anonymous": None,
+        "tester": alice,
+        "other_tester": bob,
+        "runner": runner_user,
+        "staff": sam,
+    }
+
+
+@pytest.fixture
+def lab(db, alice, sam):  # noqa: ANN001, ANN201
+    """w1 online, w2 paused; a free, a locked and a reserved host; alice's queued suite."""
+    w1 = f.worker("w1")
+    w2 = f.worker("w2", paused=True)
+    free = f.host("free.lab", ["board:x"], worker=w1)
+    locked = host_services.host_lock(host=f.host("locked.lab", ["board:x"]), by=sam, reason="usb")
+    reserved = f.host("reserved.lab", ["board:z"])
+    reservation = services.lease_reserve(
+        host=reserved, holder=sam, duration=timedelta(hours=1), reason="debug"
+    )
+    # No host carries board:none, so the suite stays queued and abortable.
+    suite = f.suite("nightly", [["board:none"], ["board:none"]], owner=alice)
+    return SimpleNamespace(
+        w1=w1,
+        w2=w2,
+        free=free,
+        locked=locked,
+        reserved=reserved,
+        reservation=reservation,
+        suite=suite,
+    )

@@ -1,0 +1,250 @@
+"""The UI authorization matrix (SPEC §11): every role × every page and every POST action."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from types import SimpleNamespace
+from urllib.parse import urlsplit
+
+import pytest
+from django.db import transaction
+from django.test import Client
+from django.urls import URLPattern, URLResolver, resolve, reverse
+
+from schedsite import ui_urls
+from tests.security.conftest import HTMX, signed_in, snapshot
+
+pytestmark = pytest.mark.django_db
+
+ROLES = ("anonymous", "tester", "other_tester", "runner", "staff")
+LOGIN = "login"  # sent to the login form: a 302 for a plain request, HX-Redirect for htmx
+
+# Statuses of an htmx action (how the UI sends them), one per role in ROLES order. A plain
+# form post (no JavaScript) gets the same, except that a success redirects back (302).
+STAFF_ONLY = (LOGIN, 403, 403, 403, 200)
+OWNER_OR_STAFF = (LOGIN, 200, 403, 403, 200)  # alice owns the lab's suite
+ANY_USER = (LOGIN, 200, 200, 200, 200)
+
+
+@dataclass(frozen=True)
+class Action:
+    """One UI POST route, a request that succeeds for whoever may do it, and who may."""
+
+    route: str
+    url: Callable[[SimpleNamespace], str]
+    expected: tuple[str | int, ...]
+    data: dict[str, object] = field(default_factory=dict)
+
+
+ACTIONS = [
+    Action(
+        "hosts:host_list",  # bulk lock or unlock of the ticked hosts
+        lambda lab: reverse("hosts:host_list"),
+        STAFF_ONLY,
+        {"action": "lock", "hosts": ["free.lab"], "reason": "matrix"},
+    ),
+    Action(
+        "hosts:host_lock",
+        lambda lab: reverse("hosts:host_lock", args=["free.lab"]),
+        STAFF_ONLY,
+        {"reason": "matrix"},
+    ),
+    Action(
+        "hosts:host_unlock",
+        lambda lab: reverse("hosts:host_unlock", args=["locked.lab"]),
+        STAFF_ONLY,
+    ),
+    Action(
+        "hosts:worker_pause",
+        lambda lab: reverse("hosts:worker_pause", args=["w1"]),
+        STAFF_ONLY,
+        {"reason": "matrix"},
+    ),
+    Action(
+        "hosts:worker_resume", lambda lab: reverse("hosts:worker_resume", args=["w2"]), STAFF_ONLY
+    ),
+    Action(
+        "jobs:lease_list",  # reserve a host
+        lambda lab: reverse("jobs:lease_list"),
+        STAFF_ONLY,
+        {"host": "free.lab", "minutes": "60", "reason": "matrix"},
+    ),
+    Action(
+        "jobs:lease_release",
+        lambda lab: reverse("jobs:lease_release", args=[lab.reservation.pk]),
+        STAFF_ONLY,
+        {"requeue": "1", "reason": "matrix"},
+    ),
+    Action(
+        "jobs:suite_abort",
+        lambda lab: reverse("jobs:suite_abort", args=[lab.suite.pk]),
+        OWNER_OR_STAFF,
+    ),
+    Action(
+        "jobs:suite_create",
+        lambda lab: reverse("jobs:suite_create"),
+        ANY_USER,
+        {
+            "name": "bvt",
+            "priority": "40",
+            "min_duts": "0",
+            "mode": "jobs",
+            "max_retries": "0",
+            "job_name": ["t1"],
+            "job_labels": ["board:x"],
+        },
+    ),
+    Action("profile", lambda lab: reverse("profile"), ANY_USER),  # create or regenerate a token
+    Action("token_revoke", lambda lab: reverse("token_revoke"), ANY_USER),
+]
+
+PAGES: dict[str, Callable[[SimpleNamespace], str]] = {
+    "dashboard": lambda lab: "/",
+    "profile": lambda lab: "/accounts/profile/",
+    "hosts:host_list": lambda lab: "/hosts/",
+    "hosts:host_detail": lambda lab: "/hosts/reserved.lab/",
+    "hosts:worker_list": lambda lab: "/workers/",
+    "hosts:worker_detail": lambda lab: "/workers/w1/",
+    "hosts:label_suggest": lambda lab: "/suggest/labels/?label=board",
+    "hosts:host_suggest": lambda lab: "/suggest/hosts/?host=free",
+    "jobs:queue": lambda lab: "/queue/",
+    "jobs:suite_list": lambda lab: "/suites/",
+    "jobs:suite_create": lambda lab: "/suites/new/",
+    "jobs:suite_job_row": lambda lab: "/suites/new/job-row/",
+    "jobs:suite_detail": lambda lab: f"/suites/{lab.suite.pk}/",
+    "jobs:lease_list": lambda lab: "/leases/",
+}
+
+
+def ui_routes() -> dict[str, URLPattern]:
+    """Every named route of the UI URLconf, namespaced as reverse() wants it."""
+    routes: dict[str, URLPattern] = {}
+
+    def walk(patterns: list, namespace: str) -> None:
+        for p in patterns:
+            if isinstance(p, URLResolver):
+                walk(p.url_patterns, f"{namespace}{p.namespace}:" if p.namespace else namespace)
+            elif p.name:
+                routes[namespace + p.name] = p
+
+    walk(ui_urls.urlpatterns, "")
+    return routes
+
+
+def sample_url(route: str, pattern: URLPattern) -> str:
+    """The route's address with made-up arguments (the objects need not exist)."""
+    samples = {"hostname": "no-such.lab", "name": "no-such-worker", "pk": 999999}
+    return reverse(route, kwargs={k: samples[k] for k in pattern.pattern.converters})
+
+
+def outcome(response, mode: str) -> str | int:  # noqa: ANN001
+    """The status, or LOGIN when the request was sent to the login form."""
+    if mode == "htmx" and response.get("HX-Redirect", "").startswith("/accounts/login/?next="):
+        return LOGIN
+    if response.status_code == 302 and response["Location"].startswith("/accounts/login/?next="):
+        return LOGIN
+    return response.status_code
+
+
+@pytest.fixture
+def run_as(lab, users):  # noqa: ANN001, ANN201
+    """Send one request as a role against a fresh copy of the lab; return what it did."""
+
+    def run(role: str, send: Callable[[Client], object]) -> tuple[object, bool]:
+        # Every role meets the same lab: the request runs in a savepoint rolled back after it.
+        with transaction.atomic():
+            client = signed_in(users[role])
+            before = snapshot()
+            response = send(client)
+            changed = snapshot() != before
+            transaction.set_rollback(True)
+        return response, changed
+
+    return run
+
+
+def test_the_matrix_covers_every_post_route_of_the_ui(run_as):
+    # A route "takes POST" unless it answers 405 to staff; a new one must join ACTIONS.
+    takes_post = set()
+    for route, pattern in ui_routes().items():
+        url = sample_url(route, pattern)
+        response, _ = run_as("staff", lambda c, url=url: c.post(url, {}, headers=HTMX))
+        if response.status_code != 405:
+            takes_post.add(route)
+    assert takes_post == {a.route for a in ACTIONS}
+
+
+def test_every_ui_route_is_a_page_or_an_action_of_the_matrix():
+    assert set(ui_routes()) == set(PAGES) | {a.route for a in ACTIONS}
+
+
+@pytest.mark.parametrize("mode", ["htmx", "form"])
+@pytest.mark.parametrize("action", ACTIONS, ids=[a.route for a in ACTIONS])
+def test_each_role_gets_exactly_the_documented_status_and_a_refusal_changes_nothing(
+    lab, run_as, action, mode
+):
+    headers = HTMX if mode == "htmx" else {}
+    got: dict[str, str | int] = {}
+    for role in ROLES:
+        response, changed = run_as(
+            role, lambda c: c.post(action.url(lab), action.data, headers=headers)
+        )
+        got[role] = outcome(response, mode)
+        if got[role] in (LOGIN, 403):
+            assert not changed, f"a refused {role} changed the database"
+        else:
+            assert changed, f"{role} was allowed but nothing changed: the matrix proves nothing"
+    success = 200 if mode == "htmx" else 302
+    assert got == {
+        role: success if code == 200 else code
+        for role, code in zip(ROLES, action.expected, strict=True)
+    }
+
+
+@pytest.mark.parametrize("route", list(PAGES))
+def test_every_page_needs_a_login_and_opens_for_every_signed_in_role(lab, run_as, route):
+    got = {}
+    for role in ROLES:
+        response, changed = run_as(role, lambda c: c.get(PAGES[route](lab)))
+        assert not changed, f"GET {route} as {role} changed the database"
+        got[role] = outcome(response, "page")
+    assert got == {
+        "anonymous": LOGIN,
+        "tester": 200,
+        "other_tester": 200,
+        "runner": 200,
+        "staff": 200,
+    }
+
+
+class PostTargets(HTMLParser):
+    """The addresses a page's forms and htmx attributes send unsafe requests to."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.targets: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "form" and (a.get("method") or "").lower() == "post" and a.get("action"):
+            self.targets.add(urlsplit(a["action"]).path)
+        for verb in ("hx-post", "hx-put", "hx-patch", "hx-delete"):
+            if a.get(verb):
+                self.targets.add(urlsplit(a[verb]).path)
+
+
+@pytest.mark.parametrize("role", ["tester", "other_tester", "runner"])
+def test_no_page_offers_a_control_the_matrix_refuses_to_that_role(lab, run_as, role):
+    column = ROLES.index(role)
+    refused = [a for a in ACTIONS if a.expected[column] == 403]
+    staff_only = {a.route for a in refused if a.expected == STAFF_ONLY}
+    object_refused = {a.url(lab) for a in refused if a.expected != STAFF_ONLY}
+    for route, url in PAGES.items():
+        response, _ = run_as(role, lambda c, url=url: c.get(url(lab)))
+        parser = PostTargets()
+        parser.feed(response.content.decode())
+        for target in parser.targets:
+            offered = resolve(target).view_name
+            assert offered not in staff_only and target not in object_refused, (route, target)

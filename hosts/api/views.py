@@ -149,6 +149,20 @@ class WorkerViewSet(
         data = RunnerLeaseSerializer(page, many=True, context=self.get_serializer_context()).data
         return self.get_paginated_response(data)
 
+    @extend_schema(
+        summary="The worker's event log (added, paused, resumed, back online), newest first",
+        responses=s.HostEventSerializer(many=True),
+        parameters=[name_parameter],
+        filters=False,
+    )
+    @action(detail=True, methods=["get"])
+    def events(self, request: Request, name: str) -> Response:
+        worker = self.get_object()
+        events = HostEvent.objects.filter(worker=worker).select_related("host", "worker")
+        page = self.paginate_queryset(events)
+        data = s.HostEventSerializer(page, many=True, context=self.get_serializer_context()).data
+        return self.get_paginated_response(data)
+
 
 @extend_schema_view(
     list=extend_schema(summary="List hosts (filter by label, status, locked, leased, worker, q)"),

@@ -170,3 +170,15 @@ def test_a_runner_cannot_list_or_heartbeat_another_workers_leases(runner_client,
     assert runner_client.get("/api/workers/w2/leases/").status_code == 403
     assert runner_client.post("/api/workers/w2/heartbeat/").status_code == 403
     assert runner_client.get("/api/workers/nope/leases/").status_code == 404
+
+
+def test_a_workers_event_log_shows_who_paused_it_and_why(staff_client):
+    f.worker("w1")
+    assert staff_client.post("/api/workers/w1/pause/", {"reason": "rack move"}).status_code == 200
+    assert staff_client.post("/api/workers/w1/resume/").status_code == 200
+
+    events = staff_client.get("/api/workers/w1/events/").json()["results"]
+
+    assert [(e["kind"], e["actor"]) for e in events[:2]] == [("resumed", "sam"), ("paused", "sam")]
+    assert events[1]["message"] == "rack move"
+    assert staff_client.get("/api/workers/nope/events/").status_code == 404

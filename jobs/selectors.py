@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -109,31 +109,12 @@ def scheduler_snapshot(*, now: datetime) -> Snapshot:
         )
 
     jobs = _queued_job_states()
-    suite_ids = {j.suite_id for j in jobs if j.suite_id is not None}
-    suites: list[planner.SuiteState] = []
-    names: dict[int, str] = {}
-    if suite_ids:
-        for sid, name, prio, created, min_duts, max_duts, build in Suite.objects.filter(
-            pk__in=id_list(suite_ids)
-        ).values_list("id", "name", "priority", "created_at", "min_duts", "max_duts", "build"):
-            names[sid] = name
-            suites.append(
-                planner.SuiteState(
-                    id=sid,
-                    name=name,
-                    priority=prio,
-                    created_at=created,
-                    min_duts=min_duts,
-                    max_duts=max_duts,
-                    held=held.get(sid, 0),
-                    build=build,
-                )
-            )
+    suites = _suite_states({j.suite_id for j in jobs if j.suite_id is not None}, held=held)
     return Snapshot(
         hosts=hosts,
         jobs=jobs,
         suites=suites,
-        suite_names=names,
+        suite_names={suite.id: suite.name for suite in suites},
         leased_count=len(lease_rows),
         hosts_by_id={h.id: h for h in hosts},
         jobs_by_id={j.id: j for j in jobs},
@@ -141,6 +122,28 @@ def scheduler_snapshot(*, now: datetime) -> Snapshot:
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _suite_states(suite_ids: Iterable[int], *, held: Mapping[int, int]) -> list[planner.SuiteState]:
+    """Read the given suites as planner.SuiteState, with the hosts each holds."""
+    suite_ids = list(suite_ids)
+    if not suite_ids:
+        return []
+    return [
+        planner.SuiteState(
+            id=sid,
+            name=name,
+            priority=prio,
+            created_at=created,
+            min_duts=min_duts,
+            max_duts=max_duts,
+            held=held.get(sid, 0),
+            build=build,
+        )
+        for sid, name, prio, created, min_duts, max_duts, build in Suite.objects.filter(
+            pk__in=id_list(suite_ids)
+        ).values_list("id", "name", "priority", "created_at", "min_duts", "max_duts", "build")
+    ]
 
 
 def _queued_job_states() -> list[planner.JobState]:
@@ -297,36 +300,6 @@ def wait_reasons_for(jobs: list[Job], tick: SchedulerTick | None = None) -> dict
     return out
 
 
-def queue_order(*, limit: int | None = None) -> list[Job]:
-    """Queued jobs in the exact order the scheduler will consider them."""
-    jobs = list(Job.objects.filter(status=JobStatus.QUEUED).select_related("suite", "host"))
-    suites = {}
-    held = Counter(
-        Lease.objects.filter(released_at__isnull=True, job__suite__isnull=False).values_list(
-            "job__suite_id", flat=True
-        )
-    )
-    for job in jobs:
-        if job.suite is not None and job.suite_id not in suites:
-            s = job.suite
-            suites[s.pk] = planner.SuiteState(
-                id=s.pk,
-                name=s.name,
-                priority=s.priority,
-                created_at=s.created_at,
-                min_duts=s.min_duts,
-                max_duts=s.max_duts,
-                held=held.get(s.pk, 0),
-                build=s.build,
-            )
-    order = planner.consideration_order(
-        jobs=[_job_state(j) for j in jobs], suites=list(suites.values())
-    )
-    by_id = {j.pk: j for j in jobs}
-    ordered = [by_id[i] for i in order]
-    return ordered[:limit] if limit is not None else ordered
-
-
 def suite_job_counts(suite_ids: list[int]) -> dict[int, dict[str, int]]:
     """Job counts by status for each suite, in one query."""
     counts: dict[int, dict[str, int]] = {sid: {} for sid in suite_ids}
@@ -348,10 +321,6 @@ def suite_hosts_held(suite_ids: list[int]) -> dict[int, int]:
             "job__suite_id", flat=True
         )
     )
-
-
-def now() -> datetime:
-    return timezone.now()
 
 
 # --- reads for the REST API (issue 3) --------------------------------------------------------
@@ -547,49 +516,13 @@ def queue_order_ids() -> QueueOrder:
 
 def _queue_order_ids_uncached() -> QueueOrder:
     """Every queued job id in consideration order, read lean (no model instances)."""
-    rows = list(
-        Job.objects.filter(status=JobStatus.QUEUED).values_list(
-            "id", "name", "suite_id", "priority", "submitted_at", "label_key", "host_id"
-        )
+    states = _queued_job_states()
+    suite_ids = {s.suite_id for s in states if s.suite_id is not None}
+    suites = _suite_states(suite_ids, held=suite_hosts_held(list(suite_ids)) if suite_ids else {})
+    return QueueOrder(
+        ids=planner.consideration_order(jobs=states, suites=suites),
+        quota_ids=frozenset(planner.quota_candidates(jobs=states, suites=suites)),
     )
-    states = [
-        planner.JobState(
-            id=jid,
-            name=name,
-            suite_id=suite_id,
-            priority=priority,
-            submitted_at=submitted,
-            labels=frozenset(decode_labels(key)),
-            pinned_host_id=pinned,
-        )
-        for jid, name, suite_id, priority, submitted, key, pinned in rows
-    ]
-    queued_per_suite = Counter(s.suite_id for s in states if s.suite_id is not None)
-    held = suite_hosts_held(list(queued_per_suite)) if queued_per_suite else {}
-    suites = [
-        planner.SuiteState(
-            id=sid,
-            name=name,
-            priority=prio,
-            created_at=created,
-            min_duts=min_duts,
-            max_duts=max_duts,
-            held=held.get(sid, 0),
-        )
-        for sid, name, prio, created, min_duts, max_duts in Suite.objects.filter(
-            pk__in=list(queued_per_suite)
-        ).values_list("id", "name", "priority", "created_at", "min_duts", "max_duts")
-    ]
-    order = planner.consideration_order(jobs=states, suites=suites)
-    # consideration_order lists the quota-phase candidates first: count how many there are.
-    quota = 0
-    for suite in suites:
-        if suite.held < suite.min_duts:
-            want = suite.min_duts - suite.held
-            if suite.max_duts is not None:
-                want = min(want, suite.max_duts - suite.held)
-            quota += min(max(want, 0), queued_per_suite[suite.id])
-    return QueueOrder(ids=order, quota_ids=frozenset(order[:quota]))
 
 
 def active_leases_by_job(job_ids: list[int]) -> dict[int, Lease]:

@@ -133,16 +133,12 @@ def _jobs_by_suite(jobs: Iterable[JobState]) -> dict[int, list[JobState]]:
     return groups
 
 
-def consideration_order(*, jobs: Iterable[JobState], suites: Iterable[SuiteState]) -> list[int]:
-    """Return every queued job id in the order a tick takes them, for the queue page.
+def quota_candidates(*, jobs: Iterable[JobState], suites: Iterable[SuiteState]) -> list[int]:
+    """Return the quota-phase candidates in the order the tick tries them, assuming each succeeds.
 
-    First the quota-phase candidates as the planner tries them, assuming each succeeds: for
-    every suite short of `min_duts` (priority desc, created_at, id) its first
-    `min(min_duts, max_duts) - held` jobs by id. Then every other job in main-phase order
-    (priority desc, submission time, id). A candidate that turns out unsatisfiable makes the
-    real tick try the suite's next job instead; that needs the hosts, so it is not predicted here.
+    For every suite short of `min_duts` (priority desc, created_at, id): its first
+    `min(min_duts, max_duts) - held` queued jobs by id.
     """
-    jobs = list(jobs)
     by_suite = _jobs_by_suite(jobs)
     order: list[int] = []
     for suite in _quota_suites(suites):
@@ -150,6 +146,19 @@ def consideration_order(*, jobs: Iterable[JobState], suites: Iterable[SuiteState
         if suite.max_duts is not None:
             want = min(want, suite.max_duts - suite.held)
         order.extend(job.id for job in by_suite.get(suite.id, [])[: max(want, 0)])
+    return order
+
+
+def consideration_order(*, jobs: Iterable[JobState], suites: Iterable[SuiteState]) -> list[int]:
+    """Return every queued job id in the order a tick takes them, for the queue page.
+
+    First the quota-phase candidates (`quota_candidates`), then every other job in main-phase
+    order (priority desc, submission time, id). A candidate that turns out unsatisfiable makes
+    the real tick try the suite's next job instead; that needs the hosts, so it is not
+    predicted here.
+    """
+    jobs = list(jobs)
+    order = quota_candidates(jobs=jobs, suites=suites)
     first = set(order)
     order.extend(job.id for job in _main_phase_order(jobs) if job.id not in first)
     return order

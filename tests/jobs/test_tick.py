@@ -193,7 +193,8 @@ def test_the_queue_lists_jobs_in_the_order_the_scheduler_considers_them():
     f.suite("low", 2, priority=30)
     f.suite("high", 2, priority=70)
     f.job("solo", priority=50)
-    names = [j.name for j in selectors.queue_order()]
+    by_id = dict(Job.objects.values_list("id", "name"))
+    names = [by_id[i] for i in selectors.queue_order_ids().ids]
     assert names == ["high-t0", "high-t1", "solo", "low-t0", "low-t1"]
 
 

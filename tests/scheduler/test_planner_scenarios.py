@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jobs.scheduler.planner import class_key, consideration_order, plan
+from jobs.scheduler.planner import class_key, consideration_order, plan, quota_candidates
 from tests.scheduler.lab import host, job, leased_per_suite, leases, suite, suite_jobs
 
 # --- matching --------------------------------------------------------------------------------
@@ -383,3 +383,14 @@ def test_consideration_order_lists_quota_candidates_then_the_main_order() -> Non
     order = consideration_order(jobs=list(reversed(jobs)), suites=[sc, sb, sa])
     # SA's first two; SB's min(5, 3) - 1 = 2; then by priority: SC, standalone, SA, SB.
     assert order == [1, 2, 11, 12, 21, 31, 3, 4, 13, 14]
+
+
+def test_quota_candidates_are_the_jobs_each_short_suite_tries_first() -> None:
+    sa = suite(1, "SA", priority=50, min_duts=2)
+    sb = suite(2, "SB", priority=30, min_duts=5, max_duts=3, held=1, minute=1)
+    full = suite(3, "SC", priority=80, min_duts=1, held=1, minute=2)  # quota already met
+    jobs = suite_jobs(1, 4, sa) + suite_jobs(11, 4, sb) + suite_jobs(21, 2, full)
+    quota = quota_candidates(jobs=list(reversed(jobs)), suites=[full, sb, sa])
+    # SA wants 2; SB wants min(5, 3) - 1 = 2; SC holds its minimum already.
+    assert quota == [1, 2, 11, 12]
+    assert consideration_order(jobs=jobs, suites=[full, sb, sa])[:4] == quota

@@ -17,12 +17,6 @@ from jobs.models import Job, Lease, Suite
 from tests import factories as f
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings) -> None:  # noqa: ANN001
-    """The actor fixtures set passwords; PBKDF2 would spend most of each test hashing them."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def token_client(user: object | None) -> APIClient:
     """An API client that authenticates the way scripts do: with the user's token."""
     client = APIClient()

@@ -113,7 +113,6 @@ class Api:
 @pytest.fixture
 def lab(settings, live_server, tmp_path, alice, sam) -> Iterator[dict]:  # noqa: ANN001
     settings.LEASE_TTL = TTL
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     worker, runner = host_services.worker_runner_ensure(worker_name="w1", by=sam)
     for name in ("a.lab", "b.lab", "c.lab"):
         f.host(name, ["board:x"], worker=worker)

@@ -6,7 +6,6 @@ from datetime import timedelta
 from types import SimpleNamespace
 
 import pytest
-from django.contrib.auth.models import Group
 from django.db.models import Model
 from django.test import Client
 from rest_framework.authtoken.models import Token
@@ -37,14 +36,6 @@ def signed_in(user: object | None, **kwargs: object) -> Client:
     if user is not None:
         client.force_login(user)
     return client
-
-
-@pytest.fixture
-def runner_user(django_user_model):  # noqa: ANN001, ANN201
-    """runner-1, an account in group runners (the UI treats it as a tester)."""
-    user = django_user_model.objects.create_user("runner-1")
-    user.groups.add(Group.objects.get_or_create(name="runners")[0])
-    return user
 
 
 @pytest.fixture

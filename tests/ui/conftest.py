@@ -12,12 +12,6 @@ from tests import factories as f
 HTMX = {"HX-Request": "true"}
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):  # noqa: ANN001, ANN202
-    # Every test signs in Sam or Alice; PBKDF2's million rounds would cost ~0.7 s per user.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def lab(db):  # noqa: ANN001, ANN201
     """Two online workers and three hosts with board and pool labels."""

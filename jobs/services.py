@@ -918,14 +918,28 @@ def _reasons_by_class(result: planner.Plan) -> dict:
     }
 
 
+# Ticks that keep their wait-reason tables; only the latest is ever read, the few before it
+# are kept so a reader holding an older tick still resolves its reasons.
+TICKS_WITH_REASONS = 5
+
+
 def _prune_ticks(latest_id: int) -> None:
+    if latest_id % 50 == 0:  # prune now and then, not on every tick
+        tick_history_prune(latest_id=latest_id)
+
+
+def tick_history_prune(*, latest_id: int) -> None:
+    """Bound the tick history, and drop the wait-reason tables of all but the latest ticks."""
     keep = settings.TICK_HISTORY
-    if latest_id % 50:  # prune now and then, not on every tick
-        return
     cutoff = SchedulerTick.objects.order_by("-id").values_list("id", flat=True)[keep : keep + 1]
     cutoff_ids = list(cutoff)
     if cutoff_ids:
         SchedulerTick.objects.filter(id__lte=cutoff_ids[0]).delete()
+    # At 100,000 queued jobs a table is hundreds of kilobytes; kept on 2,000 rows it would be
+    # most of the database. The charts need only the counts.
+    SchedulerTick.objects.filter(id__lte=latest_id - TICKS_WITH_REASONS).exclude(
+        wait_reasons={}
+    ).update(wait_reasons={})
 
 
 # --- the runner protocol addressed by lease (the REST API's entry points, issue 3) -----------

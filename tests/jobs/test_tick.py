@@ -234,3 +234,20 @@ def test_tick_requests_coalesce_into_one_enqueued_tick(django_capture_on_commit_
         for _ in range(5):
             request_tick("test")
     assert OrmQ.objects.count() == before + 1
+
+
+def test_only_the_latest_ticks_keep_their_wait_reason_tables(monkeypatch):
+    monkeypatch.setattr(services, "TICKS_WITH_REASONS", 2)
+    f.host("h1", ["board:y"])
+    job = f.job("J1")  # never leased: every tick records why it waits
+    ids = []
+    for i in range(6):
+        Job.objects.filter(pk=job.pk).update(message=f"edit {i}")  # so no tick is skipped
+        ids.append(services.scheduler_tick().tick_id)
+
+    services.tick_history_prune(latest_id=ids[-1])
+
+    reasons = dict(SchedulerTick.objects.values_list("id", "wait_reasons"))
+    assert sorted(reasons) == ids  # the history itself stays
+    assert [tid for tid in ids if reasons[tid]] == ids[-2:]
+    assert selectors.wait_reasons_for([job])[job.pk]["code"] == "no_matching_host"

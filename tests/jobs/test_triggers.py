@@ -1,0 +1,122 @@
+"""Every event that can make a lease possible asks for a tick at once (SPEC §4, Triggers)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+from django_q.models import OrmQ
+
+from hosts import services as host_services
+from hosts.choices import HostStatus
+from jobs import services
+from jobs.models import Job, Lease, SchedulerState
+from tests import factories as f
+
+pytestmark = pytest.mark.django_db
+
+
+def ticks_enqueued(action: Callable[[], object], capture) -> int:  # noqa: ANN001
+    """Run the action as one committed request; return how many ticks it enqueued."""
+    SchedulerState.objects.update_or_create(pk=1, defaults={"tick_pending": False})
+    before = OrmQ.objects.count()
+    with capture(execute=True):
+        action()
+    return OrmQ.objects.count() - before
+
+
+def running_job() -> Job:
+    f.host("busy", ["board:x"])
+    job = f.job("J1")
+    services.scheduler_tick()
+    job.refresh_from_db()
+    return services.job_start(job=job, by="runner-1")
+
+
+# Each scene sets up the lab and returns the event, so that only the event itself is measured.
+
+
+def suite_submitted() -> Callable[[], object]:
+    return lambda: f.suite("S", 1)
+
+
+def job_submitted() -> Callable[[], object]:
+    return lambda: f.job("solo")
+
+
+def job_completed() -> Callable[[], object]:
+    job = running_job()
+    return lambda: services.job_complete(job=job, result="passed", by="runner-1")
+
+
+def lease_released() -> Callable[[], object]:
+    lease = Lease.objects.get(job=running_job())
+    return lambda: services.lease_release(lease=lease, by="sam")
+
+
+def host_unlocked() -> Callable[[], object]:
+    host = host_services.host_lock(host=f.host("h"), by="sam", reason="debugging")
+    return lambda: host_services.host_unlock(host=host, by="sam")
+
+
+def worker_resumed() -> Callable[[], object]:
+    worker = f.worker("w", paused=True)
+    return lambda: host_services.worker_resume(worker=worker, by="sam")
+
+
+def host_ready() -> Callable[[], object]:
+    host = f.host("h", status=HostStatus.NEEDS_REPAIR)
+    return lambda: host_services.host_set_status(host=host, status=HostStatus.READY, by="sam")
+
+
+def worker_back_online() -> Callable[[], object]:
+    worker = f.worker("w", online=False)
+    return lambda: host_services.worker_heartbeat(worker=worker)
+
+
+EVENTS = [
+    suite_submitted,
+    job_submitted,
+    job_completed,
+    lease_released,
+    host_unlocked,
+    worker_resumed,
+    host_ready,
+    worker_back_online,
+]
+
+
+@pytest.mark.parametrize("scene", EVENTS, ids=lambda scene: scene.__name__)
+def test_the_event_asks_for_a_tick(scene, django_capture_on_commit_callbacks):
+    event = scene()
+    assert ticks_enqueued(event, django_capture_on_commit_callbacks) == 1
+
+
+def test_events_that_cannot_free_a_host_ask_for_nothing(django_capture_on_commit_callbacks):
+    host = f.host("h")
+    worker = f.worker("w")
+    assert (
+        ticks_enqueued(
+            lambda: host_services.host_lock(host=host, by="s", reason="debugging"),
+            django_capture_on_commit_callbacks,
+        )
+        == 0
+    )
+    assert (
+        ticks_enqueued(
+            lambda: host_services.worker_pause(worker=worker, by="s", reason="rack move"),
+            django_capture_on_commit_callbacks,
+        )
+        == 0
+    )
+    lease = services.lease_reserve(
+        host=f.host("h2"), holder="s", duration=timedelta(hours=1), reason="manual"
+    )
+    assert (
+        ticks_enqueued(
+            lambda: services.lease_extend(lease=lease, by="s", duration=timedelta(hours=2)),
+            django_capture_on_commit_callbacks,
+        )
+        == 0
+    )

@@ -222,3 +222,12 @@ def test_a_ui_release_with_a_very_long_reason_is_a_400_and_releases_nothing(ui, 
 )
 def test_a_very_long_string_in_a_ui_address_is_never_a_server_error(ui, lab, path):
     assert ui.get(path).status_code in (200, 400, 404)
+
+
+def test_a_ui_form_with_too_many_fields_is_a_400_page_that_says_why(ui, lab, settings):
+    settings.DATA_UPLOAD_MAX_NUMBER_FIELDS = 50
+    suites = Suite.objects.count()
+    response = ui.post("/suites/new/", {f"f{i}": "x" for i in range(51)})
+    assert response.status_code == 400
+    assert "too many fields" in response.content.decode()
+    assert Suite.objects.count() == suites

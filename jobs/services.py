@@ -411,6 +411,10 @@ def job_abort(*, job: Job, by: Actor, reason: str = "", at: datetime | None = No
     """Abort a queued or running job; a held host is released back to the pool."""
     at = at or timezone.now()
     text = (reason or "").strip() or f"aborted by {actor_name(by)}"
+    # Lock the job before reading its lease: a tick that leased it concurrently has then
+    # committed, so its new lease is seen and released here rather than left active under an
+    # aborted job.
+    Job.objects.select_for_update().filter(pk=job.pk).first()
     lease = _active_lease_for(job)
     changed = Job.objects.filter(
         pk=job.pk, status__in=(JobStatus.QUEUED, *ACTIVE_JOB_STATUSES)
@@ -443,6 +447,14 @@ def suite_abort(*, suite: Suite, by: Actor, at: datetime | None = None) -> int:
     if not changed:
         raise Conflict(f"suite {suite.name} is already aborted")
     text = f"suite aborted by {actor_name(by)}"
+    # Jobs first, in id order as the tick locks them, then their leases: a lease the tick made
+    # while we waited for these rows is committed by then and is released with the rest.
+    list(
+        Job.objects.select_for_update()
+        .filter(suite=suite, status__in=(JobStatus.QUEUED, *ACTIVE_JOB_STATUSES))
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
     leases = list(
         Lease.objects.select_for_update(of=("self",))
         .filter(job__suite=suite, released_at__isnull=True)

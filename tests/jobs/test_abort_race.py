@@ -1,0 +1,79 @@
+"""An abort that races a tick leasing the same job never leaves an active lease behind."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connections
+
+from jobs import services
+from jobs.choices import JobStatus
+from jobs.models import Job, Lease
+from tests import factories as f
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+
+def race_abort_against_a_held_tick(abort) -> None:  # noqa: ANN001
+    """Hold a tick open after it leased, start `abort`, then let the tick commit."""
+    reached, go_on = threading.Event(), threading.Event()
+    real_fault_point = services.fault_point
+
+    def hold(name: str) -> None:
+        if name == "tick.before_commit" and threading.current_thread().name == "tick":
+            reached.set()
+            go_on.wait(30)
+        else:
+            real_fault_point(name)
+
+    errors: list[BaseException] = []
+
+    def run(target) -> None:  # noqa: ANN001
+        try:
+            target()
+        except BaseException as exc:  # noqa: BLE001 — reported by the test
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    services.fault_point = hold
+    try:
+        tick = threading.Thread(target=run, args=(services.scheduler_tick,), name="tick")
+        tick.start()
+        assert reached.wait(30), "the tick never reached its commit point"
+        aborter = threading.Thread(target=run, args=(abort,), name="abort")
+        aborter.start()
+        # The abort now waits on the rows the tick has locked; let the tick commit.
+        aborter.join(0.5)
+        go_on.set()
+        tick.join(30)
+        aborter.join(30)
+    finally:
+        services.fault_point = real_fault_point
+    assert errors == []
+
+
+def test_a_job_aborted_while_a_tick_leases_it_has_its_lease_released():
+    f.host("h1", ["board:x"])
+    job = f.job("j1")
+
+    race_abort_against_a_held_tick(
+        lambda: services.job_abort(job=Job.objects.get(pk=job.pk), by="sam")
+    )
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.ABORTED
+    assert not Lease.objects.filter(job=job, released_at__isnull=True).exists()
+
+
+def test_a_suite_aborted_while_a_tick_leases_its_jobs_has_every_lease_released():
+    for i in range(3):
+        f.host(f"h{i}", ["board:x"])
+    suite = f.suite("S", 3)
+
+    race_abort_against_a_held_tick(lambda: services.suite_abort(suite=suite, by="sam"))
+
+    statuses = set(Job.objects.filter(suite=suite).values_list("status", flat=True))
+    assert statuses == {JobStatus.ABORTED}
+    assert not Lease.objects.filter(job__suite=suite, released_at__isnull=True).exists()

@@ -11,11 +11,23 @@ from django.core.exceptions import ImproperlyConfigured
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
+TRUE_WORDS = {"1", "true", "yes", "on"}
+FALSE_WORDS = {"0", "false", "no", "off"}
+
+
 def env_bool(name: str, default: bool = False) -> bool:
     value = os.environ.get(name)
-    if value is None or value == "":
+    if value is None or value.strip() == "":
         return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
+    word = value.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    # A typo such as DEBUG=ture must not quietly mean False (or True).
+    raise ImproperlyConfigured(
+        f"{name} must be one of {', '.join(sorted(TRUE_WORDS | FALSE_WORDS))}; got {value!r}"
+    )
 
 
 def env_int(name: str, default: int) -> int:

@@ -101,3 +101,18 @@ def test_gunicorn_config_reads_its_bind_and_workers_from_the_environment(
     assert config["workers"] == 3
     assert config["accesslog"] == "-"
     assert config["wsgi_app"] == "schedsite.wsgi:application"
+
+
+@pytest.mark.parametrize("variable", ["DEBUG", "SECURE_COOKIES", "STATIC_MANIFEST"])
+def test_a_true_false_setting_with_a_typo_refuses_to_start_and_names_the_variable(
+    variable: str,
+) -> None:
+    result = manage("check", env={**PRODUCTION, variable: "ture"})
+    assert result.returncode != 0
+    assert f"{variable} must be one of" in result.stderr
+    assert "'ture'" in result.stderr
+
+
+def test_a_true_false_setting_reads_the_usual_words_either_way() -> None:
+    assert manage("check", env={**PRODUCTION, "DEBUG": "off"}).returncode == 0
+    assert manage("check", env={**PRODUCTION, "SECURE_COOKIES": "Yes"}).returncode == 0

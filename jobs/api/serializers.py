@@ -370,8 +370,15 @@ class JobStartInputSerializer(serializers.Serializer):
         required=False,
         min_value=1,
         max_value=MAX_ID,
-        help_text="The lease the runner holds; a lease that is no longer active gives 409.",
+        error_messages={"required": "Runners must name the lease they hold (its id)."},
+        help_text="The lease the runner holds. Required for runners (400 without it); staff may "
+        "leave it out to act on the job's active lease. A lease of this job that is no longer "
+        "active (a late call from an earlier attempt) gives 409 and changes nothing.",
     )
+
+    def __init__(self, *args: Any, lease_required: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["lease"].required = lease_required
 
 
 class JobCompleteInputSerializer(JobStartInputSerializer):

@@ -160,8 +160,15 @@ class JobViewSet(ReadViewSet):
         job = services.job_submit(owner=request.user, spec=data["spec"])
         return self._render_one(job, status.HTTP_201_CREATED)
 
+    def _protocol_input(self, serializer_class: type[s.JobStartInputSerializer]) -> dict:
+        """Validate a start or complete body; `lease` is required unless the caller is staff."""
+        lease_required = not roles.is_staff(self.request.user)
+        serializer = serializer_class(data=self.request.data, lease_required=lease_required)
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data
+
     def _runner_lease(self, job: Job, lease_id: int | None) -> Lease:
-        """The lease the caller acts through: the one named, or the caller's latest one."""
+        """The lease the caller acts through: the one named, or (staff only) the job's own."""
         user = self.request.user
         if lease_id is not None:
             lease = Lease.objects.select_related("host").filter(pk=lease_id, job=job).first()
@@ -169,16 +176,11 @@ class JobViewSet(ReadViewSet):
                 raise ValidationError(
                     {"lease": [f"Lease {lease_id} is not a lease of job {job.pk}."]}
                 )
-        elif roles.is_staff(user):
-            lease = selectors.lease_of_job(job)
         else:
-            # A runner acts through the lease its own worker got, even one that has ended since:
-            # then the service answers 409, and never touches a newer lease on another worker.
-            lease = selectors.lease_of_job_for_runner(job=job, user=user)
-        if lease is None:
-            if roles.is_staff(user):
+            # Only staff get here: the input serializer requires the lease from everyone else.
+            lease = selectors.lease_of_job(job)
+            if lease is None:
                 raise Conflict(f"job {job.pk} holds no active lease (status {job.status})")
-            raise PermissionDenied("This job was never leased to a worker you are the runner of.")
         if not roles.runner_may_work(user, lease.host.worker_id):
             raise PermissionDenied("This job's lease is on a worker you are not the runner of.")
         return lease
@@ -191,7 +193,7 @@ class JobViewSet(ReadViewSet):
     @action(detail=True, methods=["post"])
     def start(self, request: Request, pk: str) -> Response:
         job = self.get_object()
-        data = valid(s.JobStartInputSerializer, request)
+        data = self._protocol_input(s.JobStartInputSerializer)
         lease = self._runner_lease(job, data.get("lease"))
         return self._render_one(services.lease_job_start(lease=lease, by=request.user))
 
@@ -203,7 +205,7 @@ class JobViewSet(ReadViewSet):
     @action(detail=True, methods=["post"])
     def complete(self, request: Request, pk: str) -> Response:
         job = self.get_object()
-        data = valid(s.JobCompleteInputSerializer, request)
+        data = self._protocol_input(s.JobCompleteInputSerializer)
         lease = self._runner_lease(job, data.pop("lease", None))
         job = services.lease_job_complete(lease=lease, by=request.user, **data)
         return self._render_one(job)

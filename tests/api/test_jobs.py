@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from hosts import services as host_services
-from hosts.models import Host
+from hosts.models import Host, HostEvent
 from jobs import services
 from jobs.models import Job, Lease
 from tests import factories as f
@@ -94,24 +94,28 @@ def test_the_runner_starts_heartbeats_and_completes_its_job(runner_client, lab):
 
 
 def test_starting_a_running_job_is_a_conflict(runner_client, lab):
-    response = runner_client.post(f"/api/jobs/{lab.running.pk}/start/")
+    lease = active_lease(lab.running)
+    response = runner_client.post(f"/api/jobs/{lab.running.pk}/start/", {"lease": lease.pk})
     assert response.status_code == 409
     assert "not leased" in response.json()["detail"]
 
 
 def test_completing_a_job_twice_is_a_conflict_and_keeps_the_first_result(runner_client, lab):
     url = f"/api/jobs/{lab.running.pk}/complete/"
-    assert runner_client.post(url, {"result": "passed"}).status_code == 200
+    lease = active_lease(lab.running)
+    assert runner_client.post(url, {"lease": lease.pk, "result": "passed"}).status_code == 200
 
-    response = runner_client.post(url, {"result": "failed"})
+    response = runner_client.post(url, {"lease": lease.pk, "result": "failed"})
 
     assert response.status_code == 409
     assert Job.objects.get(pk=lab.running.pk).status == "passed"
 
 
 def test_the_runner_reports_a_broken_host_which_goes_to_needs_repair(runner_client, lab):
+    lease = active_lease(lab.running)
     response = runner_client.post(
-        f"/api/jobs/{lab.running.pk}/complete/", {"result": "failed", "host_ok": False}
+        f"/api/jobs/{lab.running.pk}/complete/",
+        {"lease": lease.pk, "result": "failed", "host_ok": False},
     )
     assert response.status_code == 200
     assert Host.objects.get(pk=lab.h1.pk).status == "needs_repair"
@@ -121,6 +125,8 @@ def test_the_runner_reports_a_broken_host_which_goes_to_needs_repair(runner_clie
     ("payload", "field"),
     [
         ({}, "result"),
+        ({}, "lease"),
+        ({"result": "passed"}, "lease"),
         ({"result": "error"}, "result"),
         ({"result": "passed", "lease": 0}, "lease"),
         ({"result": "passed", "lease": 10**30}, "lease"),
@@ -154,17 +160,18 @@ def test_a_late_complete_after_expiry_is_a_conflict_even_once_the_job_runs_elsew
     job = f.job("J", max_retries=1)
     services.scheduler_tick()
     old = Lease.objects.get(job=job, host=a)
-    assert runner_client.post(f"/api/jobs/{job.pk}/start/").status_code == 200
+    assert runner_client.post(f"/api/jobs/{job.pk}/start/", {"lease": old.pk}).status_code == 200
     services.scheduler_tick(now=old.expires_at + timedelta(seconds=1))  # expires: requeued
     host_services.host_unlock(host=b, by=sam)
     services.scheduler_tick()
     new = Lease.objects.get(job=job, released_at=None)
     assert new.host == b
 
-    for payload in ({"result": "passed"}, {"result": "passed", "lease": old.pk}):
-        response = runner_client.post(f"/api/jobs/{job.pk}/complete/", payload)
-        assert response.status_code == 409
-        assert "no longer active" in response.json()["detail"]
+    response = runner_client.post(
+        f"/api/jobs/{job.pk}/complete/", {"result": "passed", "lease": old.pk}
+    )
+    assert response.status_code == 409
+    assert "no longer active" in response.json()["detail"]
 
     job.refresh_from_db()
     new.refresh_from_db()
@@ -174,9 +181,58 @@ def test_a_late_complete_after_expiry_is_a_conflict_even_once_the_job_runs_elsew
     assert response.status_code == 403
 
 
+def test_a_runner_must_name_its_lease_so_a_late_call_never_touches_a_newer_attempt(
+    runner_client, runner_user, sam
+):
+    """runner-1's lease expired and the job was leased again on w1; the old run reports late."""
+    w1 = f.worker("w1")
+    host_services.worker_update(worker=w1, by=sam, runner=runner_user)
+    a = f.host("a", ["board:x"], worker=w1)
+    b = host_services.host_lock(host=f.host("b", ["board:x"], worker=w1), by=sam, reason="x")
+    job = f.job("J", max_retries=1)
+    services.scheduler_tick()
+    old = Lease.objects.get(job=job, host=a)
+    assert runner_client.post(f"/api/jobs/{job.pk}/start/", {"lease": old.pk}).status_code == 200
+    services.scheduler_tick(now=old.expires_at + timedelta(seconds=1))  # expires: requeued
+    host_services.host_unlock(host=b, by=sam)
+    services.scheduler_tick()
+    new = Lease.objects.get(job=job, released_at=None)
+    assert new.host == b
+
+    events = HostEvent.objects.count()
+
+    for action, payload in (("complete", {"result": "passed"}), ("start", {})):
+        response = runner_client.post(f"/api/jobs/{job.pk}/{action}/", payload)
+        assert response.status_code == 400
+        assert response.json() == {"lease": ["Runners must name the lease they hold (its id)."]}
+    for action, payload in (
+        ("complete", {"result": "passed", "lease": old.pk}),
+        ("start", {"lease": old.pk}),
+    ):
+        response = runner_client.post(f"/api/jobs/{job.pk}/{action}/", payload)
+        assert response.status_code == 409
+        assert "no longer active" in response.json()["detail"]
+    response = runner_client.post(f"/api/leases/{old.pk}/heartbeat/")
+    assert response.status_code == 409
+
+    job.refresh_from_db()
+    new.refresh_from_db()
+    assert job.status == "leased" and new.released_at is None and new.heartbeat_at is None
+    assert HostEvent.objects.count() == events
+
+
+def test_staff_may_leave_the_lease_out_and_act_on_the_jobs_active_lease(staff_client, lab):
+    response = staff_client.post(f"/api/jobs/{lab.leased.pk}/start/")
+    assert response.status_code == 200 and response.json()["status"] == "running"
+    response = staff_client.post(f"/api/jobs/{lab.running.pk}/complete/", {"result": "passed"})
+    assert response.status_code == 200 and response.json()["status"] == "passed"
+
+
 def test_a_runner_cannot_work_another_workers_job(runner_client, lab):
-    assert runner_client.post(f"/api/jobs/{lab.other.pk}/start/").status_code == 403
-    response = runner_client.post(f"/api/jobs/{lab.other.pk}/complete/", {"result": "passed"})
+    lease = active_lease(lab.other)
+    url = f"/api/jobs/{lab.other.pk}"
+    assert runner_client.post(f"{url}/start/", {"lease": lease.pk}).status_code == 403
+    response = runner_client.post(f"{url}/complete/", {"lease": lease.pk, "result": "passed"})
     assert response.status_code == 403
     assert Job.objects.get(pk=lab.other.pk).status == "leased"
 

@@ -120,13 +120,19 @@ ACTIONS = [
         ANY_USER_CREATES,
         lambda lab: {"name": "solo", "labels": ["board:x"]},
     ),
-    Action("job start", "post", lambda lab: f"/api/jobs/{lab.leased.pk}/start/", RUNNER_OF_W1),
+    Action(
+        "job start",
+        "post",
+        lambda lab: f"/api/jobs/{lab.leased.pk}/start/",
+        RUNNER_OF_W1,
+        lambda lab: {"lease": active_lease(lab.leased).pk},
+    ),
     Action(
         "job complete",
         "post",
         lambda lab: f"/api/jobs/{lab.running.pk}/complete/",
         RUNNER_OF_W1,
-        lambda lab: {"result": "passed", "message": "ok"},
+        lambda lab: {"lease": active_lease(lab.running).pk, "result": "passed", "message": "ok"},
     ),
     Action(
         "job abort (queued)",

@@ -150,6 +150,18 @@ def test_the_exit_status_decides_passed_or_failed_and_the_output_tail_is_the_mes
     assert run.outcome == "failed"
 
 
+def test_the_runner_names_its_lease_when_it_starts_heartbeats_and_completes_a_job():
+    fake = RecordingApi()
+    runner = r.Runner(fake, r.RunnerConfig(worker="w1", command=["true"], heartbeat=0.01))  # type: ignore[arg-type]
+    runner._start(LEASE)
+    runner.runs[7].join(30)
+
+    start, complete = fake.calls[0], fake.completes()[0]
+    assert start == ("POST", "jobs/42/start/", {"lease": 7})
+    assert complete["lease"] == 7 and complete["result"] == "passed"
+    assert all(path == "leases/7/heartbeat/" for _m, path, _b in fake.calls[1:-1])
+
+
 def test_a_chosen_exit_status_reports_the_host_broken():
     fake = RecordingApi()
     run_job(["sh", "-c", "exit 3"], fake, host_broken_exit_code=3)

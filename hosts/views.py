@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.text import capfirst
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from hosts import services
@@ -164,7 +165,7 @@ def _host_bulk(request: HttpRequest) -> HttpResponse:
             request,
             "hosts/partials/host_table.html",
             context,
-            message=exc.message.capitalize(),
+            message=capfirst(exc.message),
             ok=False,
             status=exc.status_code,
             fallback=list_path,
@@ -268,7 +269,7 @@ def host_lock(request: HttpRequest, hostname: str) -> HttpResponse:
         return host_fragment(
             request,
             host,
-            message=exc.message.capitalize(),
+            message=capfirst(exc.message),
             ok=False,
             status=exc.status_code,
             lock_error=exc.message,
@@ -288,7 +289,7 @@ def host_unlock(request: HttpRequest, hostname: str) -> HttpResponse:
         host = services.host_unlock(host=host, by=request.user)
     except ServiceError as exc:
         return host_fragment(
-            request, host, message=exc.message.capitalize(), ok=False, status=exc.status_code
+            request, host, message=capfirst(exc.message), ok=False, status=exc.status_code
         )
     return host_fragment(request, host, message=f"Unlocked {host.hostname}")
 
@@ -391,7 +392,7 @@ def worker_pause(request: HttpRequest, name: str) -> HttpResponse:
         return worker_fragment(
             request,
             worker,
-            message=exc.message.capitalize(),
+            message=capfirst(exc.message),
             ok=False,
             status=exc.status_code,
             pause_error=exc.message,
@@ -411,7 +412,7 @@ def worker_resume(request: HttpRequest, name: str) -> HttpResponse:
         worker = services.worker_resume(worker=worker, by=request.user)
     except ServiceError as exc:
         return worker_fragment(
-            request, worker, message=exc.message.capitalize(), ok=False, status=exc.status_code
+            request, worker, message=capfirst(exc.message), ok=False, status=exc.status_code
         )
     return worker_fragment(request, worker, message=f"Resumed {worker.name}")
 

@@ -11,6 +11,7 @@ from django import template
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from django.utils.text import capfirst
 
 from jobs.choices import JobStatus, Priority
 from jobs.models import decode_labels
@@ -148,7 +149,7 @@ def wait_title(reason: Mapping | None) -> str:
     code = reason.get("code", "")
     if wait_tone(reason) == "blue" and code == "hosts_unavailable":
         return "Hosts busy"
-    return WAIT_KINDS.get(code, ("slate", code.replace("_", " ").capitalize()))[1]
+    return WAIT_KINDS.get(code, ("slate", capfirst(code.replace("_", " "))))[1]
 
 
 @register.filter

@@ -7,13 +7,12 @@ import time
 from datetime import timedelta
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 log = logging.getLogger("schedsite.scheduler")
 
 SCHEDULE_NAME = "schedsite: scheduler tick"
-# A pending request older than this is assumed lost (its cluster died) and is sent again.
-STALE_REQUEST = timedelta(seconds=30)
 
 
 def tick(trigger: str = "schedule") -> dict:
@@ -54,6 +53,7 @@ def request_tick(reason: str) -> None:
 
 
 def _enqueue(reason: str) -> None:
+    from django.conf import settings
     from django_q.tasks import async_task
 
     from jobs.models import SchedulerState
@@ -67,10 +67,19 @@ def _enqueue(reason: str) -> None:
         .update(tick_pending=True, requested_at=now)
     )
     if not claimed:
-        stale = SchedulerState.objects.filter(pk=1, requested_at__lt=now - STALE_REQUEST).update(
-            requested_at=now
+        # A tick clears the flag as it starts, so a request still pending after a few seconds
+        # was lost: the cluster holding it died (a Redis broker drops it; the ORM broker hands
+        # it out again only after `retry`, minutes later). Send a tick of our own rather than
+        # ride along. One request per window wins the compare-and-set on `requested_at`; a
+        # duplicate tick, should the old one turn up after all, changes nothing
+        # (docs/deployment.md#what-happens-when-things-fail).
+        stale_before = now - timedelta(seconds=settings.TICK_REQUEST_STALE_SECONDS)
+        resent = (
+            SchedulerState.objects.filter(pk=1, tick_pending=True)
+            .filter(Q(requested_at__lt=stale_before) | Q(requested_at__isnull=True))
+            .update(requested_at=now)
         )
-        if not stale:
+        if not resent:
             return
     try:
         async_task("jobs.tasks.tick", reason[:50], task_name="tick", group="tick")

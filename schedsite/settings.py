@@ -189,6 +189,8 @@ WORKER_OFFLINE_TIMEOUT = env_int("WORKER_OFFLINE_TIMEOUT", 120)  # seconds since
 JOB_DEFAULT_TIMEOUT = env_int("JOB_DEFAULT_TIMEOUT", 3600)  # seconds a job may run
 TICK_HISTORY = env_int("TICK_HISTORY", 2000)  # SchedulerTick rows kept
 TICK_INTERVAL_MINUTES = env_int("TICK_INTERVAL_MINUTES", 1)  # the safety-net schedule
+# A tick request still pending after this long was lost with its cluster: the next one resends it.
+TICK_REQUEST_STALE_SECONDS = env_int("TICK_REQUEST_STALE_SECONDS", 5)
 MAX_JOBS_PER_SUITE = env_int("MAX_JOBS_PER_SUITE", 5000)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 5 * 1024 * 1024)  # 413 above
 # Enough fields for the submit form's 500 job rows (three fields each), so a bigger form is
@@ -196,6 +198,12 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 5 * 1024 * 
 DATA_UPLOAD_MAX_NUMBER_FIELDS = env_int("DATA_UPLOAD_MAX_NUMBER_FIELDS", 10000)
 UI_REFRESH_SECONDS = env_int("UI_REFRESH_SECONDS", 5)  # how often UI lists poll for changes
 MAX_RESERVATION_SECONDS = env_int("MAX_RESERVATION_SECONDS", 7 * 24 * 3600)
+# What a tester may submit (docs/security.md#submission-limits); lab staff are not limited, and
+# a group can be granted more in the admin (Submit limits).
+SUBMIT_MAX_PRIORITY = env_int("SUBMIT_MAX_PRIORITY", 70)  # cq; above it is staff's
+SUBMIT_MAX_MIN_DUTS = env_int("SUBMIT_MAX_MIN_DUTS", 4)
+SUBMIT_MAX_QUEUED_JOBS = env_int("SUBMIT_MAX_QUEUED_JOBS", 2000)  # per user
+SUBMIT_RATE_PER_MINUTE = env_int("SUBMIT_RATE_PER_MINUTE", 30)  # suites and standalone jobs
 
 # --- django-q2 ------------------------------------------------------------------------------
 # Sync mode is read at import time, so it is driven from the environment (Q_SYNC=1 in tests

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 from django_q.models import OrmQ
 
 from hosts import services as host_services
@@ -120,3 +121,34 @@ def test_events_that_cannot_free_a_host_ask_for_nothing(django_capture_on_commit
         )
         == 0
     )
+
+
+def pending_request(*, age: timedelta) -> None:
+    """A tick request made `age` ago that no tick has started on yet (the flag is still set)."""
+    SchedulerState.objects.update_or_create(
+        pk=1, defaults={"tick_pending": True, "requested_at": timezone.now() - age}
+    )
+
+
+def test_requests_made_while_a_tick_is_pending_ride_along(django_capture_on_commit_callbacks):
+    pending_request(age=timedelta(seconds=1))
+    before = OrmQ.objects.count()
+    with django_capture_on_commit_callbacks(execute=True):
+        f.job("rides along")
+    assert OrmQ.objects.count() == before
+
+
+def test_a_request_left_pending_by_a_dead_cluster_does_not_hold_up_the_next_one(
+    django_capture_on_commit_callbacks,
+):
+    # The cluster that took the request died before its tick started, so nothing will ever
+    # clear the flag; a few seconds on, the next event must send a tick of its own.
+    pending_request(age=timedelta(seconds=6))
+    before = OrmQ.objects.count()
+    with django_capture_on_commit_callbacks(execute=True):
+        f.job("after the crash")
+    assert OrmQ.objects.count() == before + 1
+    # ...and only one: the re-sent request is fresh again, so the next event rides along.
+    with django_capture_on_commit_callbacks(execute=True):
+        f.job("right after")
+    assert OrmQ.objects.count() == before + 1

@@ -25,9 +25,10 @@ from tests.reliability.support import (
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 APP = "reltest-outage"
-# Under the 30 s after which a lost tick request is sent again (the periodic schedule is off in
-# these tests): a job leased within this deadline was leased by the ticks its own submission
-# asked for. The ORM broker's pusher sleeps 10 s after a failed poll, hence not less.
+# The periodic schedule is off in these tests, and a lost tick request is sent again only by a
+# later event: a job leased within this deadline with nothing submitted meanwhile was leased by
+# the ticks its own submission asked for. The ORM broker's pusher sleeps 10 s after a failed
+# poll, hence not less.
 DEADLINE = 20
 OUTAGE_SECONDS = 3  # how long the database refuses connections, like a restart
 

@@ -1,0 +1,100 @@
+"""A cluster killed mid-tick, with a tick request in hand, does not stall scheduling."""
+
+from __future__ import annotations
+
+import os
+import signal
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.utils import timezone
+from django_q.brokers import get_broker
+from django_q.models import Schedule
+
+from jobs.choices import JobStatus
+from jobs.models import Job, SchedulerState
+from tests import factories as f
+from tests.reliability.support import Proc, activity, backends, cluster_env, wait_until
+
+pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+APP = "reltest-crashed-cluster"
+# Well under the 30 s after which a lost request used to be sent again, and far under the
+# ORM broker's `retry` (120 s), after which the dead cluster's task would come back by itself.
+DEADLINE = 12
+
+
+def diagnosis(*clusters: Proc) -> str:
+    """What an operator would look at: the clusters' logs, the sessions, the tick request."""
+    state = SchedulerState.objects.filter(pk=1).values("tick_pending", "requested_at").first()
+    logs = "\n".join(f"--- {c.name}:\n{c.output(3000)}" for c in clusters)
+    return f"{logs}\n--- sessions:\n{activity()}\n--- tick request: {state}"
+
+
+def queued(*names: str) -> int:
+    return Job.objects.filter(name__in=names, status=JobStatus.QUEUED).count()
+
+
+@pytest.mark.parametrize("broker", ["redis", "orm"])
+def test_a_cluster_killed_mid_tick_holds_up_the_next_submission_only_seconds(
+    broker: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    # The queue first, so that teardown stops the clusters before it removes the queue.
+    queue = request.getfixturevalue("redis_queue") if broker == "redis" else None
+    processes = request.getfixturevalue("processes")
+    # Only the ticks that events ask for may rescue the lab here, not the safety-net schedule.
+    Schedule.objects.filter(func="jobs.tasks.tick").update(
+        next_run=timezone.now() + timedelta(days=1)
+    )
+    w1 = f.worker("w1")
+    for i in range(3):
+        f.host(f"h{i}", ["board:x"], worker=w1)
+
+    # One task worker, whose every tick stops before it commits: the crash comes mid-tick.
+    marker = tmp_path / "reached"
+    env = cluster_env(
+        app=APP,
+        queue=queue,
+        SCHEDSITE_FAULT_POINT="tick.before_commit",
+        SCHEDSITE_FAULT_FILE=str(marker),
+    )
+    doomed = processes("doomed", "qcluster", env={**env, "Q_WORKERS": "1"})
+    f.job("first")
+    wait_until(marker.exists, timeout=30, what=lambda: f"the tick to start\n{diagnosis(doomed)}")
+    # The tick cleared the request flag as it started; this submission sets it again, and
+    # the cluster's pusher takes its task off the broker, to hand it to the busy worker.
+    f.job("lost")
+    wait_until(
+        lambda: get_broker().queue_size() == 0,
+        timeout=10,
+        what=lambda: f"the cluster to take the second request\n{diagnosis(doomed)}",
+    )
+
+    os.killpg(doomed.pid, signal.SIGKILL)  # the machine is gone: cluster, pusher and workers
+    doomed.stopped = True
+    assert doomed.popen.wait(10) == -signal.SIGKILL
+    wait_until(lambda: not backends(application_name=APP), timeout=10, what="the backend to end")
+
+    fresh = processes("fresh", "qcluster", env=cluster_env(app=APP, queue=queue))
+    wait_until(
+        lambda: "running." in fresh.output(),
+        timeout=30,
+        what=lambda: f"the new cluster to start\n{diagnosis(fresh)}",
+    )
+    # The request died with the old cluster and the flag still says a tick is on its way.
+    state = SchedulerState.objects.get(pk=1)
+    assert state.tick_pending
+    stale_at = state.requested_at + timedelta(seconds=settings.TICK_REQUEST_STALE_SECONDS)
+    wait_until(lambda: timezone.now() > stale_at, timeout=30, what="the request to go stale")
+    assert queued("first", "lost") == 2, "something other than the next event ticked"
+
+    f.job("after")
+    wait_until(
+        lambda: queued("first", "lost", "after") == 0,
+        timeout=DEADLINE,
+        what=lambda: f"the jobs to be leased\n{diagnosis(fresh)}",
+    )
+    assert Job.objects.filter(status=JobStatus.LEASED).count() == 3
+    assert fresh.popen.poll() is None

@@ -424,7 +424,8 @@ def _typed(request: HttpRequest, names: tuple[str, ...]) -> str:
     for name in names:
         for value in request.GET.getlist(name):
             if value.strip():
-                return value
+                # No label or hostname holds a NUL, and PostgreSQL refuses one in a query.
+                return value.replace("\x00", "")
     return ""
 
 

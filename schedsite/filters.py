@@ -3,7 +3,18 @@
 from __future__ import annotations
 
 from django import forms
+from django.core.validators import ProhibitNullCharactersValidator
 from django_filters import rest_framework as filters
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+
+SHOWN_CHARS = 40  # of a refused value, quoted back in the error message
+
+
+def shown(value: object) -> str:
+    """A refused value as an error message quotes it: repr'd, and cut short if long."""
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else f"{text[: SHOWN_CHARS - 1]}…"
 
 
 class AnyValueMultipleField(forms.MultipleChoiceField):
@@ -11,6 +22,12 @@ class AnyValueMultipleField(forms.MultipleChoiceField):
 
     def valid_value(self, value: str) -> bool:
         return True
+
+    def validate(self, value: list[str]) -> None:
+        super().validate(value)
+        # PostgreSQL refuses NUL in text: without this the query itself would fail.
+        for item in value:
+            ProhibitNullCharactersValidator()(item)
 
 
 class RepeatedCharFilter(filters.MultipleChoiceFilter):
@@ -33,12 +50,17 @@ class StrictNullBooleanField(forms.NullBooleanField):
             return True
         if text in self.FALSE:
             return False
-        raise forms.ValidationError(f"{value!r} is not true or false.", code="invalid")
+        # The value goes in params, never into the message itself: the message is a %-template
+        # (django-filter formats it), so a ?locked=% in it would break the formatting.
+        raise forms.ValidationError(
+            "%(value)s is not true or false.", code="invalid", params={"value": shown(value)}
+        )
 
     def validate(self, value: object) -> None:
         return None
 
 
+@extend_schema_field(OpenApiTypes.BOOL)
 class StrictBooleanFilter(filters.BooleanFilter):
     """A boolean filter that answers 400 to ?locked=perhaps instead of ignoring it."""
 

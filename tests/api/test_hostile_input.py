@@ -1,0 +1,123 @@
+"""Hostile text in any filter of any list, API or UI, and hostile JSON bodies: a 4xx, never a 5xx."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver
+from django_filters.rest_framework import FilterSet
+
+from schedsite.filters import StrictBooleanFilter
+from tests.api.conftest import token_client
+
+pytestmark = pytest.mark.django_db
+
+# OWASP-style strings: format directives of every flavour, NUL (PostgreSQL refuses it in text),
+# a value far longer than any column, and text well outside ASCII.
+HOSTILE = {
+    "percent": "%",
+    "printf": "%s%d%(x)s%%",
+    "braces": "{}{0}{x!r}",
+    "nul": "a\x00b",
+    "ten-kb": "x" * 10240,
+    "unicode": "☃ Ünïcødé 𝔘 \u202eevil ٣",
+    "number-ish": "1e308",
+}
+PAGINATION = ("page", "page_size")
+
+
+def _patterns(resolver: URLResolver, prefix: str = "") -> Iterator[tuple[str, URLPattern]]:
+    for entry in resolver.url_patterns:
+        route = prefix + str(entry.pattern)
+        if isinstance(entry, URLResolver):
+            yield from _patterns(entry, route)
+        else:
+            yield route, entry
+
+
+def _api_lists() -> dict[str, type[FilterSet]]:
+    """Every API route that answers a list through a FilterSet, from the URLconf."""
+    lists = {}
+    for route, entry in _patterns(get_resolver()):
+        view = getattr(entry.callback, "cls", None)
+        filterset = getattr(view, "filterset_class", None)
+        actions = getattr(entry.callback, "actions", None) or {"get": "get"}
+        if filterset is None or "get" not in actions or entry.pattern.regex.groups:
+            continue
+        path = "/" + route.replace("^", "").replace("$", "").replace("\\", "")
+        lists[path] = filterset
+    return lists
+
+
+def _ui_pages() -> list[str]:
+    """Every UI route with no parameters: each list page is among them."""
+    return sorted(
+        "/" + route
+        for route, entry in _patterns(get_resolver())
+        if not route.startswith(("api/", "admin/", "accounts/", "^"))
+        and not entry.pattern.regex.groups
+        and "<" not in route
+    )
+
+
+API_LISTS = _api_lists()
+FILTER_NAMES = sorted({name for fs in API_LISTS.values() for name in fs.base_filters} | set(PAGINATION))
+
+
+def test_every_list_and_filter_is_found():
+    # If the URLconf walk breaks, the fuzzing below would quietly test nothing.
+    assert {"/api/hosts/", "/api/workers/", "/api/suites/", "/api/jobs/", "/api/leases/"} <= set(
+        API_LISTS
+    )
+    assert "/api/queue/" in API_LISTS
+    assert {"/hosts/", "/workers/", "/queue/", "/suites/", "/leases/"} <= set(_ui_pages())
+    assert {"locked", "leased", "online", "active", "standalone", "aborted"} <= set(FILTER_NAMES)
+
+
+def _no_server_error(response, url: str, caplog: pytest.LogCaptureFixture) -> None:  # noqa: ANN001
+    assert response.status_code < 500, (url, response.status_code)
+    tracebacks = [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+    assert not tracebacks, (url, tracebacks[0].getMessage())
+
+
+@pytest.mark.parametrize("path", sorted(API_LISTS))
+def test_hostile_text_in_any_api_filter_is_a_4xx_never_a_5xx(path, lab, alice, caplog):
+    client = token_client(alice)
+    filterset = API_LISTS[path]
+    for name in [*filterset.base_filters, *PAGINATION]:
+        for value in HOSTILE.values():
+            response = client.get(path, {name: value})
+            _no_server_error(response, f"{path}?{name}={value[:20]!r}", caplog)
+            if isinstance(filterset.base_filters.get(name), StrictBooleanFilter):
+                # Not true, not false: a 400 that names the filter.
+                assert response.status_code == 400, (path, name, value[:20])
+                assert name in response.json(), response.json()
+
+
+@pytest.mark.parametrize("path", _ui_pages())
+def test_hostile_text_in_any_filter_of_a_ui_page_is_never_a_5xx(path, lab, alice, client, caplog):
+    client.force_login(alice)
+    # The UI lists share the API's FilterSets; every filter name goes to every page, so a page
+    # that adopts a new filter is covered without a change here.
+    for name in FILTER_NAMES:
+        for value in HOSTILE.values():
+            response = client.get(path, {name: value})
+            _no_server_error(response, f"{path}?{name}={value[:20]!r}", caplog)
+
+
+@pytest.mark.parametrize(
+    "url", ["/api/suites/?active=%25", "/api/hosts/?locked=%25s", "/api/jobs/?standalone=%7B%7D"]
+)
+def test_a_format_directive_in_a_true_false_filter_is_a_400_naming_it(url, alice):
+    response = token_client(alice).get(url)
+    assert response.status_code == 400
+    name = url.split("?")[1].split("=")[0]
+    assert "is not true or false" in response.json()[name][0]
+
+
+def test_a_nul_in_a_repeated_filter_is_a_400_naming_it(alice):
+    response = token_client(alice).get("/api/hosts/", {"label": "board:\x00eve"})
+    assert response.status_code == 400
+    assert "label" in response.json()

@@ -74,6 +74,9 @@ class TokenView(ObtainAuthToken):
             return [IsAuthenticated()]
         return super().get_permissions()
 
+    # DRF's ObtainAuthToken names its own parsers; use the API's (a too-deep JSON body is a 400).
+    parser_classes = APIView.parser_classes
+
     @extend_schema(summary="Revoke your API token", request=None, responses={204: None})
     def delete(self, request: Request) -> Response:
         """Delete the caller's token: from now on it gets 401 (POST here makes a new one)."""

@@ -1,4 +1,4 @@
-"""Hostile text in any filter of any list, API or UI, and hostile JSON bodies: a 4xx, never a 5xx."""
+"""Hostile text in any filter of any list (API and UI), and hostile JSON: a 4xx, never a 5xx."""
 
 from __future__ import annotations
 
@@ -63,7 +63,9 @@ def _ui_pages() -> list[str]:
 
 
 API_LISTS = _api_lists()
-FILTER_NAMES = sorted({name for fs in API_LISTS.values() for name in fs.base_filters} | set(PAGINATION))
+FILTER_NAMES = sorted(
+    {name for fs in API_LISTS.values() for name in fs.base_filters}.union(PAGINATION)
+)
 
 
 def test_every_list_and_filter_is_found():
@@ -121,3 +123,34 @@ def test_a_nul_in_a_repeated_filter_is_a_400_naming_it(alice):
     response = token_client(alice).get("/api/hosts/", {"label": "board:\x00eve"})
     assert response.status_code == 400
     assert "label" in response.json()
+
+
+# --- JSON bodies ----------------------------------------------------------------------------
+
+
+def _nested(depth: int) -> str:
+    return '{"a": ' * depth + "1" + "}" * depth
+
+
+@pytest.mark.parametrize("depth", [40, 1_000, 100_000])
+def test_a_deeply_nested_json_body_is_a_400_without_a_traceback(depth, anon_client, caplog):
+    body = "[" * depth + "]" * depth
+    response = anon_client.post("/api/token/", data=body, content_type="application/json")
+    assert response.status_code == 400
+    assert "nested too deeply" in response.json()["detail"]
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+
+
+def test_every_json_endpoint_refuses_a_deeply_nested_body(alice, caplog):
+    response = token_client(alice).post(
+        "/api/suites/", data=_nested(5_000), content_type="application/json"
+    )
+    assert response.status_code == 400
+    assert "nested too deeply" in response.json()["detail"]
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+
+
+def test_a_suite_nested_as_deep_as_the_api_needs_is_accepted(alice):
+    spec = {"name": "S", "jobs": [{"name": "t", "labels": ["board:x"]}]}
+    response = token_client(alice).post("/api/suites/", data=spec, format="json")
+    assert response.status_code == 201, response.json()

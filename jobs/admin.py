@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.http import HttpRequest
 
-from jobs.models import Job, Lease, SchedulerTick, Suite
+from jobs.models import IdempotencyKey, Job, Lease, SchedulerTick, SubmitLimit, Suite
 
 
 class JobInline(admin.TabularInline):
@@ -84,3 +85,20 @@ class SchedulerTickAdmin(admin.ModelAdmin):
     ]
     exclude = ["wait_reasons"]
     readonly_fields = [f for f in list_display]
+
+
+@admin.register(SubmitLimit)
+class SubmitLimitAdmin(admin.ModelAdmin):
+    list_display = ["group", "max_priority", "max_min_duts", "max_queued_jobs", "rate_per_minute"]
+    search_fields = ["group__name"]
+
+
+@admin.register(IdempotencyKey)
+class IdempotencyKeyAdmin(admin.ModelAdmin):
+    list_display = ["key", "user", "status_code", "created_at"]
+    search_fields = ["key", "user__username"]
+    list_select_related = ["user"]
+    readonly_fields = ["user", "key", "fingerprint", "status_code", "response_body", "created_at"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -227,3 +228,67 @@ class SchedulerState(models.Model):
 
     def __str__(self) -> str:
         return "scheduler state"
+
+
+class SubmitLimit(models.Model):
+    """More than the site's submission limits for the members of one group (docs/security.md)."""
+
+    group = models.OneToOneField(
+        "auth.Group", on_delete=models.CASCADE, related_name="submit_limit"
+    )
+    # Empty: the site default. A member gets the most generous of the default and their grants.
+    max_priority = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        validators=[MaxValueValidator(100)],
+        help_text="Highest priority members may submit at (0–100). Empty: SUBMIT_MAX_PRIORITY.",
+    )
+    max_min_duts = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Largest min_duts of a suite. Empty: SUBMIT_MAX_MIN_DUTS."
+    )
+    max_queued_jobs = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Queued jobs one member may have. Empty: SUBMIT_MAX_QUEUED_JOBS.",
+    )
+    rate_per_minute = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Suites and standalone jobs one member may submit per minute. "
+        "Empty: SUBMIT_RATE_PER_MINUTE.",
+    )
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(max_priority__isnull=True) | Q(max_priority__lte=100),
+                name="submit_limit_priority_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"submit limits of {self.group}"
+
+
+class IdempotencyKey(models.Model):
+    """The first answer to a creating POST that carried an Idempotency-Key (docs/api.md)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="idempotency_keys"
+    )
+    key = models.CharField(max_length=255)
+    # sha256 of method, path and body: the same key with another request is a 409.
+    fingerprint = models.CharField(max_length=64)
+    # Written in the transaction that creates the object, so the two commit together; 0 only
+    # inside that transaction, before the answer is known.
+    status_code = models.PositiveSmallIntegerField(default=0)
+    response_body = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "key"], name="one_idempotency_key_per_user"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} of user {self.user_id}"

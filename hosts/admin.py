@@ -1,36 +1,132 @@
-"""Django admin for the lab inventory."""
+"""Django admin for the lab inventory: every change goes through the hosts services."""
 
 from __future__ import annotations
 
-from django.contrib import admin
+from collections.abc import Sequence
 
+from django.contrib import admin
+from django.db.models import Model, QuerySet
+from django.forms import ModelForm
+from django.http import HttpRequest
+
+from hosts import services
 from hosts.models import Host, HostEvent, Label, Worker
+from jobs.models import Lease
+from schedsite.admin_base import GuardedDeleteAdmin, ViewOnlyAdmin
+
+
+def _saved_as(obj: Model, saved: Model) -> None:
+    """Point the admin's unsaved instance at the row a service created."""
+    obj.pk = saved.pk
+    obj._state.adding = False
+    obj._state.db = saved._state.db
 
 
 @admin.register(Worker)
-class WorkerAdmin(admin.ModelAdmin):
+class WorkerAdmin(GuardedDeleteAdmin):
     list_display = ["name", "paused", "paused_reason", "last_seen", "created_at"]
     list_filter = ["paused"]
     search_fields = ["name", "paused_reason"]
+    fields = ["name", "runner", "paused", "paused_reason", "paused_by", "paused_at", "last_seen"]
+    # Pausing needs a reason and an event: the UI and API do it (worker_pause, worker_resume).
+    readonly_fields = ["paused", "paused_reason", "paused_by", "paused_at", "last_seen"]
+
+    def save_model(self, request: HttpRequest, obj: Worker, form: ModelForm, change: bool) -> None:
+        data = form.cleaned_data
+        if not change:
+            _saved_as(obj, services.worker_create(name=data["name"], by=request.user))
+        services.worker_update(
+            worker=obj, by=request.user, name=data["name"], runner=data.get("runner")
+        )
+
+    def delete_model(self, request: HttpRequest, obj: Worker) -> None:
+        services.worker_delete(worker=obj, by=request.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Worker]) -> None:
+        for worker in queryset:
+            services.worker_delete(worker=worker, by=request.user)
 
 
 @admin.register(Label)
-class LabelAdmin(admin.ModelAdmin):
+class LabelAdmin(GuardedDeleteAdmin):
     list_display = ["name"]
     search_fields = ["name"]
 
+    def has_change_permission(self, request: HttpRequest, obj: Label | None = None) -> bool:
+        # Renaming a label would change every host carrying it, with no event on any of them.
+        return False
+
+    def delete_blockers(self, objs: Sequence[Label]) -> list[str]:
+        carried = Label.objects.filter(pk__in=[label.pk for label in objs], hosts__isnull=False)
+        return [
+            f"Label {name} is carried by hosts: remove it from them first."
+            for name in carried.values_list("name", flat=True).distinct().order_by("name")
+        ]
+
 
 @admin.register(Host)
-class HostAdmin(admin.ModelAdmin):
+class HostAdmin(GuardedDeleteAdmin):
     list_display = ["hostname", "worker", "status", "locked", "lock_reason", "current_build"]
     list_filter = ["status", "locked", "worker", "labels"]
     search_fields = ["hostname", "lock_reason", "labels__name", "current_build"]
     autocomplete_fields = ["labels"]
     list_select_related = ["worker"]
+    fields = ["hostname", "worker", "labels", "current_build", "status", "locked"]
+    fields += ["lock_reason", "locked_by", "locked_at"]
+    # Status and lock change through the state machine, with their events (UI and API).
+    readonly_fields = ["status", "locked", "lock_reason", "locked_by", "locked_at"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Host | None = None) -> list[str]:
+        # Hostnames name hosts in URLs, events and runners' environments: set once.
+        return [*self.readonly_fields, "hostname"] if obj else list(self.readonly_fields)
+
+    def save_model(self, request: HttpRequest, obj: Host, form: ModelForm, change: bool) -> None:
+        data = form.cleaned_data
+        labels = [label.name for label in data.get("labels", ())]
+        build = data.get("current_build", "")
+        if change:
+            services.host_update(
+                host=obj, by=request.user, labels=labels, worker=data["worker"], current_build=build
+            )
+        else:
+            host = services.host_create(
+                hostname=data["hostname"],
+                by=request.user,
+                worker=data["worker"],
+                labels=labels,
+                current_build=build,
+            )
+            _saved_as(obj, host)
+
+    def save_related(
+        self, request: HttpRequest, form: ModelForm, formsets: list, change: bool
+    ) -> None:
+        # The service set the labels (and audited them); the form must not set them again.
+        for formset in formsets:
+            self.save_formset(request, form, formset, change=change)
+
+    def delete_blockers(self, objs: Sequence[Host]) -> list[str]:
+        ids = [host.pk for host in objs]
+        # Locked until the delete commits, so no lease can start on them in between.
+        list(Host.objects.select_for_update().filter(pk__in=ids).values_list("pk", flat=True))
+        active = Lease.objects.filter(host__in=ids, released_at__isnull=True)
+        return [
+            f"Host {lease.host.hostname} holds active lease {lease.pk}: release it first."
+            for lease in active.select_related("host").order_by("pk")
+        ]
+
+    def delete_model(self, request: HttpRequest, obj: Host) -> None:
+        services.host_delete(host=obj, by=request.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Host]) -> None:
+        for host in queryset:
+            services.host_delete(host=host, by=request.user)
 
 
 @admin.register(HostEvent)
-class HostEventAdmin(admin.ModelAdmin):
+class HostEventAdmin(ViewOnlyAdmin):
+    """The audit trail: read here, written only by the services."""
+
     list_display = ["created_at", "host", "worker", "kind", "actor", "message"]
     list_filter = ["kind", "actor"]
     search_fields = ["host__hostname", "worker__name", "message", "actor"]

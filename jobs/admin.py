@@ -1,11 +1,36 @@
-"""Django admin for suites, jobs, leases and scheduler ticks."""
+"""Django admin for suites, jobs, leases and scheduler ticks: to read, and delete by the rules."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.contrib import admin
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from jobs.models import IdempotencyKey, Job, Lease, SchedulerTick, SubmitLimit, Suite
+from schedsite.admin_base import GuardedDeleteAdmin, ViewOnlyAdmin
+
+
+def live_leases(leases: QuerySet[Lease]) -> list[str]:
+    """Why these leases' jobs may not be deleted: deleting a job silently ends its lease."""
+    return [
+        f"Job {lease.job.name} ({lease.job_id}) holds active lease {lease.pk} on "
+        f"{lease.host.hostname}: abort the job or release the lease first."
+        for lease in leases.filter(released_at__isnull=True)
+        .select_related("job", "host")
+        .order_by("pk")
+    ]
+
+
+class SubmittedOnlyAdmin(GuardedDeleteAdmin):
+    """Suites and jobs are submitted and changed through the UI and API, which check them."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
 
 
 class JobInline(admin.TabularInline):
@@ -18,7 +43,7 @@ class JobInline(admin.TabularInline):
 
 
 @admin.register(Suite)
-class SuiteAdmin(admin.ModelAdmin):
+class SuiteAdmin(SubmittedOnlyAdmin):
     list_display = [
         "name",
         "priority",
@@ -33,9 +58,15 @@ class SuiteAdmin(admin.ModelAdmin):
     search_fields = ["name", "build", "owner__username"]
     inlines = [JobInline]
 
+    def delete_blockers(self, objs: Sequence[Suite]) -> list[str]:
+        ids = [suite.pk for suite in objs]
+        # Locked until the delete commits, so the scheduler cannot lease them in between.
+        list(Job.objects.select_for_update().filter(suite__in=ids).values_list("pk", flat=True))
+        return live_leases(Lease.objects.filter(job__suite__in=ids))
+
 
 @admin.register(Job)
-class JobAdmin(admin.ModelAdmin):
+class JobAdmin(SubmittedOnlyAdmin):
     list_display = [
         "name",
         "suite",
@@ -51,9 +82,17 @@ class JobAdmin(admin.ModelAdmin):
     list_select_related = ["suite", "host"]
     raw_id_fields = ["suite", "host"]
 
+    def delete_blockers(self, objs: Sequence[Job]) -> list[str]:
+        ids = [job.pk for job in objs]
+        # Locked until the delete commits, so the scheduler cannot lease them in between.
+        list(Job.objects.select_for_update().filter(pk__in=ids).values_list("pk", flat=True))
+        return live_leases(Lease.objects.filter(job__in=ids))
+
 
 @admin.register(Lease)
-class LeaseAdmin(admin.ModelAdmin):
+class LeaseAdmin(ViewOnlyAdmin):
+    """Leases start and end through the scheduler, the runner protocol and staff actions."""
+
     list_display = [
         "id",
         "host",
@@ -71,7 +110,7 @@ class LeaseAdmin(admin.ModelAdmin):
 
 
 @admin.register(SchedulerTick)
-class SchedulerTickAdmin(admin.ModelAdmin):
+class SchedulerTickAdmin(ViewOnlyAdmin):
     list_display = [
         "started_at",
         "duration_ms",

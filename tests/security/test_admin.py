@@ -1,0 +1,248 @@
+"""Django admin keeps the lab's rules: audit rows are view-only, state changes go through the
+services, and no delete ends a live lease."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from django.test import Client
+
+from hosts import services as host_services
+from hosts.models import Host, HostEvent, Label, Worker
+from jobs import services
+from jobs.models import Job, Lease, Suite
+from tests import factories as f
+from tests.security.conftest import signed_in, snapshot
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def root(django_user_model) -> Client:  # noqa: ANN001
+    """A superuser signed in to the admin: every permission Django knows of."""
+    return signed_in(django_user_model.objects.create_superuser("root", password="root-pass"))
+
+
+@pytest.fixture
+def leased(db):  # noqa: ANN001, ANN201
+    """Suite S: one job leased on h1 (on w1), one still queued; a free host h2 with no history."""
+    w1 = f.worker("w1")
+    h1 = f.host("h1.lab", ["board:x"], worker=w1)
+    suite = f.suite("S", [["board:x"], ["board:none"]])
+    services.scheduler_tick()
+    lease = Lease.objects.get(released_at=None)
+    return SimpleNamespace(
+        w1=w1,
+        h1=h1,
+        h2=f.host("h2.lab", ["board:y"]),
+        suite=suite,
+        lease=lease,
+        job=lease.job,
+        queued=suite.jobs.exclude(pk=lease.job_id).get(),
+    )
+
+
+def bulk_delete(client: Client, url: str, *pks: int):  # noqa: ANN201
+    """Tick rows on the changelist, choose "Delete selected", and confirm."""
+    data = {"action": "delete_selected", "_selected_action": [str(pk) for pk in pks]}
+    client.post(url, data)  # the confirmation page
+    return client.post(url, {**data, "post": "yes"})
+
+
+# --- deletes that would end a live lease --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model", "target"),
+    [("suite", lambda lab: lab.suite), ("job", lambda lab: lab.job), ("host", lambda lab: lab.h1)],
+)
+def test_deleting_what_holds_a_live_lease_is_refused_and_changes_nothing(
+    root, leased, model, target
+):
+    obj = target(leased)
+    url = f"/admin/{obj._meta.app_label}/{model}/{obj.pk}/delete/"
+    before = snapshot()
+
+    page = root.get(url)
+    confirmed = root.post(url, {"post": "yes"})
+    bulk = bulk_delete(root, f"/admin/{obj._meta.app_label}/{model}/", obj.pk)
+
+    assert page.status_code == 200
+    assert f"active lease {leased.lease.pk}" in page.content.decode()
+    assert "Yes, I’m sure" not in page.content.decode()
+    assert confirmed.status_code == 200 and bulk.status_code == 200
+    assert f"active lease {leased.lease.pk}" in bulk.content.decode()
+    assert snapshot() == before
+
+
+def test_deleting_a_worker_whose_host_holds_a_lease_is_refused(root, leased):
+    before = snapshot()
+    root.post(f"/admin/hosts/worker/{leased.w1.pk}/delete/", {"post": "yes"})
+    bulk_delete(root, "/admin/hosts/worker/", leased.w1.pk)
+    assert snapshot() == before
+
+
+def test_a_bulk_delete_mixing_free_and_leased_suites_deletes_nothing(root, leased):
+    idle = f.suite("idle", [["board:none"]])
+    before = snapshot()
+
+    response = bulk_delete(root, "/admin/jobs/suite/", idle.pk, leased.suite.pk)
+
+    assert f"active lease {leased.lease.pk}" in response.content.decode()
+    assert snapshot() == before
+
+
+def test_a_suite_or_job_without_a_live_lease_can_still_be_deleted(root, leased):
+    idle = f.suite("idle", [["board:none"]])
+    response = root.post(f"/admin/jobs/suite/{idle.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302 and not Suite.objects.filter(pk=idle.pk).exists()
+
+    response = bulk_delete(root, "/admin/jobs/job/", leased.queued.pk)
+    assert response.status_code == 302 and not Job.objects.filter(pk=leased.queued.pk).exists()
+    assert Lease.objects.get(pk=leased.lease.pk).released_at is None
+
+
+def test_nothing_whose_delete_would_drop_audit_events_or_leases_is_deleted(root, leased):
+    services.job_abort(job=leased.job, by="sam")  # the lease ends: only its history is left
+    rack = host_services.worker_create(name="rack-9", by="sam")
+    before = snapshot()
+
+    pages = [
+        root.get(f"/admin/jobs/suite/{leased.suite.pk}/delete/"),
+        root.get(f"/admin/hosts/host/{leased.h2.pk}/delete/"),
+        root.get(f"/admin/hosts/worker/{rack.pk}/delete/"),
+    ]
+    confirmed = [
+        root.post(f"/admin/jobs/suite/{leased.suite.pk}/delete/", {"post": "yes"}),
+        root.post(f"/admin/hosts/host/{leased.h2.pk}/delete/", {"post": "yes"}),
+        root.post(f"/admin/hosts/worker/{rack.pk}/delete/", {"post": "yes"}),
+    ]
+
+    assert "lease" in pages[0].content.decode() and "host event" in pages[1].content.decode()
+    assert all("Yes, I’m sure" not in page.content.decode() for page in pages)
+    assert [response.status_code for response in confirmed] == [403, 403, 403]
+    assert snapshot() == before
+
+
+def test_a_worker_with_no_hosts_and_no_history_is_deleted_through_the_service(root):
+    spare = f.worker("spare")
+    response = root.post(f"/admin/hosts/worker/{spare.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302 and not Worker.objects.filter(pk=spare.pk).exists()
+
+
+# --- audit rows and leases are view-only ---------------------------------------------------
+
+
+@pytest.mark.parametrize("model", ["hostevent", "lease"])
+def test_audit_events_and_leases_are_view_only_even_for_a_superuser(root, leased, model):
+    obj = HostEvent.objects.filter(host=leased.h1).first() if model == "hostevent" else leased.lease
+    app = obj._meta.app_label
+    before = snapshot()
+
+    assert root.get(f"/admin/{app}/{model}/{obj.pk}/change/").status_code == 200
+    assert root.get(f"/admin/{app}/{model}/").status_code == 200
+    assert "delete_selected" not in root.get(f"/admin/{app}/{model}/").content.decode()
+    refused = [
+        root.get(f"/admin/{app}/{model}/add/"),
+        root.post(f"/admin/{app}/{model}/add/", {"message": "forged"}),
+        root.post(f"/admin/{app}/{model}/{obj.pk}/change/", {"message": "edited"}),
+        root.post(f"/admin/{app}/{model}/{obj.pk}/delete/", {"post": "yes"}),
+    ]
+    bulk = bulk_delete(root, f"/admin/{app}/{model}/", obj.pk)
+
+    assert [r.status_code for r in refused] == [403, 403, 403, 403]
+    assert bulk.status_code in (200, 302)
+    assert snapshot() == before
+
+
+# --- hosts and workers change only through the services ------------------------------------
+
+
+def host_form(host: Host, **changes: object) -> dict:
+    data = {
+        "hostname": host.hostname,
+        "worker": str(host.worker_id or ""),
+        "labels": [str(pk) for pk in host.labels.values_list("pk", flat=True)],
+        "current_build": host.current_build,
+        "status": host.status,
+        "locked": "",
+        "lock_reason": "",
+    }
+    data.update(changes)
+    return {k: v for k, v in data.items() if v not in (None, False)}
+
+
+def test_a_hosts_state_cannot_be_edited_in_the_admin(root, leased):
+    host = leased.h2
+    before = snapshot()
+
+    response = root.post(
+        f"/admin/hosts/host/{host.pk}/change/",
+        host_form(host, status="needs_repair", locked="on", lock_reason="sneaky"),
+    )
+
+    assert response.status_code == 302
+    host.refresh_from_db()
+    assert (host.status, host.locked, host.lock_reason) == ("ready", False, "")
+    assert snapshot() == before
+
+
+def test_editing_a_hosts_build_labels_and_worker_in_the_admin_is_audited(root, leased):
+    host = leased.h2
+    eve = Label.objects.create(name="board:eve")
+
+    response = root.post(
+        f"/admin/hosts/host/{host.pk}/change/",
+        host_form(host, current_build="R2", labels=[str(eve.pk)], worker=str(leased.w1.pk)),
+    )
+
+    assert response.status_code == 302
+    host.refresh_from_db()
+    assert (host.current_build, host.label_names, host.worker) == ("R2", ["board:eve"], leased.w1)
+    event = HostEvent.objects.filter(host=host, kind="updated").get()
+    assert event.actor == "root"
+    assert "build (none) → R2" in event.message and "labels board:y → board:eve" in event.message
+    assert "worker (none) → w1" in event.message
+
+
+def test_adding_a_host_or_worker_in_the_admin_is_audited(root):
+    response = root.post("/admin/hosts/worker/add/", {"name": "rack-9"})
+    assert response.status_code == 302
+    worker = Worker.objects.get(name="rack-9")
+    assert HostEvent.objects.filter(worker=worker, kind="created", actor="root").exists()
+
+    response = root.post(
+        "/admin/hosts/host/add/", {"hostname": "DUT-9.lab", "worker": str(worker.pk)}
+    )
+    assert response.status_code == 302
+    host = Host.objects.get(hostname="DUT-9.lab")
+    assert host.worker == worker
+    assert HostEvent.objects.filter(host=host, kind="created", actor="root").exists()
+
+
+def test_a_workers_pause_cannot_be_edited_but_a_rename_is_audited(root, leased):
+    worker = leased.w1
+    response = root.post(
+        f"/admin/hosts/worker/{worker.pk}/change/",
+        {"name": "w1-renamed", "paused": "on", "paused_reason": "sneaky"},
+    )
+
+    assert response.status_code == 302
+    worker.refresh_from_db()
+    assert (worker.name, worker.paused, worker.paused_reason) == ("w1-renamed", False, "")
+    event = HostEvent.objects.get(worker=worker, kind="updated")
+    assert event.actor == "root" and event.message == "renamed w1 → w1-renamed"
+
+
+def test_a_label_hosts_carry_cannot_be_renamed_or_deleted_in_the_admin(root, leased):
+    label = Label.objects.get(name="board:x")
+    before = snapshot()
+
+    renamed = root.post(f"/admin/hosts/label/{label.pk}/change/", {"name": "board:xx"})
+    deleted = root.post(f"/admin/hosts/label/{label.pk}/delete/", {"post": "yes"})
+
+    assert renamed.status_code == 403 and deleted.status_code == 200
+    assert snapshot() == before
+    unused = Label.objects.create(name="board:unused")
+    assert root.post(f"/admin/hosts/label/{unused.pk}/delete/", {"post": "yes"}).status_code == 302

@@ -24,7 +24,7 @@ from hosts.services import (
     labels_validate,
     reason_clean,
 )
-from jobs import selectors
+from jobs import limits, selectors
 from jobs.choices import ACTIVE_JOB_STATUSES, JobStatus, ReleaseReason
 from jobs.models import Job, Lease, SchedulerTick, Suite, encode_labels
 from jobs.scheduler import planner
@@ -118,7 +118,7 @@ def suite_submit(
         raise InvalidInput("max_duts must be empty or ≥ 1", field="max_duts")
     if max_duts is not None and min_duts > max_duts:
         raise InvalidInput("min_duts cannot exceed max_duts", field="min_duts")
-    suite = Suite.objects.create(
+    suite = Suite(
         name=name,
         build=(build or "")[:200],
         priority=priority,
@@ -142,6 +142,16 @@ def suite_submit(
         _job_from_spec(spec, suite=suite, owner=owner, now=now, index=i)
         for i, spec in enumerate(jobs)
     ]
+    if (user := actor_user(owner)) is not None:
+        limits.submission_check(
+            user=user,
+            priority=priority,
+            job_priorities=[row.priority for row in rows],
+            min_duts=min_duts,
+            new_jobs=len(rows),
+            now=now,
+        )
+    suite.save()  # after the checks: the rate limit counts the user's suites saved before
     Job.objects.bulk_create(rows)
     request_tick("suite submitted")
     return suite
@@ -166,7 +176,12 @@ def _fanout_specs(labels: Sequence[str], job_name: str) -> list[JobSpec]:
 @transaction.atomic
 def job_submit(*, owner: Actor, spec: JobSpec, now: datetime | None = None) -> Job:
     """Submit a standalone job."""
-    job = _job_from_spec(spec, suite=None, owner=owner, now=now or timezone.now())
+    now = now or timezone.now()
+    job = _job_from_spec(spec, suite=None, owner=owner, now=now)
+    if (user := actor_user(owner)) is not None:
+        limits.submission_check(
+            user=user, priority=None, job_priorities=[job.priority], new_jobs=1, now=now
+        )
     job.save()
     request_tick("job submitted")
     return job

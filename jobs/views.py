@@ -33,7 +33,7 @@ from jobs.forms import (
 )
 from jobs.models import Job, Lease, Suite
 from schedsite import roles
-from schedsite.errors import InvalidInput, ServiceError
+from schedsite.errors import InvalidInput, LimitExceeded, ServiceError
 from schedsite.views import (
     action_response,
     clean_query,
@@ -246,6 +246,7 @@ def suite_create(request: HttpRequest) -> HttpResponse:
     data = form.cleaned_data
     fanout = data.get("mode") == "fanout"
     jobs_error = ""
+    refused: ServiceError | None = None
     specs, filled = [], []
     if not fanout:
         minutes = data.get("timeout_minutes")
@@ -276,6 +277,7 @@ def suite_create(request: HttpRequest) -> HttpResponse:
                 fanout_name=data.get("fanout_name", ""),
             )
         except InvalidInput as exc:
+            refused = exc
             if not row_error(filled, exc):
                 if exc.field in form.fields:
                     form.add_error(exc.field, _capitalized(exc.message))
@@ -284,6 +286,7 @@ def suite_create(request: HttpRequest) -> HttpResponse:
                 else:
                     form.add_error(None, _capitalized(exc.message))
         except ServiceError as exc:
+            refused = exc
             form.add_error(None, _capitalized(exc.message))
         else:
             jobs = suite.jobs.count()
@@ -300,7 +303,10 @@ def suite_create(request: HttpRequest) -> HttpResponse:
         if wants_fragment(request)
         else ("jobs/suite_form.html")
     )
-    return render(request, template, context, status=400)
+    response = render(request, template, context, status=refused.status_code if refused else 400)
+    if isinstance(refused, LimitExceeded):
+        response["Retry-After"] = str(refused.retry_after)
+    return response
 
 
 @ui_login_required

@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
-from schedsite.errors import Conflict, Forbidden, ServiceError
+from schedsite.errors import Conflict, Forbidden, LimitExceeded, ServiceError
 
 log = logging.getLogger("schedsite.api")
 
@@ -36,7 +36,11 @@ class ConflictError(exceptions.APIException):
 
 
 def service_error_response(exc: ServiceError) -> Response:
-    """Render a service error: 400 with the field named, 403 or 409 with a detail."""
+    """Render a service error: 400 with the field named, 403, 409 or 429 with a detail."""
+    if isinstance(exc, LimitExceeded):
+        return Response(
+            {"detail": exc.message}, status=429, headers={"Retry-After": str(exc.retry_after)}
+        )
     if isinstance(exc, Conflict):
         return Response({"detail": exc.message}, status=409)
     if isinstance(exc, Forbidden):

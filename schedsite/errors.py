@@ -30,3 +30,13 @@ class Forbidden(ServiceError):
     """The actor may not do this (HTTP 403)."""
 
     status_code = 403
+
+
+class LimitExceeded(ServiceError):
+    """Too many requests for now (HTTP 429); `retry_after` says in how many seconds to retry."""
+
+    status_code = 429
+
+    def __init__(self, message: str, *, retry_after: int, field: str | None = None) -> None:
+        super().__init__(message, field=field)
+        self.retry_after = max(1, retry_after)

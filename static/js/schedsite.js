@@ -37,11 +37,11 @@
     if (banner) banner.hidden = !lost;
   }
 
-  // 400, 403 and 409 answers carry their own message, which htmx swaps in (see the
+  // 400, 403, 409 and 429 answers carry their own message, which htmx swaps in (see the
   // htmx-config meta tag); anything else gets a plain-words toast.
   document.addEventListener("htmx:responseError", function (evt) {
     var status = evt.detail.xhr.status;
-    if ([400, 403, 409, 422].indexOf(status) >= 0) return;
+    if ([400, 403, 409, 422, 429].indexOf(status) >= 0) return;
     toast("The server answered " + status + " and nothing on this page changed. " +
       "Reload to see the current state.", false);
   });

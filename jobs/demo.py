@@ -9,6 +9,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
+from django.db.models import Count, Max, QuerySet
 from django.utils import timezone
 
 from hosts import services as host_services
@@ -16,7 +17,7 @@ from hosts.choices import HostStatus
 from hosts.models import Host, Worker
 from jobs import services
 from jobs.choices import JobStatus
-from jobs.models import Job, Lease
+from jobs.models import Job, Lease, Suite, decode_labels
 from schedsite.errors import ServiceError
 
 DEMO_USERS = {  # username: (password, staff)
@@ -34,6 +35,14 @@ TESTS = [
     "storage_Fio",
     "bluetooth_Pair",
 ]
+# The feeder keeps this many jobs that some host could run queued. It submits one suite at a
+# time, at most one per SUBMIT_EVERY, sized to fill the gap: a handful of submissions a minute
+# as the tester alice, at priorities a tester may use (docs/security.md#submission-limits).
+KEEP_QUEUED = 20
+SUBMIT_EVERY = timedelta(seconds=10)
+MAX_SUITE_JOBS = 40
+# Hosts the runners flagged come back from "repair" this long after, as in a real lab.
+REPAIR_AFTER = timedelta(seconds=60)
 
 
 def ensure_groups() -> None:
@@ -109,24 +118,34 @@ def seed(*, hosts_per_worker: int = 8, rng: random.Random | None = None) -> str:
 
 def submit_random_suite(
     *,
-    owner,
+    owner,  # noqa: ANN001
     rng: random.Random,
     name: str,
-    priority: int = 40,  # noqa: ANN001
+    priority: int = 40,
     min_duts: int = 0,
     max_duts: int | None = None,
     jobs: int = 8,
-) -> None:
-    board = rng.choice(BOARDS)
+    now: datetime | None = None,
+) -> Suite | None:
+    """Submit a suite of simulated tests for one board, every job runnable on some host."""
+    hosts = working_label_sets()
+    boards = [b for b in BOARDS if _carried([f"board:{b}"], hosts)]
+    if not boards:
+        return None  # the lab has no demo boards left: nothing could run
+    board = rng.choice(boards)
     specs = []
     for i in range(jobs):
         labels = [f"board:{board}"] if i % 3 else [f"board:{board}", "pool:cq"]
         if i == 4:
             labels.append("chameleon")
+        if not _carried(labels, hosts):
+            # Only the seeded "needs a board nobody has" job shows an impossible wait; jobs
+            # for which every host is locked would wait as long, piling up in the queue.
+            labels = [f"board:{board}"]
         specs.append(
             services.JobSpec(name=f"{rng.choice(TESTS)}.{i}", labels=labels, max_retries=1)
         )
-    services.suite_submit(
+    return services.suite_submit(
         owner=owner,
         name=name,
         jobs=specs,
@@ -134,16 +153,19 @@ def submit_random_suite(
         min_duts=min_duts,
         max_duts=max_duts,
         build=f"R{rng.randint(118, 121)}-demo",
+        now=now,
     )
 
 
-def simulate_step(*, rng: random.Random, keep_queued: int = 10) -> dict:
+def simulate_step(
+    *, rng: random.Random, keep_queued: int = KEEP_QUEUED, now: datetime | None = None
+) -> dict:
     """Act as every worker's runner once, in-process: start leased jobs, finish some.
 
     `make run` uses real `run_worker` processes instead (see rundemo); this in-process
     stand-in stays for tests and for `simulate_runners` on a machine without a web server.
     """
-    now = timezone.now()
+    now = now or timezone.now()
     Worker.objects.update(last_seen=now)
     done = started = 0
     for lease in Lease.objects.filter(released_at__isnull=True, job__isnull=False).select_related(
@@ -152,10 +174,10 @@ def simulate_step(*, rng: random.Random, keep_queued: int = 10) -> dict:
         job = lease.job
         try:
             if job.status == JobStatus.LEASED:
-                services.job_start(job=job, by="runner-sim")
+                services.job_start(job=job, by="runner-sim", at=now)
                 started += 1
             elif job.status == JobStatus.RUNNING:
-                services.lease_heartbeat(lease=lease, by="runner-sim")
+                services.lease_heartbeat(lease=lease, by="runner-sim", at=now)
                 ran = (now - job.started_at).total_seconds() if job.started_at else 0
                 if ran > rng.uniform(3, 12):
                     result = JobStatus.PASSED if rng.random() < 0.85 else JobStatus.FAILED
@@ -165,33 +187,97 @@ def simulate_step(*, rng: random.Random, keep_queued: int = 10) -> dict:
                         by="runner-sim",
                         message="simulated run",
                         host_ok=rng.random() > 0.03,
+                        at=now,
                     )
                     done += 1
         except ServiceError:
             continue  # the lease moved on meanwhile (released, expired): nothing to do
     feed_step(rng=rng, keep_queued=keep_queued, now=now)
-    return {"started": started, "finished": done, "at": now + timedelta(0)}
+    return {"started": started, "finished": done, "at": now}
 
 
-def feed_step(*, rng: random.Random, keep_queued: int = 10, now: datetime | None = None) -> None:
-    """Keep the demo lab moving: repair a flagged host now and then, top up the queue."""
+def working_hosts() -> QuerySet[Host]:
+    """Hosts that take the demo's work now or soon: leases end, flagged hosts get repaired."""
+    # Not the hosts a visitor (or the seed) locked, or whose worker was paused: those may
+    # stay out for the whole demo.
+    return (
+        Host.objects.filter(locked=False)
+        .exclude(status=HostStatus.REPAIR_FAILED)
+        .exclude(worker__paused=True)
+    )
+
+
+def working_label_sets() -> dict[int, frozenset[str]]:
+    """Each working host's labels, by host id (the demo lab is small: one read for all)."""
+    return {
+        host.pk: frozenset(host.label_names) for host in working_hosts().prefetch_related("labels")
+    }
+
+
+def _carried(
+    labels: list[str], hosts: dict[int, frozenset[str]], *, host_id: int | None = None
+) -> bool:
+    """Whether one of the hosts (the pinned one, if given) carries all the labels."""
+    wanted = frozenset(labels)
+    if host_id is not None:
+        return host_id in hosts and wanted <= hosts[host_id]
+    return any(wanted <= carried for carried in hosts.values())
+
+
+def runnable_queued_count() -> int:
+    """Count the queued jobs that a working host could run: labels, and pinned host."""
+    hosts = working_label_sets()
+    classes = (
+        Job.objects.filter(status=JobStatus.QUEUED)
+        .values_list("label_key", "host_id")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    return sum(
+        n
+        for label_key, host_id, n in classes
+        if _carried(decode_labels(label_key), hosts, host_id=host_id)
+    )
+
+
+def feed_step(
+    *, rng: random.Random, keep_queued: int = KEEP_QUEUED, now: datetime | None = None
+) -> Suite | None:
+    """Keep the demo lab moving: bring repaired hosts back, top up the queue with work."""
     now = now or timezone.now()
-    # Hosts the runners flagged come back from "repair" after a while, as in a real lab.
-    for host in Host.objects.filter(status=HostStatus.NEEDS_REPAIR, locked=False)[:1]:
-        if rng.random() < 0.1:
+    repaired = (
+        Host.objects.filter(status=HostStatus.NEEDS_REPAIR, locked=False)
+        .annotate(flagged_at=Max("events__created_at"))
+        .filter(flagged_at__lt=now - REPAIR_AFTER)
+    )
+    for host in repaired:
+        try:
             host_services.host_set_status(
                 host=host, status=HostStatus.READY, by="repair-sim", message="simulated repair"
             )
-    if Job.objects.filter(status=JobStatus.QUEUED).count() < keep_queued:
-        owner = get_user_model().objects.filter(username="alice").first()
-        submit_random_suite(
+        except ServiceError:
+            continue  # someone else moved it meanwhile
+    # Count only work a host could run: jobs no host can take (the seeded showcase, or one a
+    # visitor submits or pins to a host they locked) wait forever, and must not stop top-ups.
+    missing = keep_queued - runnable_queued_count()
+    owner = get_user_model().objects.filter(username="alice").first()
+    if missing <= 0 or owner is None:
+        return None
+    last = Suite.objects.filter(owner=owner).aggregate(last=Max("created_at"))["last"]
+    if last is not None and now - last < SUBMIT_EVERY:
+        return None
+    try:
+        return submit_random_suite(
             owner=owner,
             rng=rng,
             name=f"continuous {now:%H:%M:%S}",
             priority=rng.choice([20, 40, 50, 70]),
             min_duts=rng.choice([0, 2]),
-            jobs=rng.randint(4, 10),
+            jobs=min(max(missing, 4) + rng.randint(0, 6), MAX_SUITE_JOBS),
+            now=now,
         )
+    except ServiceError:
+        return None  # a submission limit, say: the next step tries again
 
 
 # The demo's runners are real `run_worker` processes running this simulated test: it takes

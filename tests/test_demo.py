@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import random
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
-from jobs import demo, services
+from jobs import demo, selectors, services
 from jobs.choices import JobStatus
 from jobs.models import Job, Lease
 
@@ -25,3 +27,36 @@ def test_the_demo_lab_leases_runs_and_finishes_jobs(monkeypatch):
     assert finished >= 10
     services.scheduler_tick()
     assert Lease.objects.filter(released_at__isnull=True, job__status="leased").exists()
+
+
+# Wait reasons that say no host could ever take the job as it stands.
+IMPOSSIBLE = {"no_matching_host", "pinned_host_missing", "pinned_host_lacks_labels"}
+
+
+def impossible_queued() -> int:
+    """Queued jobs the last tick found no host could ever run, as the UI shows them."""
+    queued = list(Job.objects.filter(status=JobStatus.QUEUED))
+    reasons = selectors.wait_reasons_for(queued)
+    return sum(1 for reason in reasons.values() if reason["code"] in IMPOSSIBLE)
+
+
+def test_the_demo_lab_keeps_leasing_for_hours():
+    # Half the demo's hosts keep the test quick; every board and label combination stays.
+    demo.seed(hosts_per_worker=4)
+    rng = random.Random(11)
+    start = timezone.now()
+    # Every two simulated minutes the runners start and finish jobs, the feeder tops up, and
+    # a tick leases; in `make run` each of those happens on its own event, in real time.
+    windows = 24  # of ten minutes: four hours of demo
+    leased = [0] * windows
+    impossible = []
+    for minute in range(0, windows * 10, 2):
+        now = start + timedelta(minutes=minute)
+        demo.simulate_step(rng=rng, now=now)
+        leased[minute // 10] += len(services.scheduler_tick(now=now).leases)
+        if minute % 10 == 8:
+            impossible.append(impossible_queued())
+    idle = [f"{w * 10}-{w * 10 + 10} min" for w, count in enumerate(leased) if not count]
+    assert not idle, f"the lab leased nothing in {idle}; leases per 10 minutes: {leased}"
+    # The one showcase of a job no host can run ("needs a board nobody has"), never more.
+    assert impossible == [1] * windows

@@ -19,8 +19,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--keep-queued",
             type=int,
-            default=10,
-            help="submit a new suite when fewer jobs than this are queued",
+            default=demo.KEEP_QUEUED,
+            help="submit a new suite when fewer runnable jobs than this are queued",
         )
         parser.add_argument("--seed", type=int, default=None)
 

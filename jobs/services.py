@@ -26,7 +26,7 @@ from hosts.services import (
 )
 from jobs import limits, selectors
 from jobs.choices import ACTIVE_JOB_STATUSES, JobStatus, ReleaseReason
-from jobs.models import Job, Lease, SchedulerTick, Suite, encode_labels
+from jobs.models import IdempotencyKey, Job, Lease, SchedulerTick, Suite, encode_labels
 from jobs.scheduler import planner
 from jobs.tasks import request_tick
 from schedsite.errors import Conflict, InvalidInput
@@ -383,6 +383,16 @@ def lease_reserve(
         message=f"reserved until {lease.expires_at:%Y-%m-%d %H:%M} UTC: {reason}",
     )
     return lease
+
+
+IDEMPOTENCY_KEY_LIFETIME = timedelta(hours=24)
+
+
+def idempotency_keys_purge(*, now: datetime | None = None) -> int:
+    """Forget Idempotency-Keys older than a day; return how many."""
+    cutoff = (now or timezone.now()) - IDEMPOTENCY_KEY_LIFETIME
+    deleted, _ = IdempotencyKey.objects.filter(created_at__lte=cutoff).delete()
+    return deleted
 
 
 def _check_duration(duration: timedelta) -> None:
@@ -953,6 +963,7 @@ TICKS_WITH_REASONS = 5
 def _prune_ticks(latest_id: int) -> None:
     if latest_id % 50 == 0:  # prune now and then, not on every tick
         tick_history_prune(latest_id=latest_id)
+        idempotency_keys_purge()
 
 
 def tick_history_prune(*, latest_id: int) -> None:

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from django.db.models import QuerySet
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import generics, mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied, ValidationError
@@ -15,11 +15,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from jobs import selectors, services
+from jobs.api import idempotency
 from jobs.api import serializers as s
 from jobs.choices import JobStatus
 from jobs.filtersets import JobFilterSet, LeaseFilterSet, SuiteFilterSet
 from jobs.models import Job, Lease, SchedulerTick, Suite
 from schedsite import roles
+from schedsite.api_exceptions import ErrorSerializer
 from schedsite.api_permissions import (
     IsLabStaff,
     IsStaffOrRunner,
@@ -30,6 +32,11 @@ from schedsite.api_views import valid
 from schedsite.errors import Conflict
 
 STAFF = (IsLabStaff,)
+TOO_MANY = OpenApiResponse(
+    ErrorSerializer,
+    description="Too many submissions in the last minute (SUBMIT_RATE_PER_MINUTE); retry after "
+    "the `Retry-After` seconds. Nothing was created.",
+)
 
 
 class ReadViewSet(
@@ -75,8 +82,10 @@ class SuiteViewSet(ReadViewSet):
     @extend_schema(
         summary="Submit a suite with its jobs, or a fan-out suite over every matching host",
         request=s.SuiteCreateInputSerializer,
-        responses={201: s.SuiteSerializer},
+        parameters=[idempotency.PARAMETER],
+        responses={201: s.SuiteSerializer, 409: idempotency.CONFLICT, 429: TOO_MANY},
     )
+    @idempotency.idempotent
     def create(self, request: Request) -> Response:
         data = valid(s.SuiteCreateInputSerializer, request)
         fanout = data.get("fanout")
@@ -153,8 +162,10 @@ class JobViewSet(ReadViewSet):
     @extend_schema(
         summary="Submit a standalone job",
         request=s.JobCreateInputSerializer,
-        responses={201: s.JobSerializer},
+        parameters=[idempotency.PARAMETER],
+        responses={201: s.JobSerializer, 409: idempotency.CONFLICT, 429: TOO_MANY},
     )
+    @idempotency.idempotent
     def create(self, request: Request) -> Response:
         data = valid(s.JobCreateInputSerializer, request)
         job = services.job_submit(owner=request.user, spec=data["spec"])
@@ -265,8 +276,10 @@ class LeaseViewSet(ReadViewSet):
     @extend_schema(
         summary="Reserve a free host for manual work, for a duration (staff)",
         request=s.LeaseReserveInputSerializer,
-        responses={201: s.LeaseSerializer},
+        parameters=[idempotency.PARAMETER],
+        responses={201: s.LeaseSerializer, 409: idempotency.CONFLICT},
     )
+    @idempotency.idempotent
     def create(self, request: Request) -> Response:
         data = valid(s.LeaseReserveInputSerializer, request)
         lease = services.lease_reserve(

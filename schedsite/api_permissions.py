@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rest_framework.permissions import BasePermission, IsAuthenticated
-from rest_framework.request import Request
-from rest_framework.views import APIView
 
 from schedsite import roles
+
+if TYPE_CHECKING:  # rest_framework.views reads the throttle classes, which import this module
+    from rest_framework.request import Request
+    from rest_framework.views import APIView
 
 
 class IsLabStaff(BasePermission):

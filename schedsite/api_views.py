@@ -14,9 +14,11 @@ from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
+from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from schedsite import roles
+from schedsite.throttles import LoginThrottle
 
 
 def valid(serializer_class: type[Serializer], request: Request) -> dict:
@@ -76,6 +78,18 @@ class TokenView(ObtainAuthToken):
 
     # DRF's ObtainAuthToken names its own parsers; use the API's (a too-deep JSON body is a 400).
     parser_classes = APIView.parser_classes
+
+    # DRF's ObtainAuthToken turns throttles off; this endpoint needs them most.
+    throttle_classes = APIView.throttle_classes
+
+    def get_throttles(self) -> list[BaseThrottle]:
+        # A password check: limited per address like the login forms (docs/security.md).
+        return [*super().get_throttles(), LoginThrottle()]
+
+    def get_serializer_context(self) -> dict[str, Any]:
+        # django-axes marks a locked-out login on the request it is given; hand it Django's
+        # request, which its middleware sees, not DRF's wrapper around it.
+        return {**super().get_serializer_context(), "request": self.request._request}
 
     @extend_schema(summary="Revoke your API token", request=None, responses={204: None})
     def delete(self, request: Request) -> Response:

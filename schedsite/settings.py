@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -75,20 +77,26 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_q",
     "django_htmx",
+    "axes",
+    "csp",
     "hosts",
     "jobs",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "schedsite.throttles.LoginFormThrottleMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into its lockout answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "schedsite.urls"
@@ -183,6 +191,81 @@ if SECURE_COOKIES:
 # /metrics: staff (session or API token), or `Authorization: Bearer $METRICS_TOKEN` when set.
 METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
 
+# Content-Security-Policy (django-csp): scripts and styles only from the site's own static
+# files. No inline script, style element or style attribute runs (docs/security.md#headers).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
+
+# --- caches, login lockout and throttles (docs/security.md#throttles-and-lockout) --------------
+# One cache every web process shares, so a limit holds however many gunicorn workers there
+# are: Redis when REDIS_URL is set, else a table in the database (`createcachetable`).
+if os.environ.get("REDIS_URL"):
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": os.environ["REDIS_URL"],
+        }
+    }
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "schedsite_cache",
+        }
+    }
+
+# How many proxies in front of gunicorn set X-Forwarded-For (0: the socket's address is the
+# client's). Throttles and the login lockout both count per client address.
+NUM_PROXIES = env_int("NUM_PROXIES", 0)
+
+# django-axes: a username that fails AXES_FAILURE_LIMIT times from one address is refused for
+# AXES_COOLOFF_MINUTES, on every login: the UI's, the admin's and POST /api/token/. Per
+# username *and* address, so neither a colleague behind the same NAT nor a stranger typing
+# your username can lock you out; LoginThrottle bounds how many usernames one address tries.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "schedsite.throttles.client_ip"
+AXES_LOCKOUT_CALLABLE = "schedsite.throttles.lockout_response"
+AXES_VERBOSE = False  # no banner at every start; failures are still logged
+
+
+def env_rate(name: str, default: str) -> str:
+    """A throttle rate such as `60/min` (per s, min, hour or day)."""
+    value = os.environ.get(name, "").strip() or default
+    if not re.fullmatch(r"\d+/(s|sec|second|m|min|minute|h|hour|d|day)", value):
+        raise ImproperlyConfigured(
+            f"{name} must be a rate such as 60/min (per s, min, hour or day), got {value!r}"
+        )
+    return value
+
+
+THROTTLE_RATES = {
+    "anon": env_rate("THROTTLE_ANON", "60/min"),  # per address, without credentials
+    "login": env_rate("THROTTLE_LOGIN", "20/min"),  # per address: token endpoint, login forms
+    "read": env_rate("THROTTLE_READ", "600/min"),  # per user
+    "write": env_rate("THROTTLE_WRITE", "120/min"),  # per user
+    # Per runner account. One runner may heartbeat thousands of leases; per second, so the
+    # counted window stays short (DRF keeps one timestamp per request in it).
+    "runner": env_rate("THROTTLE_RUNNER", "200/s"),
+}
+
 # --- schedsite ------------------------------------------------------------------------------
 LEASE_TTL = env_int("LEASE_TTL", 600)  # seconds a lease lives without a heartbeat
 WORKER_OFFLINE_TIMEOUT = env_int("WORKER_OFFLINE_TIMEOUT", 120)  # seconds since last heartbeat
@@ -248,6 +331,15 @@ REST_FRAMEWORK = {
     # Service errors -> 400/403/409, database races -> 409: never a 500 for client input.
     "EXCEPTION_HANDLER": "schedsite.api_exceptions.exception_handler",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
+    # 429 with Retry-After past a rate (docs/security.md#throttles-and-lockout).
+    "DEFAULT_THROTTLE_CLASSES": [
+        "schedsite.throttles.AnonThrottle",
+        "schedsite.throttles.ReadThrottle",
+        "schedsite.throttles.WriteThrottle",
+        "schedsite.throttles.RunnerThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": THROTTLE_RATES,
+    "NUM_PROXIES": NUM_PROXIES,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "schedsite API",

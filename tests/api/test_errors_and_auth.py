@@ -60,7 +60,7 @@ def test_lab_staff_group_members_are_staff(bob, bob_client):
 
 def test_the_browser_session_works_and_writes_need_the_csrf_token(sam):
     client = APIClient(enforce_csrf_checks=True)
-    client.login(username="sam", password="sam-pass")
+    client.force_login(sam)
     f.host("h1")
     assert client.get("/api/hosts/h1/").status_code == 200
     response = client.post("/api/hosts/h1/lock/", {"reason": "x"})

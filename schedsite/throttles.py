@@ -1,0 +1,157 @@
+"""Request throttles and the login lockout's answer (docs/security.md#throttles-and-lockout)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from axes.helpers import get_cool_off
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.template.loader import render_to_string
+from rest_framework import throttling
+from rest_framework.settings import api_settings
+
+from schedsite.api_permissions import IsStaffOrRunner
+
+if TYPE_CHECKING:  # rest_framework.views imports this module through its settings
+    from rest_framework.request import Request
+    from rest_framework.views import APIView
+
+SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
+
+
+def is_runner_protocol(view: APIView) -> bool:
+    """The runner protocol is every action open to runners (docs/api.md#the-runner-protocol)."""
+    extra = getattr(view, "action_permissions", {}).get(getattr(view, "action", None) or "", ())
+    return IsStaffOrRunner in extra
+
+
+class RateFromSettings:
+    """Read the rate on every request, not once at import, so a changed setting applies."""
+
+    scope: str
+
+    def get_rate(self) -> str | None:
+        return api_settings.DEFAULT_THROTTLE_RATES[self.scope]
+
+
+class AnonThrottle(RateFromSettings, throttling.AnonRateThrottle):
+    """Anonymous requests, per client IP."""
+
+    scope = "anon"
+
+
+class AuthenticatedThrottle(RateFromSettings, throttling.SimpleRateThrottle):
+    """A signed-in user's requests of one kind, per user."""
+
+    def applies(self, request: Request, view: APIView) -> bool:
+        raise NotImplementedError
+
+    def get_cache_key(self, request: Request, view: APIView) -> str | None:
+        if not request.user.is_authenticated or not self.applies(request, view):
+            return None
+        return self.cache_format % {"scope": self.scope, "ident": request.user.pk}
+
+
+class ReadThrottle(AuthenticatedThrottle):
+    """Reads (GET, HEAD, OPTIONS), per user."""
+
+    scope = "read"
+
+    def applies(self, request: Request, view: APIView) -> bool:
+        return request.method in SAFE_METHODS and not is_runner_protocol(view)
+
+
+class WriteThrottle(AuthenticatedThrottle):
+    """Writes (POST, PUT, PATCH, DELETE), per user, counted apart from reads."""
+
+    scope = "write"
+
+    def applies(self, request: Request, view: APIView) -> bool:
+        return request.method not in SAFE_METHODS and not is_runner_protocol(view)
+
+
+class RunnerThrottle(AuthenticatedThrottle):
+    """The runner protocol, per account: generous, since one runner heartbeats many leases."""
+
+    scope = "runner"
+
+    def applies(self, request: Request, view: APIView) -> bool:
+        return is_runner_protocol(view)
+
+
+class LoginThrottle(RateFromSettings, throttling.SimpleRateThrottle):
+    """Password checks (POST /api/token/, the login forms), per client IP."""
+
+    scope = "login"
+
+    def get_cache_key(self, request: Request | HttpRequest, view: object) -> str | None:
+        if request.method != "POST":
+            return None
+        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+
+
+# URL names of the HTML login forms; /api/token/ is a DRF view and lists LoginThrottle itself.
+LOGIN_FORMS = {"login", "admin:login"}
+
+
+class LoginFormThrottleMiddleware:
+    """Apply LoginThrottle to the UI's and the admin's login forms: 429 with Retry-After."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_view(
+        self, request: HttpRequest, view_func: object, view_args: object, view_kwargs: object
+    ) -> HttpResponse | None:
+        match = request.resolver_match
+        if match is None or match.view_name not in LOGIN_FORMS:
+            return None
+        throttle = LoginThrottle()
+        if throttle.allow_request(request, None):
+            return None
+        seconds = max(1, round(throttle.wait() or 1))
+        message = (
+            f"Too many sign-in attempts from your address. Try again in {wait_words(seconds)}."
+        )
+        return too_many_attempts(request, message, seconds)
+
+
+def client_ip(request: HttpRequest) -> str:
+    """The client's address, behind NUM_PROXIES trusted proxies: one rule for throttles and axes."""
+    return throttling.BaseThrottle().get_ident(request)
+
+
+def lockout_response(
+    request: HttpRequest, original_response: HttpResponse | None = None, credentials: object = None
+) -> HttpResponse:
+    """django-axes' answer once a username has failed too often from one address (429)."""
+    seconds = max(1, round(get_cool_off(request).total_seconds()))
+    message = (
+        f"Too many failed sign-ins for this account from your address. Try again in "
+        f"{wait_words(seconds)}."
+    )
+    return too_many_attempts(request, message, seconds)
+
+
+def too_many_attempts(request: HttpRequest, message: str, seconds: int) -> HttpResponse:
+    """429 with Retry-After: JSON for the API (/api/token/), a page for the login forms."""
+    match = request.resolver_match
+    if match is not None and match.namespace == "api":
+        response: HttpResponse = JsonResponse({"detail": message}, status=429)
+    else:
+        body = render_to_string(
+            "registration/too_many_attempts.html", {"message": message}, request=request
+        )
+        response = HttpResponse(body, status=429)
+    response["Retry-After"] = str(seconds)
+    return response
+
+
+def wait_words(seconds: int) -> str:
+    if seconds < 90:
+        return f"{seconds} seconds"
+    return f"{round(seconds / 60)} minutes"

@@ -3,6 +3,7 @@ services, and no delete ends a live lease."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from types import SimpleNamespace
 
 import pytest
@@ -11,7 +12,7 @@ from django.test import Client
 from hosts import services as host_services
 from hosts.models import Host, HostEvent, Label, Worker
 from jobs import services
-from jobs.models import Job, Lease, Suite
+from jobs.models import Job, Lease, SchedulerTick, Suite
 from tests import factories as f
 from tests.security.conftest import signed_in, snapshot
 
@@ -246,3 +247,17 @@ def test_a_label_hosts_carry_cannot_be_renamed_or_deleted_in_the_admin(root, lea
     assert snapshot() == before
     unused = Label.objects.create(name="board:unused")
     assert root.post(f"/admin/hosts/label/{unused.pk}/delete/", {"post": "yes"}).status_code == 302
+
+
+def test_every_admin_page_of_the_lab_renders_for_a_superuser(root, leased):
+    services.lease_reserve(host=leased.h2, holder="sam", duration=timedelta(hours=1), reason="x")
+    services.scheduler_tick()
+    for model in (Host, HostEvent, Label, Worker, Suite, Job, Lease, SchedulerTick):
+        opts = model._meta
+        base = f"/admin/{opts.app_label}/{opts.model_name}/"
+        assert root.get(base).status_code == 200, base
+        for obj in model.objects.all()[:3]:
+            assert root.get(f"{base}{obj.pk}/change/").status_code == 200, (base, obj.pk)
+    for model in (Host, Label, Worker):
+        opts = model._meta
+        assert root.get(f"/admin/{opts.app_label}/{opts.model_name}/add/").status_code == 200

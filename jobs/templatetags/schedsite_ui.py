@@ -253,6 +253,7 @@ class Segment:
     label: str
     count: int
     pct: float
+    start: float = 0  # where it begins, in percent: bars are SVG, no style attributes (CSP)
 
 
 # Finished states first (left), then work in flight, then what still waits.
@@ -274,16 +275,17 @@ def completion_segments(counts: Mapping[str, int] | None) -> list[Segment]:
     total = sum(counts.values())
     if not total:
         return []
-    return [
-        Segment(
-            key=status,
-            label=label,
-            count=counts[status],
-            pct=round(100 * counts[status] / total, 2),
-        )
-        for status, label in _COMPLETION_ORDER
-        if counts.get(status)
-    ]
+    segments = []
+    done = 0
+    for status, label in _COMPLETION_ORDER:
+        if counts.get(status):
+            start = round(100 * done / total, 2)
+            done += counts[status]
+            pct = round(100 * done / total, 2) - start
+            segments.append(
+                Segment(key=status, label=label, count=counts[status], pct=pct, start=start)
+            )
+    return segments
 
 
 @register.filter

@@ -3,8 +3,9 @@
   "use strict";
 
   // Live regions poll only while nobody is typing, choosing or ticking boxes inside them:
-  // a poll swaps the region and would throw that work away.
-  window.schedsiteIdle = function (elt) {
+  // a poll swaps the region and would throw that work away. (Checked here, not in an
+  // hx-trigger filter: htmx evaluates those as code, which the Content-Security-Policy forbids.)
+  function idle(elt) {
     if (document.hidden) return false;
     if (elt.querySelector("details[open], input[type=checkbox]:checked")) return false;
     // An action is on its way, or its result is still on show (see FLASH_MS).
@@ -12,7 +13,13 @@
     var active = document.activeElement;
     if (active && elt.contains(active) && active.matches("input, select, textarea")) return false;
     return true;
-  };
+  }
+  document.addEventListener("htmx:beforeRequest", function (evt) {
+    var elt = evt.detail.elt;
+    if (elt.classList.contains("live-region") && evt.detail.requestConfig.verb === "get" && !idle(elt)) {
+      evt.preventDefault();
+    }
+  });
 
   // How long an action's result stays in its row before live updates may replace it.
   var FLASH_MS = 4000;

@@ -5,7 +5,13 @@ from __future__ import annotations
 import multiprocessing
 import os
 
+import gunicorn.http.wsgi
+
 wsgi_app = "schedsite.wsgi:application"
+
+# gunicorn names itself in a Server header on every answer; scanners need no help telling
+# which server this is (docs/security.md#headers). Its responses read this name when made.
+gunicorn.http.wsgi.SERVER = "schedsite"
 
 # Behind a TLS-terminating proxy on the same machine by default; 0.0.0.0:8000 in a container.
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import random
+import select
 import signal
 import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
+from django.utils import timezone
 
-from jobs import demo
+from jobs import demo, selectors
 
 FEED_EVERY = 2.0  # seconds between top-ups of the demo queue
+LOG_TAIL_LINES = 20  # of a process's log, shown when it exits
 
 
 def wait_for_port(addr: str, *, timeout: float) -> bool:
@@ -31,8 +37,8 @@ def wait_for_port(addr: str, *, timeout: float) -> bool:
     return False
 
 
-def api_url(addr: str) -> str:
-    """The URL runners reach the web server at, given runserver's ADDR (host:port)."""
+def site_url(addr: str) -> str:
+    """The URL this machine reaches the web server at, given runserver's ADDR (host:port)."""
     host, _, port = addr.rpartition(":")
     if not host:
         host, port = "127.0.0.1", addr
@@ -40,7 +46,55 @@ def api_url(addr: str) -> str:
         host = "127.0.0.1"
     elif host in ("[::]", "::"):
         host = "[::1]"
-    return f"http://{host}:{port}/api/"
+    return f"http://{host}:{port}/"
+
+
+def api_url(addr: str) -> str:
+    """The URL runners reach the web server at, given runserver's ADDR (host:port)."""
+    return f"{site_url(addr)}api/"
+
+
+def shown_path(path: Path) -> Path:
+    """The path relative to the working directory when it is under it, else absolute."""
+    try:
+        return path.resolve().relative_to(Path.cwd())
+    except ValueError:
+        return path.resolve()
+
+
+def banner(addr: str, log_dir: Path) -> str:
+    """Where the demo runs, how to log in, and where its processes' logs go."""
+    url = site_url(addr)
+    users = " or ".join(
+        f"{name} / {password} ({'lab staff' if staff else 'tester'})"
+        for name, (password, staff) in demo.DEMO_USERS.items()
+    )
+    return (
+        f"\n  schedsite is running at {url}\n"
+        f"  log in as {users}\n"
+        f"  API docs: {url}api/docs/\n"
+        f"  logs of the web server, the scheduler and the runners: {shown_path(log_dir)}/\n"
+        f"  Enter shows this again (or kill -USR1 {os.getpid()}); Ctrl-C stops everything\n"
+    )
+
+
+def lab_status() -> str:
+    """One line on what the lab is doing, so a quiet terminal still shows it is alive."""
+    counts = selectors.dashboard_counts(now=timezone.now())
+    return (
+        f"  lab now: {counts['hosts_total']} hosts, {counts['hosts_leased']} leased, "
+        f"{counts['hosts_needs_repair']} in repair; {counts['jobs_queued']} jobs queued, "
+        f"{counts['jobs_running']} running, {counts['jobs_passed']} passed\n"
+    )
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    """The last lines of a log file, indented, for a message about its process."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return "".join(f"    {line}\n" for line in text.splitlines()[-lines:])
 
 
 class Command(BaseCommand):
@@ -53,6 +107,12 @@ class Command(BaseCommand):
         parser.add_argument("--addr", default="127.0.0.1:8000")
         parser.add_argument("--no-runners", action="store_true")
         parser.add_argument(
+            "--log-dir",
+            type=Path,
+            default=settings.BASE_DIR / "build" / "demo-logs",
+            help="where each process's output goes (one file each), so the terminal stays quiet",
+        )
+        parser.add_argument(
             "--keep-queued",
             type=int,
             default=demo.KEEP_QUEUED,
@@ -62,6 +122,12 @@ class Command(BaseCommand):
     def handle(self, *args: object, **options: object) -> None:
         manage = [sys.executable, "manage.py"]
         addr = str(options["addr"])
+        # The feeder's submissions ask for ticks from this process: keep django-q's line per
+        # enqueued task out of the terminal too (its warnings still show).
+        logging.getLogger("django-q").setLevel(logging.WARNING)
+        log_dir = Path(options["log_dir"])  # type: ignore[arg-type]
+        log_dir.mkdir(parents=True, exist_ok=True)
+        logs: dict[str, Path] = {}
         procs: dict[str, subprocess.Popen] = {}
         commands: dict[str, tuple[list[str], dict[str, str]]] = {
             "web": ([*manage, "runserver", addr, "--noreload"], {}),
@@ -75,46 +141,78 @@ class Command(BaseCommand):
                 cmd += ["--", *demo.SIMULATED_TEST]
                 # The token travels in the environment, not on the command line (`ps`).
                 commands[f"runner {worker}"] = (cmd, {"SCHEDSITE_TOKEN": token})
-        for name, (cmd, extra_env) in commands.items():
-            if name.startswith("runner") and "web" in procs:
-                # Runners talk to the web server; starting them before it listens only fills
-                # the terminal with connection-refused retries.
-                wait_for_port(addr, timeout=30)
-            # Own sessions: Ctrl-C reaches only us, and each child gets exactly one SIGTERM.
-            procs[name] = subprocess.Popen(
-                cmd, env={**os.environ, **extra_env}, start_new_session=True
-            )
-        self.stdout.write(
-            self.style.SUCCESS(
-                f"\n  schedsite is running at http://{addr}/\n"
-                f"  log in as admin / admin (lab staff) or alice / alice (tester)\n"
-                f"  API docs: http://{addr}/api/docs/   Ctrl-C stops everything\n"
-            )
-        )
         stopping = False
+        show_banner = True  # once everything has started, and again on request
 
         def stop(*_: object) -> None:
             nonlocal stopping
             stopping = True
 
+        def ask_banner(*_: object) -> None:
+            nonlocal show_banner
+            show_banner = True
+
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGUSR1, ask_banner)
+        interactive = sys.stdin.isatty()
         rng = random.Random()
         next_feed = time.monotonic() + FEED_EVERY
         try:
+            for name, (cmd, extra_env) in commands.items():
+                if stopping:
+                    break
+                if name.startswith("runner") and "web" in procs:
+                    # Runners talk to the web server; starting them before it listens only
+                    # fills their logs with connection-refused retries.
+                    wait_for_port(addr, timeout=30)
+                # Each process writes to its own file: the runners' requests alone make several
+                # access-log lines a second, which would bury the banner within seconds.
+                logs[name] = log_dir / f"{name.replace(' ', '-')}.log"
+                with logs[name].open("wb") as out:
+                    # Own sessions: Ctrl-C reaches only us, and each child gets one SIGTERM.
+                    procs[name] = subprocess.Popen(
+                        cmd,
+                        env={**os.environ, **extra_env},
+                        stdin=subprocess.DEVNULL,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+            if "web" in procs and not stopping:
+                wait_for_port(addr, timeout=30)
             while not stopping:
                 for name, proc in procs.items():
-                    if proc.poll() is not None:
-                        self.stderr.write(f"{name} exited with {proc.returncode}; stopping")
+                    if proc.poll() is not None and not stopping:
+                        self.stderr.write(
+                            f"{name} exited with {proc.returncode}; stopping everything. "
+                            f"The end of {shown_path(logs[name])}:\n"
+                            f"{log_tail(logs[name])}"
+                        )
                         stopping = True
+                if show_banner and not stopping:
+                    show_banner = False
+                    self.stdout.write(self.style.SUCCESS(banner(addr, log_dir)))
+                    try:
+                        self.stdout.write(lab_status())
+                    except Exception as exc:  # noqa: BLE001 — a busy SQLite must not end the demo
+                        self.stderr.write(f"lab status unavailable: {exc}")
                 if not options["no_runners"] and time.monotonic() >= next_feed:
                     next_feed = time.monotonic() + FEED_EVERY
                     try:
                         demo.feed_step(rng=rng, keep_queued=int(options["keep_queued"]))
                     except Exception as exc:  # noqa: BLE001 — a busy SQLite must not end the demo
                         self.stderr.write(f"demo feed skipped: {exc}")
-                time.sleep(0.5)
+                if interactive:
+                    # Enter asks for the banner again; the wait doubles as the loop's pause.
+                    readable, _, _ = select.select([sys.stdin], [], [], 0.5)
+                    if readable:
+                        sys.stdin.readline()
+                        show_banner = True
+                else:
+                    time.sleep(0.5)
         finally:
+            self.stdout.write("  stopping the runners, the scheduler and the web server…")
             # Runners first, while the web server still answers: they abort what they hold.
             runners = [p for name, p in procs.items() if name.startswith("runner")]
             others = [p for name, p in procs.items() if not name.startswith("runner")]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -36,10 +37,10 @@ TESTS = [
     "bluetooth_Pair",
 ]
 # The feeder keeps this many jobs that some host could run queued. It submits one suite at a
-# time, at most one per SUBMIT_EVERY, sized to fill the gap: a handful of submissions a minute
-# as the tester alice, at priorities a tester may use (docs/security.md#submission-limits).
-KEEP_QUEUED = 20
-SUBMIT_EVERY = timedelta(seconds=10)
+# time, at most one per SUBMIT_EVERY, sized to fill the gap: at most ten submissions a minute
+# as the tester alice, within a tester's limits (docs/security.md#submission-limits).
+KEEP_QUEUED = 30
+SUBMIT_EVERY = timedelta(seconds=6)
 MAX_SUITE_JOBS = 40
 # Hosts the runners flagged come back from "repair" this long after, as in a real lab.
 REPAIR_AFTER = timedelta(seconds=60)
@@ -132,7 +133,10 @@ def submit_random_suite(
     boards = [b for b in BOARDS if _carried([f"board:{b}"], hosts)]
     if not boards:
         return None  # the lab has no demo boards left: nothing could run
-    board = rng.choice(boards)
+    # The board with the least work queued, so that no board's hosts sit idle for long.
+    queued = _queued_per_board()
+    rng.shuffle(boards)
+    board = min(boards, key=lambda b: queued[b])
     specs = []
     for i in range(jobs):
         labels = [f"board:{board}"] if i % 3 else [f"board:{board}", "pool:cq"]
@@ -194,6 +198,22 @@ def simulate_step(
             continue  # the lease moved on meanwhile (released, expired): nothing to do
     feed_step(rng=rng, keep_queued=keep_queued, now=now)
     return {"started": started, "finished": done, "at": now}
+
+
+def _queued_per_board() -> Counter[str]:
+    """How many jobs are queued for each demo board."""
+    queued: Counter[str] = Counter()
+    rows = (
+        Job.objects.filter(status=JobStatus.QUEUED)
+        .values_list("label_key")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for label_key, n in rows:
+        for label in decode_labels(label_key):
+            if label.startswith("board:"):
+                queued[label.removeprefix("board:")] += n
+    return queued
 
 
 def working_hosts() -> QuerySet[Host]:

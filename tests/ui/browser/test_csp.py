@@ -97,6 +97,9 @@ def test_every_page_runs_without_a_csp_violation(watched, sam, alice, lab):  # n
         page.goto(path)
         page.wait_for_load_state("networkidle")
         assert_no_violation(page, path)
+    # Swagger UI started from its script file and drew the operations.
+    expect(page.get_by_text("/api/hosts/{hostname}/lock/").first).to_be_visible()
+    screenshot(page, "csp-api-docs")
 
 
 def test_the_suite_bars_still_show_progress(watched, sam, alice, lab):  # noqa: ANN001

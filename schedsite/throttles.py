@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from axes.helpers import get_cool_off
@@ -89,35 +88,6 @@ class LoginThrottle(RateFromSettings, throttling.SimpleRateThrottle):
         if request.method != "POST":
             return None
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
-
-
-# URL names of the HTML login forms; /api/token/ is a DRF view and lists LoginThrottle itself.
-LOGIN_FORMS = {"login", "admin:login"}
-
-
-class LoginFormThrottleMiddleware:
-    """Apply LoginThrottle to the UI's and the admin's login forms: 429 with Retry-After."""
-
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        return self.get_response(request)
-
-    def process_view(
-        self, request: HttpRequest, view_func: object, view_args: object, view_kwargs: object
-    ) -> HttpResponse | None:
-        match = request.resolver_match
-        if match is None or match.view_name not in LOGIN_FORMS:
-            return None
-        throttle = LoginThrottle()
-        if throttle.allow_request(request, None):
-            return None
-        seconds = max(1, round(throttle.wait() or 1))
-        message = (
-            f"Too many sign-in attempts from your address. Try again in {wait_words(seconds)}."
-        )
-        return too_many_attempts(request, message, seconds)
 
 
 def client_ip(request: HttpRequest) -> str:

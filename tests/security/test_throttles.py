@@ -174,3 +174,26 @@ def test_runners_heartbeat_far_more_often_than_a_user_may_write(
         assert response.status_code == 200, (i, response.content)
     assert_throttled(client.post(f"/api/leases/{lease.pk}/heartbeat/"))
     assert client.post(f"/api/jobs/{lease.job_id}/abort/", {"reason": "x"}).status_code == 200
+
+
+def test_ui_writes_share_the_users_write_limit_with_the_api(sam) -> None:  # noqa: ANN001
+    from django.test import Client
+
+    from hosts.models import Host
+
+    host = f.host("h1.lab")
+    browser = Client(REMOTE_ADDR="10.0.0.1", headers={"HX-Request": "true"})
+    browser.force_login(sam)
+    for i in range(120):
+        action = "lock" if i % 2 == 0 else "unlock"
+        response = browser.post(f"/hosts/h1.lab/{action}/", {"reason": "rack move"})
+        assert response.status_code == 200, (i, response.content[:300])
+    refused = browser.post("/hosts/h1.lab/lock/", {"reason": "one too many"})
+    assert refused.status_code == 429
+    assert int(refused["Retry-After"]) >= 1
+    assert refused["HX-Reswap"] == "none"  # the page stays as it is; the toast says why
+    assert "Too many changes in a short time: nothing was changed." in refused.content.decode()
+    assert not Host.objects.get(pk=host.pk).locked
+    assert browser.get("/hosts/").status_code == 200  # reading goes on
+    # The same count as the API's: sam's script is refused too.
+    assert_throttled(token_client(sam).post("/api/hosts/h1.lab/lock/", {"reason": "x"}))

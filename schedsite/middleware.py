@@ -1,0 +1,62 @@
+"""The API's throttles, applied to the HTML side too: the login forms and every write."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.http import HttpRequest, HttpResponse
+
+from schedsite.throttles import (
+    SAFE_METHODS,
+    LoginThrottle,
+    WriteThrottle,
+    too_many_attempts,
+    wait_words,
+)
+from schedsite.views import error_response
+
+# URL names of the HTML login forms; /api/token/ is a DRF view and lists LoginThrottle itself.
+LOGIN_FORMS = {"login", "admin:login"}
+
+
+class ThrottleMiddleware:
+    """Password checks per address, and a user's writes in the same count as their API writes."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_view(
+        self, request: HttpRequest, view_func: object, view_args: object, view_kwargs: object
+    ) -> HttpResponse | None:
+        match = request.resolver_match
+        if match is None or match.namespace == "api":
+            return None  # DRF throttles its own views (docs/security.md#throttles-and-lockout)
+        if match.view_name in LOGIN_FORMS:
+            throttle = LoginThrottle()
+            if throttle.allow_request(request, None):
+                return None
+            seconds = retry_after(throttle)
+            message = (
+                f"Too many sign-in attempts from your address. Try again in {wait_words(seconds)}."
+            )
+            return too_many_attempts(request, message, seconds)
+        if request.method in SAFE_METHODS or not request.user.is_authenticated:
+            return None
+        throttle = WriteThrottle()
+        if throttle.allow_request(request, None):
+            return None
+        seconds = retry_after(throttle)
+        message = (
+            f"Too many changes in a short time: nothing was changed. Try again in "
+            f"{wait_words(seconds)}."
+        )
+        response = error_response(request, message, 429)
+        response["Retry-After"] = str(seconds)
+        return response
+
+
+def retry_after(throttle: LoginThrottle | WriteThrottle) -> int:
+    return max(1, round(throttle.wait() or 1))

@@ -12,7 +12,9 @@ from rest_framework import serializers
 
 from hosts.choices import HostStatus
 from hosts.models import Host, HostEvent, Worker
+from hosts.validators import hostname_validator, worker_name_validator
 from jobs.api.serializers import ActiveLeaseSerializer, LabelListField
+from schedsite.api_fields import StrictBooleanField, StrictCharField
 from schedsite.roles import RUNNER_GROUP
 
 
@@ -87,18 +89,18 @@ class RunnerAccountField(serializers.SlugRelatedField):
 
 
 class WorkerCreateInputSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=100)
-    paused = serializers.BooleanField(default=False)
-    paused_reason = serializers.CharField(max_length=500, allow_blank=True, default="")
+    name = StrictCharField(max_length=100, validators=[worker_name_validator])
+    paused = StrictBooleanField(default=False)
+    paused_reason = StrictCharField(max_length=500, allow_blank=True, default="")
 
 
 class WorkerUpdateInputSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=100, required=False)
+    name = StrictCharField(max_length=100, required=False, validators=[worker_name_validator])
     runner = RunnerAccountField(required=False, allow_null=True)
 
 
 class WorkerPauseInputSerializer(serializers.Serializer):
-    reason = serializers.CharField(max_length=500)
+    reason = StrictCharField(max_length=500)
 
 
 class WorkerHeartbeatSerializer(serializers.Serializer):
@@ -231,13 +233,13 @@ class HostDetailSerializer(HostSerializer):
 
 
 class HostCreateInputSerializer(serializers.Serializer):
-    hostname = serializers.CharField(max_length=255)
+    hostname = StrictCharField(max_length=255, validators=[hostname_validator])
     worker = serializers.SlugRelatedField(
         slug_field="name", queryset=Worker.objects.all(), required=False, allow_null=True
     )
     labels = LabelListField(required=False, default=list)
     status = serializers.ChoiceField(choices=HostStatus.choices, default=HostStatus.READY)
-    current_build = serializers.CharField(max_length=200, allow_blank=True, default="")
+    current_build = StrictCharField(max_length=200, allow_blank=True, default="")
 
 
 class HostUpdateInputSerializer(serializers.Serializer):
@@ -246,15 +248,15 @@ class HostUpdateInputSerializer(serializers.Serializer):
     )
     labels = LabelListField(required=False, help_text="Replaces the host's labels.")
     status = serializers.ChoiceField(choices=HostStatus.choices, required=False)
-    current_build = serializers.CharField(max_length=200, allow_blank=True, required=False)
+    current_build = StrictCharField(max_length=200, allow_blank=True, required=False)
 
 
 class HostLockInputSerializer(serializers.Serializer):
-    reason = serializers.CharField(max_length=500)
+    reason = StrictCharField(max_length=500)
 
 
 class HostReleaseInputSerializer(serializers.Serializer):
-    requeue = serializers.BooleanField(
+    requeue = StrictBooleanField(
         default=True, help_text="Requeue the lease's job (default), or abort it."
     )
-    reason = serializers.CharField(max_length=500, allow_blank=True, default="")
+    reason = StrictCharField(max_length=500, allow_blank=True, default="")

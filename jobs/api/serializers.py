@@ -14,6 +14,7 @@ from hosts.models import Host
 from jobs.choices import JobStatus, Priority, ReleaseReason, SuiteStatus
 from jobs.models import Job, Lease, SchedulerTick, Suite, decode_labels
 from jobs.services import JobSpec
+from schedsite.api_fields import StrictBooleanField, StrictCharField, StrictIntegerField
 
 MAX_LABELS = 64
 PRIORITY_LEVELS = {level.label: level.value for level in Priority}
@@ -34,7 +35,7 @@ class LabelListField(serializers.ListField):
     """A list of label names such as board:eve or pool:cq."""
 
     def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("child", serializers.CharField(max_length=100))
+        kwargs.setdefault("child", StrictCharField(max_length=100))
         kwargs.setdefault("max_length", MAX_LABELS)
         super().__init__(**kwargs)
 
@@ -78,7 +79,7 @@ class PriorityField(serializers.Field):
 
 
 def _seconds_field(**kwargs: Any) -> serializers.IntegerField:
-    return serializers.IntegerField(min_value=1, max_value=30 * 24 * 3600, **kwargs)
+    return StrictIntegerField(min_value=1, max_value=30 * 24 * 3600, **kwargs)
 
 
 # --- submission -----------------------------------------------------------------------------
@@ -87,9 +88,9 @@ def _seconds_field(**kwargs: Any) -> serializers.IntegerField:
 class JobSpecInputSerializer(serializers.Serializer):
     """One job of a suite, or a standalone job."""
 
-    name = serializers.CharField(max_length=200)
+    name = StrictCharField(max_length=200)
     labels = LabelListField(required=False, default=list, help_text="The host must carry all.")
-    host = serializers.CharField(
+    host = StrictCharField(
         max_length=255,
         required=False,
         allow_null=True,
@@ -99,7 +100,7 @@ class JobSpecInputSerializer(serializers.Serializer):
     priority = PriorityField(
         required=False, allow_null=True, default=None, help_text="Defaults to the suite's."
     )
-    max_retries = serializers.IntegerField(min_value=0, max_value=100, default=0)
+    max_retries = StrictIntegerField(min_value=0, max_value=100, default=0)
     timeout = _seconds_field(
         required=False, allow_null=True, default=None, help_text="Maximum runtime in seconds."
     )
@@ -143,7 +144,7 @@ class FanoutInputSerializer(serializers.Serializer):
     """Run one job on every host carrying all the labels, each pinned to its host."""
 
     labels = LabelListField(min_length=1)
-    name = serializers.CharField(
+    name = StrictCharField(
         max_length=150,
         required=False,
         allow_blank=True,
@@ -155,15 +156,30 @@ class FanoutInputSerializer(serializers.Serializer):
 class SuiteCreateInputSerializer(serializers.Serializer):
     """A suite with its jobs (`jobs`), or a fan-out suite (`fanout`): exactly one of the two."""
 
-    name = serializers.CharField(max_length=200)
-    build = serializers.CharField(max_length=200, allow_blank=True, default="")
+    name = StrictCharField(max_length=200)
+    build = StrictCharField(max_length=200, allow_blank=True, default="")
     priority = PriorityField(default=Priority.DEFAULT.value)
-    min_duts = serializers.IntegerField(min_value=0, max_value=100000, default=0)
-    max_duts = serializers.IntegerField(
+    min_duts = StrictIntegerField(min_value=0, max_value=100000, default=0)
+    max_duts = StrictIntegerField(
         min_value=1, max_value=100000, required=False, allow_null=True, default=None
     )
     jobs = JobSpecInputSerializer(many=True, required=False)
     fanout = FanoutInputSerializer(required=False, allow_null=True, default=None)
+
+    class Meta:
+        # validate()'s rule, for the OpenAPI schema: at least one job, or a fan-out, not both.
+        openapi_request_rules = {
+            "oneOf": [
+                {
+                    "required": ["jobs"],
+                    "properties": {"jobs": {"minItems": 1}, "fanout": {"not": {"type": "object"}}},
+                },
+                {
+                    "required": ["fanout"],
+                    "properties": {"fanout": {"type": "object"}, "jobs": {"maxItems": 0}},
+                },
+            ]
+        }
 
     def to_internal_value(self, data: Any) -> dict:
         # Refuse an oversized suite before validating thousands of job entries one by one.
@@ -266,19 +282,19 @@ MAX_ID = 2**63 - 1
 
 class LeaseReserveInputSerializer(serializers.Serializer):
     host = serializers.SlugRelatedField(slug_field="hostname", queryset=Host.objects.all())
-    duration = serializers.IntegerField(min_value=1, max_value=MAX_DURATION, help_text="Seconds.")
-    reason = serializers.CharField(max_length=500)
+    duration = StrictIntegerField(min_value=1, max_value=MAX_DURATION, help_text="Seconds.")
+    reason = StrictCharField(max_length=500)
 
 
 class LeaseReleaseInputSerializer(serializers.Serializer):
-    requeue = serializers.BooleanField(
+    requeue = StrictBooleanField(
         default=True, help_text="Requeue the lease's job (default), or abort it."
     )
-    reason = serializers.CharField(max_length=500, allow_blank=True, default="")
+    reason = StrictCharField(max_length=500, allow_blank=True, default="")
 
 
 class LeaseExtendInputSerializer(serializers.Serializer):
-    duration = serializers.IntegerField(
+    duration = StrictIntegerField(
         min_value=1, max_value=MAX_DURATION, help_text="Seconds from now the reservation lasts."
     )
 
@@ -366,7 +382,7 @@ class JobSerializer(serializers.ModelSerializer):
 
 
 class JobStartInputSerializer(serializers.Serializer):
-    lease = serializers.IntegerField(
+    lease = StrictIntegerField(
         required=False,
         min_value=1,
         max_value=MAX_ID,
@@ -383,16 +399,14 @@ class JobStartInputSerializer(serializers.Serializer):
 
 class JobCompleteInputSerializer(JobStartInputSerializer):
     result = serializers.ChoiceField(choices=[JobStatus.PASSED, JobStatus.FAILED])
-    message = serializers.CharField(
+    message = StrictCharField(
         allow_blank=True, default="", max_length=100000, help_text="Stored up to 10,000 chars."
     )
-    host_ok = serializers.BooleanField(
-        default=True, help_text="false sends the host to needs_repair."
-    )
+    host_ok = StrictBooleanField(default=True, help_text="false sends the host to needs_repair.")
 
 
 class JobAbortInputSerializer(serializers.Serializer):
-    reason = serializers.CharField(max_length=500, allow_blank=True, default="")
+    reason = StrictCharField(max_length=500, allow_blank=True, default="")
 
 
 # --- suites ---------------------------------------------------------------------------------

@@ -99,9 +99,20 @@ def test_a_malformed_page_number_is_a_400(staff_client, seven_hosts, page):
     assert "page" in response.json()
 
 
-def test_a_page_past_the_end_is_a_404_and_a_bad_page_size_falls_back(staff_client, seven_hosts):
+def test_a_page_past_the_end_is_a_404(staff_client, seven_hosts):
     assert staff_client.get("/api/hosts/?page=9").status_code == 404
-    assert len(staff_client.get("/api/hosts/?page_size=abc").json()["results"]) == 7
+
+
+@pytest.mark.parametrize("size", ["abc", "0", "-1", "1.5", "null"])
+def test_a_malformed_page_size_is_a_400(staff_client, seven_hosts, size):
+    response = staff_client.get(f"/api/hosts/?page_size={size}")
+    assert response.status_code == 400
+    assert "page_size" in response.json()
+
+
+def test_a_page_size_above_the_maximum_is_not_an_error(staff_client, seven_hosts):
+    response = staff_client.get("/api/hosts/?page_size=100000")
+    assert response.status_code == 200 and len(response.json()["results"]) == 7
 
 
 # --- bad input never becomes a 500 ----------------------------------------------------------

@@ -154,3 +154,33 @@ def test_a_suite_nested_as_deep_as_the_api_needs_is_accepted(alice):
     spec = {"name": "S", "jobs": [{"name": "t", "labels": ["board:x"]}]}
     response = token_client(alice).post("/api/suites/", data=spec, format="json")
     assert response.status_code == 201, response.json()
+
+
+@pytest.mark.parametrize("reason", [5, 1.5, ["flaky"], {"why": "flaky"}, None])
+def test_a_json_value_of_the_wrong_type_is_a_400_and_changes_nothing(reason, lab, sam):
+    response = token_client(sam).post(
+        f"/api/hosts/{lab.free.hostname}/lock/", {"reason": reason}, format="json"
+    )
+    assert response.status_code == 400 and "reason" in response.json()
+    lab.free.refresh_from_db()
+    assert not lab.free.locked
+
+
+@pytest.mark.parametrize("paused", [0, 1, "true", "yes"])
+def test_a_json_boolean_is_true_or_false_only(paused, sam):
+    response = token_client(sam).post(
+        "/api/workers/", {"name": "w9", "paused": paused}, format="json"
+    )
+    assert response.status_code == 400 and "paused" in response.json()
+
+
+def test_form_data_still_takes_words_and_digits(sam, lab):
+    client = token_client(sam)
+    response = client.post("/api/workers/", {"name": "w9", "paused": "true"}, format="multipart")
+    assert response.status_code == 201 and response.json()["paused"] is True
+    response = client.post(
+        "/api/leases/",
+        {"host": lab.free.hostname, "duration": "60", "reason": "debug"},
+        format="multipart",
+    )
+    assert response.status_code == 201, response.json()

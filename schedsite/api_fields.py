@@ -1,0 +1,44 @@
+"""Serializer fields the API's input serializers share: JSON values of the documented type only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import QueryDict
+from rest_framework import serializers
+
+
+def _from_form(field: serializers.Field) -> bool:
+    """Whether the body was form data, where every value is text (JSON says what it means)."""
+    return isinstance(getattr(field.root, "initial_data", None), QueryDict)
+
+
+class StrictCharField(serializers.CharField):
+    """Text, and only text: DRF's CharField would quietly turn 0 or 1.5 into "0" or "1.5"."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """true or false in JSON (DRF's also takes 0, 1 and "yes"); form data's words still work."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        if isinstance(data, bool):
+            return data
+        if isinstance(data, str) and _from_form(self):
+            return super().to_internal_value(data)
+        self.fail("invalid", input=data)
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON number with no fraction (DRF's also takes "5"); form data's digits still work."""
+
+    def to_internal_value(self, data: Any) -> int:
+        integral_float = isinstance(data, float) and data.is_integer()
+        number = isinstance(data, int) and not isinstance(data, bool)
+        if not (number or integral_float or (isinstance(data, str) and _from_form(self))):
+            self.fail("invalid")
+        return super().to_internal_value(data)

@@ -6,6 +6,7 @@ from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework.permissions import IsAuthenticated
+from rest_framework.relations import RelatedField
 
 from schedsite.api_exceptions import ErrorSerializer
 
@@ -20,14 +21,47 @@ ERRORS = {
     "409": OpenApiResponse(
         ErrorSerializer, description="The object's state does not allow this; nothing changed."
     ),
+    "414": OpenApiResponse(
+        description="The URL is longer than the front web server accepts (its own answer)."
+    ),
     "415": OpenApiResponse(
         ErrorSerializer, description="Unsupported body: send JSON (or form data)."
+    ),
+    "429": OpenApiResponse(
+        ErrorSerializer,
+        description="Too many requests: retry after the `Retry-After` header's seconds. "
+        "Nothing was done.",
     ),
 }
 
 
 class AutoSchema(SpectacularAutoSchema):
-    """drf-spectacular's AutoSchema, plus the 400/401/403/404/409 answers of SPEC §6."""
+    """drf-spectacular's AutoSchema, plus the 400/401/403/404/409/414/429 answers of SPEC §6."""
+
+    def map_parsers(self) -> list[str]:
+        # Request bodies are documented as JSON only. Form data still works for quick curl calls
+        # (docs/api.md), but its values are all strings, which a schema cannot describe.
+        return ["application/json"]
+
+    def _map_serializer(
+        self, serializer: object, direction: str, bypass_extensions: bool = False
+    ) -> dict:
+        schema = super()._map_serializer(serializer, direction, bypass_extensions)
+        # A rule between fields (a suite takes jobs or a fan-out) that no field's schema holds:
+        # the serializer states it as JSON Schema in Meta.openapi_request_rules.
+        rules = getattr(getattr(serializer, "Meta", None), "openapi_request_rules", None)
+        if rules and direction == "request":
+            schema = {**schema, **rules}
+        return schema
+
+    def _map_serializer_field(
+        self, field: object, direction: str, bypass_extensions: bool = False
+    ) -> dict:
+        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        if isinstance(field, RelatedField) and field.allow_null and direction == "request":
+            # DRF reads "" for a relation as null ("no worker"), so "" is a valid value.
+            schema.pop("minLength", None)
+        return schema
 
     def _get_response_bodies(self, direction: str = "response") -> dict:
         responses = super()._get_response_bodies(direction)
@@ -52,6 +86,9 @@ class AutoSchema(SpectacularAutoSchema):
             codes.append("409")  # a state conflict, a duplicate name, a host already leased
         if self.method in ("POST", "PUT", "PATCH"):
             codes.append("415")
+        # Throttles answer any request (docs/security.md), and the web server in front refuses
+        # an over-long URL before Django sees it.
+        codes += ["414", "429"]
         for code in codes:
             if code in responses:
                 continue

@@ -222,6 +222,9 @@ else:
         "default": {
             "BACKEND": "django.core.cache.backends.db.DatabaseCache",
             "LOCATION": "schedsite_cache",
+            # Past MAX_ENTRIES Django deletes a third of the rows, live counts included; the
+            # default 300 is fewer than a busy lab's users, runners and addresses.
+            "OPTIONS": {"MAX_ENTRIES": env_int("CACHE_MAX_ENTRIES", 20000)},
         }
     }
 

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from jobs import demo, selectors, services
 from jobs.choices import JobStatus
+from jobs.management.commands.rundemo import banner
 from jobs.models import Job, Lease
 
 pytestmark = pytest.mark.django_db
@@ -60,3 +61,12 @@ def test_the_demo_lab_keeps_leasing_for_hours():
     assert not idle, f"the lab leased nothing in {idle}; leases per 10 minutes: {leased}"
     # The one showcase of a job no host can run ("needs a board nobody has"), never more.
     assert impossible == [1] * windows
+
+
+def test_the_demo_banner_names_the_url_the_logins_and_where_the_logs_are(tmp_path):
+    text = banner("0.0.0.0:8000", tmp_path / "demo-logs")
+    assert "schedsite is running at http://127.0.0.1:8000/" in text  # a URL a browser can open
+    assert "admin / admin (lab staff)" in text
+    assert "alice / alice (tester)" in text
+    assert f"{tmp_path / 'demo-logs'}/" in text
+    assert "Enter shows this again" in text

@@ -143,6 +143,7 @@ class Command(BaseCommand):
                 commands[f"runner {worker}"] = (cmd, {"SCHEDSITE_TOKEN": token})
         stopping = False
         show_banner = True  # once everything has started, and again on request
+        banners = 0
 
         def stop(*_: object) -> None:
             nonlocal stopping
@@ -193,8 +194,11 @@ class Command(BaseCommand):
                 if show_banner and not stopping:
                     show_banner = False
                     self.stdout.write(self.style.SUCCESS(banner(addr, log_dir)))
+                    banners += 1
                     try:
-                        self.stdout.write(lab_status())
+                        # Not on the first banner: at startup the lab has not moved yet.
+                        if banners > 1:
+                            self.stdout.write(lab_status())
                     except Exception as exc:  # noqa: BLE001 — a busy SQLite must not end the demo
                         self.stderr.write(f"lab status unavailable: {exc}")
                 if not options["no_runners"] and time.monotonic() >= next_feed:

@@ -74,7 +74,7 @@ def banner(addr: str, log_dir: Path) -> str:
         f"  log in as {users}\n"
         f"  API docs: {url}api/docs/\n"
         f"  logs of the web server, the scheduler and the runners: {shown_path(log_dir)}/\n"
-        f"  Enter shows this again (or kill -USR1 {os.getpid()}); Ctrl-C stops everything\n"
+        f"  Enter shows this again (or kill -USR1 {os.getpid()}); Ctrl-C stops everything"
     )
 
 
@@ -84,7 +84,7 @@ def lab_status() -> str:
     return (
         f"  lab now: {counts['hosts_total']} hosts, {counts['hosts_leased']} leased, "
         f"{counts['hosts_needs_repair']} in repair; {counts['jobs_queued']} jobs queued, "
-        f"{counts['jobs_running']} running, {counts['jobs_passed']} passed\n"
+        f"{counts['jobs_running']} running, {counts['jobs_passed']} passed"
     )
 
 

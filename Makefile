@@ -26,7 +26,6 @@ install-test: $(VENV)/.installed-test
 ## make run: install, migrate, seed a demo lab, serve UI + scheduler + simulated runners.
 run: install
 	DEBUG=1 $(PY) manage.py migrate --noinput
-	DEBUG=1 $(PY) manage.py createcachetable
 	DEBUG=1 $(PY) manage.py seed_demo
 	DEBUG=1 $(PY) manage.py rundemo --addr $(ADDR)
 

@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.core.management import call_command
 from django.db.models.signals import post_migrate
+
+
+def create_cache_table(using: str = "default", **_kwargs: object) -> None:
+    """Make the database cache's table, so `migrate` alone readies a database."""
+    # Throttles and the login lockout count in the cache: without its table every request
+    # would fail. createcachetable skips tables that exist and caches that are not in the
+    # database (Redis).
+    call_command("createcachetable", database=using, verbosity=0)
 
 
 class JobsConfig(AppConfig):
@@ -14,3 +23,4 @@ class JobsConfig(AppConfig):
         from jobs.tasks import install_schedule
 
         post_migrate.connect(install_schedule, sender=self, dispatch_uid="schedsite-schedule")
+        post_migrate.connect(create_cache_table, sender=self, dispatch_uid="schedsite-cache")

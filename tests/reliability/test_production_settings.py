@@ -116,3 +116,17 @@ def test_a_true_false_setting_with_a_typo_refuses_to_start_and_names_the_variabl
 def test_a_true_false_setting_reads_the_usual_words_either_way() -> None:
     assert manage("check", env={**PRODUCTION, "DEBUG": "off"}).returncode == 0
     assert manage("check", env={**PRODUCTION, "SECURE_COOKIES": "Yes"}).returncode == 0
+
+
+def test_migrate_alone_readies_a_new_database_with_its_cache_table(tmp_path: Path) -> None:
+    env = {**PRODUCTION, "DATABASE_URL": f"sqlite:///{tmp_path / 'fresh.sqlite3'}"}
+    assert manage("migrate", "--noinput", env=env).returncode == 0
+    # The throttles count in the database cache; a request would fail without its table.
+    result = manage(
+        "shell",
+        "-c",
+        "from django.core.cache import cache; cache.set('k', 1); print(cache.get('k'))",
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "1"

@@ -13,9 +13,7 @@ from schedsite.filters import RepeatedCharFilter, StrictBooleanFilter
 
 class HostFilterSet(filters.FilterSet):
     label = RepeatedCharFilter(
-        field_name="labels__name",
-        conjoined=True,
-        help_text="Repeat for AND: ?label=board:eve&label=pool:cq",
+        method="filter_label", help_text="Repeat for AND: ?label=board:eve&label=pool:cq"
     )
     status = filters.MultipleChoiceFilter(choices=HostStatus.choices)
     locked = StrictBooleanFilter()
@@ -26,6 +24,9 @@ class HostFilterSet(filters.FilterSet):
     class Meta:
         model = Host
         fields = ["label", "status", "locked", "leased", "worker", "q"]
+
+    def filter_label(self, queryset: QuerySet[Host], name: str, value: list[str]) -> QuerySet:
+        return queryset.filter(pk__in=Host.objects.carrying(value or []).values("pk"))
 
     def filter_leased(self, queryset: QuerySet[Host], name: str, value: bool | None) -> QuerySet:
         if value is None:

@@ -65,6 +65,24 @@ class Label(models.Model):
         return self.name
 
 
+class HostQuerySet(models.QuerySet):
+    def carrying(self, labels: list[str]) -> HostQuerySet:
+        """Hosts that carry every one of the labels."""
+        names = set(labels)
+        if not names:
+            return self
+        # One grouped subquery however many labels: a join per label made PostgreSQL's planner
+        # take seconds at 60 labels (and a request of 200 ran for minutes).
+        through = Host.labels.through.objects.filter(label__name__in=names)
+        ids = (
+            through.values("host_id")
+            .annotate(n=models.Count("label_id", distinct=True))
+            .filter(n=len(names))
+            .values("host_id")
+        )
+        return self.filter(pk__in=ids)
+
+
 class Host(models.Model):
     """One device under test."""
 
@@ -85,6 +103,8 @@ class Host(models.Model):
     current_build = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = HostQuerySet.as_manager()
 
     class Meta:
         ordering = ["hostname"]

@@ -548,7 +548,4 @@ def label_suggestions(*, text: str, limit: int = 8) -> list[tuple[str, int]]:
 
 def hosts_with_labels_count(labels: list[str]) -> int:
     """How many hosts carry every one of the labels."""
-    qs = Host.objects.all()
-    for name in labels:
-        qs = qs.filter(labels__name=name)
-    return qs.count()
+    return Host.objects.carrying(labels).count()

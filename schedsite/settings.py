@@ -209,7 +209,7 @@ CONTENT_SECURITY_POLICY = {
 
 # --- caches, login lockout and throttles (docs/security.md#throttles-and-lockout) --------------
 # One cache every web process shares, so a limit holds however many gunicorn workers there
-# are: Redis when REDIS_URL is set, else a table in the database (`createcachetable`).
+# are: Redis when REDIS_URL is set, else a table in the database (made by `migrate`).
 if os.environ.get("REDIS_URL"):
     CACHES = {
         "default": {

@@ -7,12 +7,12 @@ from django_filters import rest_framework as filters
 
 from jobs.choices import JobStatus
 from jobs.models import Job, Lease, Suite
-from schedsite.filters import RepeatedCharFilter, StrictBooleanFilter
+from schedsite.filters import IdFilter, RepeatedCharFilter, StrictBooleanFilter
 
 
 class JobFilterSet(filters.FilterSet):
     status = filters.MultipleChoiceFilter(choices=JobStatus.choices)
-    suite = filters.NumberFilter(field_name="suite_id")
+    suite = IdFilter(field_name="suite_id")
     standalone = StrictBooleanFilter(field_name="suite", lookup_expr="isnull")
     label = RepeatedCharFilter(
         method="filter_label", help_text="Jobs requiring every given label (repeat for AND)"
@@ -68,7 +68,7 @@ class LeaseFilterSet(filters.FilterSet):
     active = StrictBooleanFilter(field_name="released_at", lookup_expr="isnull")
     worker = filters.CharFilter(field_name="host__worker__name")
     host = filters.CharFilter(field_name="host__hostname")
-    job = filters.NumberFilter(field_name="job_id")
+    job = IdFilter(field_name="job_id")
     manual = StrictBooleanFilter(field_name="job", lookup_expr="isnull", label="Manual reservation")
 
     class Meta:

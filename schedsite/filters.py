@@ -71,3 +71,18 @@ class StrictBooleanFilter(filters.BooleanFilter):
         # can see them; a plain input passes them through to be refused.
         kwargs.setdefault("widget", forms.TextInput)
         super().__init__(*args, **kwargs)
+
+
+MAX_ID = 2**63 - 1  # the largest id a bigint primary key holds
+
+
+@extend_schema_field({"type": "integer", "minimum": 1, "maximum": MAX_ID})
+class IdFilter(filters.NumberFilter):
+    """An object's id: a whole number from 1 up; anything else (1e308, -1, 1.5) is a 400."""
+
+    field_class = forms.IntegerField
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("min_value", 1)
+        kwargs.setdefault("max_value", MAX_ID)
+        super().__init__(*args, **kwargs)

@@ -6,7 +6,7 @@ from argparse import ArgumentParser
 
 from django.core.management.base import BaseCommand, CommandError
 
-from jobs import runner
+import runner
 
 
 class Command(BaseCommand):

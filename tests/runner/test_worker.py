@@ -1,95 +1,14 @@
-"""The reference runner without a server: retries, lost leases, timeouts, its environment."""
+"""Running one job: exit status, lost leases, timeouts, the command's environment."""
 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
-import requests
-
-from jobs import runner as r
-
-
-@dataclass
-class FakeResponse:
-    status_code: int
-    body: Any = None
-
-    @property
-    def content(self) -> bytes:
-        return b"" if self.body is None else b"x"
-
-    def json(self) -> Any:
-        return self.body
-
-
-@dataclass
-class FakeSession:
-    """Answers requests from a script: a list of responses (or exceptions) per call."""
-
-    script: list[Any]
-    calls: list[tuple[str, str, Any]] = field(default_factory=list)
-    headers: dict = field(default_factory=dict)
-
-    def request(self, method: str, url: str, json: Any = None, timeout: float = 0) -> Any:
-        self.calls.append((method, url, json))
-        answer = self.script.pop(0)
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
-
-
-def api(*script: Any, retries: int = 3) -> r.Api:
-    return r.Api(
-        "http://lab/api",
-        "t0k",
-        session=FakeSession(list(script)),
-        retries=retries,
-        sleep=lambda s: None,
-    )
-
-
-def test_transient_failures_are_retried_until_the_call_succeeds():
-    client = api(
-        requests.ConnectionError("refused"),
-        FakeResponse(503, {"detail": "busy"}),
-        FakeResponse(200, {"ok": True}),
-    )
-    assert client.call("POST", "workers/w1/heartbeat/") == {"ok": True}
-    assert [c[1] for c in client.session.calls] == ["http://lab/api/workers/w1/heartbeat/"] * 3
-    assert client.session.headers["Authorization"] == "Token t0k"
-
-
-def test_the_client_gives_up_after_its_retries_with_api_unavailable():
-    client = api(*[FakeResponse(502)] * 3, retries=2)
-    with pytest.raises(r.ApiUnavailable) as info:
-        client.call("GET", "jobs/")
-    assert info.value.status == 502 and len(client.session.calls) == 3
-
-
-def test_a_client_error_is_not_retried():
-    client = api(FakeResponse(409, {"detail": "lease 3 is no longer active"}))
-    with pytest.raises(r.ApiError) as info:
-        client.call("POST", "leases/3/heartbeat/")
-    assert info.value.status == 409 and "no longer active" in str(info.value)
-    assert len(client.session.calls) == 1
-
-
-def test_pages_follows_next_links():
-    client = api(
-        FakeResponse(200, {"results": [1, 2], "next": "http://lab/api/x/?page=2"}),
-        FakeResponse(200, {"results": [3], "next": None}),
-    )
-    assert list(client.pages("x/")) == [1, 2, 3]
-    assert client.session.calls[1][1] == "http://lab/api/x/?page=2"
-
-
-# --- running one job ------------------------------------------------------------------------
+from runner.client import ApiError
+from runner.worker import JobRun, Runner, RunnerConfig
 
 
 class RecordingApi:
@@ -104,7 +23,7 @@ class RecordingApi:
     def call(self, method: str, path: str, body: dict | None = None) -> Any:
         self.calls.append((method, path, body))
         if "heartbeat" in path and self.heartbeat_status != 200:
-            raise r.ApiError(self.heartbeat_status, {"detail": "gone"}, method, path)
+            raise ApiError(self.heartbeat_status, {"detail": "gone"}, method, path)
         return {}
 
     def completes(self) -> list[dict]:
@@ -128,12 +47,10 @@ LEASE = {
 }
 
 
-def run_job(
-    command: list[str], fake: RecordingApi, *, timeout: int = 600, **config: Any
-) -> r.JobRun:
-    runner = r.Runner(fake, r.RunnerConfig(worker="w1", command=command, **config))  # type: ignore[arg-type]
+def run_job(command: list[str], fake: RecordingApi, *, timeout: int = 600, **config: Any) -> JobRun:
+    runner = Runner(fake, RunnerConfig(worker="w1", command=command, **config))  # type: ignore[arg-type]
     lease = {**LEASE, "job": {**LEASE["job"], "timeout": timeout}}
-    run = r.JobRun(runner, lease)
+    run = JobRun(runner, lease)
     run.start()
     run.join(30)
     assert not run.is_alive()
@@ -152,7 +69,7 @@ def test_the_exit_status_decides_passed_or_failed_and_the_output_tail_is_the_mes
 
 def test_the_runner_names_its_lease_when_it_starts_heartbeats_and_completes_a_job():
     fake = RecordingApi()
-    runner = r.Runner(fake, r.RunnerConfig(worker="w1", command=["true"], heartbeat=0.01))  # type: ignore[arg-type]
+    runner = Runner(fake, RunnerConfig(worker="w1", command=["true"], heartbeat=0.01))  # type: ignore[arg-type]
     runner._start(LEASE)
     runner.runs[7].join(30)
 
@@ -199,8 +116,3 @@ def test_a_command_that_cannot_start_fails_the_job():
     run_job(["/nonexistent/test-binary"], fake)
     (body,) = fake.completes()
     assert body["result"] == "failed" and "could not run" in body["message"]
-
-
-def test_the_runner_needs_no_django():
-    code = "import sys, jobs.runner; sys.exit(any(m.startswith('django') for m in sys.modules))"
-    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

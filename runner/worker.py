@@ -1,116 +1,22 @@
-"""The reference runner (SPEC §5): runs a worker's leased jobs, speaking only the REST API."""
+"""The runner's loop: heartbeat the worker, take its leases, run the command, report results."""
 
 from __future__ import annotations
 
-# This module must not import Django: it runs on lab servers with no database, as
-# `python -m jobs.runner` or through `manage.py run_worker`. It needs only `requests`.
-import argparse
 import logging
 import os
-import random
 import signal
 import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-import requests
+from runner.client import Api, ApiError, ApiUnavailable
 
 log = logging.getLogger("schedsite.runner")
 
-# Answers worth retrying: the server or a proxy in front of it is overloaded or restarting.
-TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
 # Environment variables a test command must not see: the runner's credentials.
 SECRET_ENV = ("SCHEDSITE_TOKEN",)
-
-
-class ApiError(Exception):
-    """The API answered with an error status."""
-
-    def __init__(self, status: int, body: Any, method: str, url: str) -> None:
-        detail = body.get("detail", body) if isinstance(body, dict) else body
-        super().__init__(f"{method} {url}: HTTP {status}: {detail}")
-        self.status = status
-        self.body = body
-
-
-class ApiUnavailable(ApiError):
-    """The API could not be reached, or kept failing, through every retry."""
-
-
-class Api:
-    """A small REST client: token auth, JSON, retries with backoff for transient failures."""
-
-    def __init__(
-        self,
-        base_url: str,
-        token: str,
-        *,
-        timeout: float = 15.0,
-        retries: int = 5,
-        backoff: float = 0.5,
-        max_backoff: float = 10.0,
-        session: requests.Session | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.base_url = base_url.rstrip("/") + "/"
-        self.timeout = timeout
-        self.retries = retries
-        self.backoff = backoff
-        self.max_backoff = max_backoff
-        self.session = session or requests.Session()
-        self.session.headers.update(
-            {"Authorization": f"Token {token}", "Accept": "application/json"}
-        )
-        self.sleep = sleep
-
-    def url(self, path: str) -> str:
-        return (
-            path if path.startswith(("http://", "https://")) else self.base_url + path.lstrip("/")
-        )
-
-    def call(self, method: str, path: str, body: dict | None = None) -> Any:
-        """Send one request; retry connection errors and 429/5xx; raise ApiError on a 4xx."""
-        url = self.url(path)
-        error: ApiError | None = None
-        for attempt in range(self.retries + 1):
-            try:
-                response = self.session.request(method, url, json=body, timeout=self.timeout)
-            except requests.RequestException as exc:
-                error = ApiUnavailable(0, str(exc), method, url)
-            else:
-                payload = _json(response)
-                if response.status_code < 400:
-                    return payload
-                if response.status_code not in TRANSIENT_STATUSES:
-                    raise ApiError(response.status_code, payload, method, url)
-                error = ApiUnavailable(response.status_code, payload, method, url)
-            if attempt < self.retries:
-                delay = min(self.backoff * 2**attempt, self.max_backoff)
-                log.warning("%s; retry %d/%d in %.1f s", error, attempt + 1, self.retries, delay)
-                self.sleep(delay * random.uniform(0.5, 1.0))  # jitter: runners do not stampede
-        assert error is not None
-        raise error
-
-    def pages(self, path: str) -> Iterator[dict]:
-        """Yield every result of a paginated list, following `next` links."""
-        url: str | None = path
-        while url:
-            page = self.call("GET", url)
-            yield from page["results"]
-            url = page.get("next")
-
-
-def _json(response: requests.Response) -> Any:
-    if not response.content:
-        return None
-    try:
-        return response.json()
-    except ValueError:
-        return response.text[:500]
 
 
 @dataclass
@@ -248,7 +154,8 @@ class Runner:
 
     @property
     def heartbeat_period(self) -> float:
-        # SPEC §5: heartbeat at least every TTL/3, so one lost heartbeat does not lose the lease.
+        # At least every TTL/3 (docs/api.md#the-runner-protocol-and-run_worker), so one lost
+        # heartbeat does not lose the lease.
         return self.config.heartbeat or max(0.2, self.lease_ttl / 3)
 
     def _take_leases(self) -> None:
@@ -457,85 +364,3 @@ class JobRun(threading.Thread):
             return
         self.outcome = result
         log.info("job %s (%s) %s", self.job["id"], self.job["name"], result)
-
-
-# --- command line ---------------------------------------------------------------------------
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of `run_worker`, shared by `manage.py run_worker` and `python -m jobs.runner`."""
-    env = os.environ.get
-    parser.add_argument("--worker", required=True, help="the worker this runner serves")
-    parser.add_argument(
-        "--api",
-        default=env("SCHEDSITE_API"),
-        help="base URL of the REST API, e.g. https://lab.example/api/ (env SCHEDSITE_API)",
-    )
-    parser.add_argument(
-        "--token",
-        default=env("SCHEDSITE_TOKEN"),
-        help="the runner account's API token (env SCHEDSITE_TOKEN keeps it out of `ps`)",
-    )
-    parser.add_argument("--concurrency", type=int, default=4, help="jobs run at once (4)")
-    parser.add_argument("--poll", type=float, default=2.0, help="seconds between polls (2)")
-    parser.add_argument(
-        "--grace", type=float, default=60.0, help="seconds jobs may finish after SIGTERM (60)"
-    )
-    parser.add_argument(
-        "--heartbeat", type=float, default=None, help="lease heartbeat period (lease TTL / 3)"
-    )
-    parser.add_argument("--retries", type=int, default=5, help="retries of a failing API call")
-    parser.add_argument(
-        "--host-broken-exit-code",
-        type=int,
-        default=None,
-        help="exit status by which the command reports the host broken (→ needs_repair)",
-    )
-    parser.add_argument("--output-tail", type=int, default=4000, help="characters of output kept")
-    parser.add_argument("command", nargs="+", help="-- COMMAND [ARGS]: run once per job")
-
-
-def run_from_options(options: dict[str, Any]) -> int:
-    """Build a runner from parsed options, stop it gracefully on SIGTERM/SIGINT, run it."""
-    if not options.get("api") or not options.get("token"):
-        raise SystemExit(
-            "run_worker: --api and --token (or SCHEDSITE_API/SCHEDSITE_TOKEN) are needed"
-        )
-    command = list(options["command"])
-    if command and command[0] == "--":
-        command = command[1:]
-    if not command:
-        raise SystemExit("run_worker: give the command to run after --")
-    config = RunnerConfig(
-        worker=options["worker"],
-        command=command,
-        api_url=options["api"],
-        concurrency=max(1, int(options["concurrency"])),
-        poll=max(0.05, float(options["poll"])),
-        grace=max(0.0, float(options["grace"])),
-        heartbeat=options.get("heartbeat"),
-        output_tail=max(200, int(options["output_tail"])),
-        host_broken_exit_code=options.get("host_broken_exit_code"),
-    )
-    runner = Runner(Api(options["api"], options["token"], retries=int(options["retries"])), config)
-
-    def on_signal(signum: int, _frame: object) -> None:
-        log.info("got %s", signal.Signals(signum).name)
-        runner.stop()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    return runner.run()
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m jobs.runner --worker W --api URL --token T -- COMMAND [ARGS]`."""
-    parser = argparse.ArgumentParser(prog="python -m jobs.runner", description=__doc__)
-    add_arguments(parser)
-    options = vars(parser.parse_args(argv))
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    return run_from_options(options)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

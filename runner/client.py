@@ -1,0 +1,102 @@
+"""The runner's REST client: token auth, JSON, and retries with backoff for transient failures."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import requests
+
+log = logging.getLogger("schedsite.runner")
+
+# Answers worth retrying: the server or a proxy in front of it is overloaded or restarting.
+TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+class ApiError(Exception):
+    """The API answered with an error status."""
+
+    def __init__(self, status: int, body: Any, method: str, url: str) -> None:
+        detail = body.get("detail", body) if isinstance(body, dict) else body
+        super().__init__(f"{method} {url}: HTTP {status}: {detail}")
+        self.status = status
+        self.body = body
+
+
+class ApiUnavailable(ApiError):
+    """The API could not be reached, or kept failing, through every retry."""
+
+
+class Api:
+    """A small REST client: token auth, JSON, retries with backoff for transient failures."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float = 15.0,
+        retries: int = 5,
+        backoff: float = 0.5,
+        max_backoff: float = 10.0,
+        session: requests.Session | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.base_url = base_url.rstrip("/") + "/"
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.session = session or requests.Session()
+        self.session.headers.update(
+            {"Authorization": f"Token {token}", "Accept": "application/json"}
+        )
+        self.sleep = sleep
+
+    def url(self, path: str) -> str:
+        return (
+            path if path.startswith(("http://", "https://")) else self.base_url + path.lstrip("/")
+        )
+
+    def call(self, method: str, path: str, body: dict | None = None) -> Any:
+        """Send one request; retry connection errors and 429/5xx; raise ApiError on a 4xx."""
+        url = self.url(path)
+        error: ApiError | None = None
+        for attempt in range(self.retries + 1):
+            try:
+                response = self.session.request(method, url, json=body, timeout=self.timeout)
+            except requests.RequestException as exc:
+                error = ApiUnavailable(0, str(exc), method, url)
+            else:
+                payload = _json(response)
+                if response.status_code < 400:
+                    return payload
+                if response.status_code not in TRANSIENT_STATUSES:
+                    raise ApiError(response.status_code, payload, method, url)
+                error = ApiUnavailable(response.status_code, payload, method, url)
+            if attempt < self.retries:
+                delay = min(self.backoff * 2**attempt, self.max_backoff)
+                log.warning("%s; retry %d/%d in %.1f s", error, attempt + 1, self.retries, delay)
+                self.sleep(delay * random.uniform(0.5, 1.0))  # jitter: runners do not stampede
+        assert error is not None
+        raise error
+
+    def pages(self, path: str) -> Iterator[dict]:
+        """Yield every result of a paginated list, following `next` links."""
+        url: str | None = path
+        while url:
+            page = self.call("GET", url)
+            yield from page["results"]
+            url = page.get("next")
+
+
+def _json(response: requests.Response) -> Any:
+    if not response.content:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        return response.text[:500]

@@ -1,0 +1,1 @@
+"""Reference runner tests: no server, no database."""

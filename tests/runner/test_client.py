@@ -1,0 +1,85 @@
+"""The runner's REST client: retries, giving up, client errors, pagination."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import requests
+
+from runner.client import Api, ApiError, ApiUnavailable
+
+
+@dataclass
+class FakeResponse:
+    status_code: int
+    body: Any = None
+
+    @property
+    def content(self) -> bytes:
+        return b"" if self.body is None else b"x"
+
+    def json(self) -> Any:
+        return self.body
+
+
+@dataclass
+class FakeSession:
+    """Answers requests from a script: a list of responses (or exceptions) per call."""
+
+    script: list[Any]
+    calls: list[tuple[str, str, Any]] = field(default_factory=list)
+    headers: dict = field(default_factory=dict)
+
+    def request(self, method: str, url: str, json: Any = None, timeout: float = 0) -> Any:
+        self.calls.append((method, url, json))
+        answer = self.script.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def api(*script: Any, retries: int = 3) -> Api:
+    return Api(
+        "http://lab/api",
+        "t0k",
+        session=FakeSession(list(script)),
+        retries=retries,
+        sleep=lambda s: None,
+    )
+
+
+def test_transient_failures_are_retried_until_the_call_succeeds():
+    client = api(
+        requests.ConnectionError("refused"),
+        FakeResponse(503, {"detail": "busy"}),
+        FakeResponse(200, {"ok": True}),
+    )
+    assert client.call("POST", "workers/w1/heartbeat/") == {"ok": True}
+    assert [c[1] for c in client.session.calls] == ["http://lab/api/workers/w1/heartbeat/"] * 3
+    assert client.session.headers["Authorization"] == "Token t0k"
+
+
+def test_the_client_gives_up_after_its_retries_with_api_unavailable():
+    client = api(*[FakeResponse(502)] * 3, retries=2)
+    with pytest.raises(ApiUnavailable) as info:
+        client.call("GET", "jobs/")
+    assert info.value.status == 502 and len(client.session.calls) == 3
+
+
+def test_a_client_error_is_not_retried():
+    client = api(FakeResponse(409, {"detail": "lease 3 is no longer active"}))
+    with pytest.raises(ApiError) as info:
+        client.call("POST", "leases/3/heartbeat/")
+    assert info.value.status == 409 and "no longer active" in str(info.value)
+    assert len(client.session.calls) == 1
+
+
+def test_pages_follows_next_links():
+    client = api(
+        FakeResponse(200, {"results": [1, 2], "next": "http://lab/api/x/?page=2"}),
+        FakeResponse(200, {"results": [3], "next": None}),
+    )
+    assert list(client.pages("x/")) == [1, 2, 3]
+    assert client.session.calls[1][1] == "http://lab/api/x/?page=2"

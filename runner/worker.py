@@ -307,7 +307,11 @@ class JobRun(threading.Thread):
                 break
             time.sleep(0.1)
         reader.join(5)
-        status = proc.wait()
+        self._report(proc.wait(), stop_reason)
+
+    def _report(self, status: int, stop_reason: str) -> None:
+        """Report how the command ended: aborted, failed by a stop, or by its exit status."""
+        config = self.runner.config
         output = "".join(self._tail)[-config.output_tail :]
         if stop_reason.startswith("runner stopped"):
             if self.runner.abort_job(self.lease, stop_reason):

@@ -1,4 +1,4 @@
-"""End to end: a live server, a real django-q2 cluster and `run_worker` running real commands."""
+"""End to end: a live server, a real django-q2 cluster and the runner running real commands."""
 
 from __future__ import annotations
 
@@ -25,6 +25,9 @@ pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(tran
 
 TTL = 3  # seconds: a killed runner's lease expires quickly
 MANAGE = [sys.executable, str(Path(django_settings.BASE_DIR) / "manage.py")]
+# The two ways to start the runner: Django's command, and the package alone.
+RUN_WORKER = [*MANAGE, "run_worker"]
+PYTHON_M_RUNNER = [sys.executable, "-m", "runner"]
 # A real command per job, chosen by the job's name: `true`, `false`, or a `sleep`.
 COMMAND = [
     "sh",
@@ -125,8 +128,8 @@ def lab(settings, live_server, tmp_path, alice, sam) -> Iterator[dict]:  # noqa:
         processes.append(process)
         return process
 
-    def start_runner(*options: str) -> Process:
-        cmd = [*MANAGE, "run_worker", "--worker", "w1", "--api", f"{live_server.url}/api/"]
+    def start_runner(*options: str, launcher: list[str] = RUN_WORKER) -> Process:
+        cmd = [*launcher, "--worker", "w1", "--api", f"{live_server.url}/api/"]
         cmd += ["--poll", "0.2", *options, "--", *COMMAND]
         # No database for the runner: a database URL that cannot work proves it needs none.
         env = {
@@ -151,9 +154,10 @@ def lab(settings, live_server, tmp_path, alice, sam) -> Iterator[dict]:  # noqa:
         process.stop()
 
 
-def test_a_suite_runs_through_the_cluster_and_the_runner_to_the_right_counts(lab):
+@pytest.mark.parametrize("launcher", [RUN_WORKER, PYTHON_M_RUNNER], ids=["run_worker", "python-m"])
+def test_a_suite_runs_through_the_cluster_and_the_runner_to_the_right_counts(lab, launcher):
     lab["start_cluster"]()
-    lab["start_runner"]("--concurrency", "3")
+    lab["start_runner"]("--concurrency", "3", launcher=launcher)
     alice = lab["alice"]
 
     suite = alice.post(

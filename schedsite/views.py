@@ -23,8 +23,9 @@ from django_htmx.http import HttpResponseClientRedirect
 from rest_framework.authtoken.models import Token
 
 from jobs import selectors
-from jobs.templatetags.schedsite_ui import Series, human_duration, line_chart
 from schedsite import roles
+from schedsite.ui.charts import Series, line_chart
+from schedsite.ui.durations import human_duration
 
 View = Callable[..., HttpResponse]
 
@@ -178,12 +179,14 @@ def dashboard_charts(ticks: list) -> list:
     total = [t.hosts_total for t in ticks]
     wait = [t.oldest_wait_s for t in ticks]
     util = round(100 * last.hosts_leased / last.hosts_total) if last and last.hosts_total else 0
+    tz = timezone.get_current_timezone()
     return [
         line_chart(
             chart_id="chart-queue",
             title="Queue length",
             times=times,
             series=[Series("Queued jobs", queued, tone="indigo", area=True)],
+            tz=tz,
             summary=f"{last.queued_after} queued now" if last else "",
         ),
         line_chart(
@@ -194,6 +197,7 @@ def dashboard_charts(ticks: list) -> list:
                 Series("Leased", leased, tone="blue", area=True),
                 Series("All hosts", total, tone="slate", dashed=True),
             ],
+            tz=tz,
             summary=f"{last.hosts_leased} of {last.hosts_total} ({util}%)" if last else "",
         ),
         line_chart(
@@ -202,6 +206,7 @@ def dashboard_charts(ticks: list) -> list:
             times=times,
             series=[Series("Oldest queued job", wait, tone="amber", area=True)],
             seconds=True,
+            tz=tz,
             summary=f"{human_duration(last.oldest_wait_s)} now" if last else "",
         ),
     ]

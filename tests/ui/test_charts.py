@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 
-from jobs.templatetags.schedsite_ui import (
-    Series,
-    completion_segments,
-    human_duration,
-    line_chart,
-    nice_ceiling,
-    wait_title,
-    wait_tone,
-)
+from jobs.templatetags.schedsite_ui import completion_segments, wait_title, wait_tone
+from schedsite.ui.charts import Series, line_chart, nice_ceiling
+from schedsite.ui.durations import human_duration
 
 T0 = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 
@@ -45,6 +42,28 @@ def test_values_become_step_lines_inside_the_plot_area():
         "height": 136.0,
     }
     assert "now 5, peak 10, low 0" in chart.description
+
+
+def test_the_time_axis_is_labelled_in_the_timezone_it_is_given():
+    times = [T0, T0 + timedelta(minutes=90)]
+    berlin = line_chart(
+        chart_id="c",
+        title="Q",
+        times=times,
+        series=[Series("q", [1, 2])],
+        tz=ZoneInfo("Europe/Berlin"),
+    )
+    assert [x["label"] for x in berlin.xlabels] == ["13:00", "1h 30m span", "14:30:00"]
+    assert "from 13:00 to 14:30:00" in berlin.description
+    utc = line_chart(chart_id="c", title="Q", times=times, series=[Series("q", [1, 2])])
+    assert utc.xlabels[0]["label"] == "12:00"
+
+
+def test_the_chart_geometry_needs_no_django():
+    code = (
+        "import sys, schedsite.ui.charts, schedsite.ui.durations;sys.exit('django' in sys.modules)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 
 def test_the_time_axis_follows_the_tick_times_not_their_count():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -269,6 +270,15 @@ def test_the_dashboard_counts_the_lab_and_draws_the_recent_ticks(alice_client, l
     assert '<path class="line tone-indigo"' in html
     assert not re.search(r'<(line|text|path)[^>]* \w+=""', html)  # no empty SVG attribute
     assert "bvt" in html and "2 / 2" in html  # min-DUT bar: held against minimum
+
+
+def test_the_dashboard_charts_read_the_time_in_the_labs_timezone(alice_client, lab, settings):
+    settings.TIME_ZONE = "Europe/Berlin"
+    start = timezone.now().replace(month=1, day=5, hour=12, minute=0, second=0, microsecond=0)
+    for minutes in (0, 90):
+        SchedulerTick.objects.create(started_at=start + timedelta(minutes=minutes), hosts_total=3)
+    html = alice_client.get("/").content.decode()
+    assert ">13:00</text>" in html and ">14:30:00</text>" in html
 
 
 def test_the_dashboard_before_any_tick_says_charts_will_come(alice_client, lab):

@@ -24,7 +24,7 @@ from jobs.choices import JobStatus
 from jobs.models import Job, Lease
 from schedsite import roles
 from schedsite.errors import InvalidInput, ServiceError
-from schedsite.views import (
+from schedsite.ui.htmx import (
     action_response,
     clean_query,
     live_url,

@@ -34,7 +34,7 @@ from jobs.forms import (
 from jobs.models import Job, Lease, Suite
 from schedsite import roles
 from schedsite.errors import InvalidInput, LimitExceeded, ServiceError
-from schedsite.views import (
+from schedsite.ui.htmx import (
     action_response,
     clean_query,
     error_response,

@@ -13,7 +13,7 @@ from schedsite.throttles import (
     too_many_attempts,
     wait_words,
 )
-from schedsite.views import error_response
+from schedsite.ui.htmx import error_response
 
 # URL names of the HTML login forms; /api/token/ is a DRF view and lists LoginThrottle itself.
 LOGIN_FORMS = {"login", "admin:login"}

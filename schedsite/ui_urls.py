@@ -1,15 +1,16 @@
-"""Web UI routes (SPEC §7): the dashboard and profile here, the rest in each app's urls."""
+"""Web UI routes (docs/ui.md): the dashboard and profile here, the rest in each app's urls."""
 
 from __future__ import annotations
 
 from django.urls import include, path
 
-from schedsite import views
+from jobs.views_dashboard import dashboard
+from schedsite.accounts import profile, token_revoke
 
 urlpatterns = [
-    path("", views.dashboard, name="dashboard"),
-    path("accounts/profile/", views.profile, name="profile"),
-    path("accounts/profile/token/revoke/", views.token_revoke, name="token_revoke"),
+    path("", dashboard, name="dashboard"),
+    path("accounts/profile/", profile, name="profile"),
+    path("accounts/profile/token/revoke/", token_revoke, name="token_revoke"),
     path("", include("hosts.urls")),
     path("", include("jobs.urls")),
 ]

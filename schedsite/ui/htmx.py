@@ -1,4 +1,4 @@
-"""The dashboard, the profile page, and the helpers every UI view shares (htmx partials, toasts)."""
+"""What every UI view shares: the page or its htmx fragment, toasts, login, live list URLs."""
 
 from __future__ import annotations
 
@@ -11,29 +11,16 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.paginator import Page, Paginator
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render, resolve_url
 from django.template.loader import render_to_string
-from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
-from rest_framework.authtoken.models import Token
 
-from jobs import selectors
 from schedsite import roles
-from schedsite.ui.charts import Series, line_chart
-from schedsite.ui.durations import human_duration
 
 View = Callable[..., HttpResponse]
-
-CHART_TICKS = 120  # ticks drawn on the dashboard charts
-SUITES_ON_DASHBOARD = 8
-
-
-# --- helpers shared by the UI views ---------------------------------------------------------
 
 
 def refresh_seconds() -> int:
@@ -88,6 +75,7 @@ def query_from_current_url(request: HttpRequest, path: str) -> QueryDict:
 
 
 def paginate(items: Any, page_number: str | None, per_page: int) -> Page:
+    """One page of a list; a missing or bad page number gives the first or the last page."""
     return Paginator(items, per_page).get_page(page_number)
 
 
@@ -142,6 +130,7 @@ def staff_only(request: HttpRequest, what: str) -> HttpResponse | None:
 
 
 def safe_next(request: HttpRequest, fallback: str) -> str:
+    """Where to go back to after a form post: `next` or the referrer, if it is on this site."""
     target = request.POST.get("next") or request.headers.get("Referer") or fallback
     if url_has_allowed_host_and_scheme(
         target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
@@ -165,125 +154,3 @@ def page_or_fragment(
         # A filter form sends its empty fields too; put the clean address in the location bar.
         response["HX-Push-Url"] = context["live_url"]
     return response
-
-
-# --- dashboard ------------------------------------------------------------------------------
-
-
-def dashboard_charts(ticks: list) -> list:
-    """Queue length, hosts leased and oldest wait over the recent ticks."""
-    times = [t.started_at for t in ticks]
-    last = ticks[-1] if ticks else None
-    queued = [t.queued_after for t in ticks]
-    leased = [t.hosts_leased for t in ticks]
-    total = [t.hosts_total for t in ticks]
-    wait = [t.oldest_wait_s for t in ticks]
-    util = round(100 * last.hosts_leased / last.hosts_total) if last and last.hosts_total else 0
-    tz = timezone.get_current_timezone()
-    return [
-        line_chart(
-            chart_id="chart-queue",
-            title="Queue length",
-            times=times,
-            series=[Series("Queued jobs", queued, tone="indigo", area=True)],
-            tz=tz,
-            summary=f"{last.queued_after} queued now" if last else "",
-        ),
-        line_chart(
-            chart_id="chart-leased",
-            title="Hosts leased",
-            times=times,
-            series=[
-                Series("Leased", leased, tone="blue", area=True),
-                Series("All hosts", total, tone="slate", dashed=True),
-            ],
-            tz=tz,
-            summary=f"{last.hosts_leased} of {last.hosts_total} ({util}%)" if last else "",
-        ),
-        line_chart(
-            chart_id="chart-wait",
-            title="Oldest wait",
-            times=times,
-            series=[Series("Oldest queued job", wait, tone="amber", area=True)],
-            seconds=True,
-            tz=tz,
-            summary=f"{human_duration(last.oldest_wait_s)} now" if last else "",
-        ),
-    ]
-
-
-@ui_login_required
-@require_GET
-def dashboard(request: HttpRequest) -> HttpResponse:
-    """Counts, utilization, charts over the recent ticks and the suites in progress."""
-    now = timezone.now()
-    counts = selectors.dashboard_counts(now=now)
-    ticks = selectors.recent_ticks(limit=CHART_TICKS)
-    suites, suites_total = selectors.suites_in_progress(limit=SUITES_ON_DASHBOARD)
-    ids = [s.pk for s in suites]
-    job_counts = selectors.suite_job_counts(ids)
-    held = selectors.suite_hosts_held(ids)
-    rows = [
-        {"suite": s, "counts": job_counts.get(s.pk, {}), "held": held.get(s.pk, 0)} for s in suites
-    ]
-    total = counts["hosts_total"]
-    context = {
-        "now": now,
-        "counts": counts,
-        "utilization": round(100 * counts["hosts_leased"] / total) if total else 0,
-        "charts": dashboard_charts(ticks),
-        "last_tick": ticks[-1] if ticks else None,
-        "suite_rows": rows,
-        "suites_total": suites_total,
-        "live_url": request.path,
-    }
-    return page_or_fragment(request, "dashboard.html", "partials/dashboard_panels.html", context)
-
-
-# --- profile --------------------------------------------------------------------------------
-
-
-@ui_login_required
-@require_http_methods(["GET", "POST"])
-def profile(request: HttpRequest) -> HttpResponse:
-    """Who you are, your roles, and your API token (created or regenerated here)."""
-    token = Token.objects.filter(user=request.user).first()
-    if request.method == "POST":
-        with transaction.atomic():
-            # Regenerating revokes the old token at once: scripts using it get 401 from now on.
-            replaced = Token.objects.filter(user=request.user).delete()[0] > 0
-            token = Token.objects.create(user=request.user)
-        message = (
-            "New API token created; the old one no longer works."
-            if replaced
-            else ("API token created.")
-        )
-        return action_response(
-            request,
-            "accounts/partials/token_panel.html",
-            {"token": token, "just_created": True},
-            message=message,
-            fallback=request.path,
-        )
-    context = {
-        "token": token,
-        "is_staff": roles.is_staff(request.user),
-        "is_runner": roles.is_runner(request.user),
-        "api_base": request.build_absolute_uri("/api/"),
-    }
-    return render(request, "accounts/profile.html", context)
-
-
-@ui_login_required
-@require_POST
-def token_revoke(request: HttpRequest) -> HttpResponse:
-    """Delete your API token: scripts using it get 401 from now on, and none replaces it."""
-    revoked = Token.objects.filter(user=request.user).delete()[0] > 0
-    message = "API token revoked; it no longer works." if revoked else "You had no API token."
-    return action_response(
-        request,
-        "accounts/partials/token_panel.html",
-        {"token": None},
-        message=message,
-        fallback=resolve_url("profile"),
-    )

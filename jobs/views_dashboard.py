@@ -1,0 +1,86 @@
+"""The dashboard: the lab's counts, charts over the recent ticks and the suites in progress."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
+from jobs import selectors
+from jobs.models import SchedulerTick
+from schedsite.ui.charts import Chart, Series, line_chart
+from schedsite.ui.durations import human_duration
+from schedsite.ui.htmx import page_or_fragment, ui_login_required
+
+CHART_TICKS = 120  # ticks drawn on the dashboard charts
+SUITES_ON_DASHBOARD = 8
+
+
+def dashboard_charts(ticks: list[SchedulerTick]) -> list[Chart]:
+    """Queue length, hosts leased and oldest wait over the recent ticks."""
+    times = [t.started_at for t in ticks]
+    last = ticks[-1] if ticks else None
+    queued = [t.queued_after for t in ticks]
+    leased = [t.hosts_leased for t in ticks]
+    total = [t.hosts_total for t in ticks]
+    wait = [t.oldest_wait_s for t in ticks]
+    util = round(100 * last.hosts_leased / last.hosts_total) if last and last.hosts_total else 0
+    tz = timezone.get_current_timezone()
+    return [
+        line_chart(
+            chart_id="chart-queue",
+            title="Queue length",
+            times=times,
+            series=[Series("Queued jobs", queued, tone="indigo", area=True)],
+            tz=tz,
+            summary=f"{last.queued_after} queued now" if last else "",
+        ),
+        line_chart(
+            chart_id="chart-leased",
+            title="Hosts leased",
+            times=times,
+            series=[
+                Series("Leased", leased, tone="blue", area=True),
+                Series("All hosts", total, tone="slate", dashed=True),
+            ],
+            tz=tz,
+            summary=f"{last.hosts_leased} of {last.hosts_total} ({util}%)" if last else "",
+        ),
+        line_chart(
+            chart_id="chart-wait",
+            title="Oldest wait",
+            times=times,
+            series=[Series("Oldest queued job", wait, tone="amber", area=True)],
+            seconds=True,
+            tz=tz,
+            summary=f"{human_duration(last.oldest_wait_s)} now" if last else "",
+        ),
+    ]
+
+
+@ui_login_required
+@require_GET
+def dashboard(request: HttpRequest) -> HttpResponse:
+    """Counts, utilization, charts over the recent ticks and the suites in progress."""
+    now = timezone.now()
+    counts = selectors.dashboard_counts(now=now)
+    ticks = selectors.recent_ticks(limit=CHART_TICKS)
+    suites, suites_total = selectors.suites_in_progress(limit=SUITES_ON_DASHBOARD)
+    ids = [s.pk for s in suites]
+    job_counts = selectors.suite_job_counts(ids)
+    held = selectors.suite_hosts_held(ids)
+    rows = [
+        {"suite": s, "counts": job_counts.get(s.pk, {}), "held": held.get(s.pk, 0)} for s in suites
+    ]
+    total = counts["hosts_total"]
+    context = {
+        "now": now,
+        "counts": counts,
+        "utilization": round(100 * counts["hosts_leased"] / total) if total else 0,
+        "charts": dashboard_charts(ticks),
+        "last_tick": ticks[-1] if ticks else None,
+        "suite_rows": rows,
+        "suites_total": suites_total,
+        "live_url": request.path,
+    }
+    return page_or_fragment(request, "dashboard.html", "partials/dashboard_panels.html", context)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -13,7 +14,9 @@ from django.utils import timezone
 from hosts.choices import EventKind, HostStatus
 from hosts.models import Host, HostEvent, Label, Worker
 from hosts.validators import hostname_validator, label_validator, worker_name_validator
-from schedsite.errors import Conflict, InvalidInput
+from jobs.scheduling.triggers import request_tick
+from schedsite.errors import Conflict, InvalidInput, ServiceError
+from schedsite.roles import RUNNER_GROUP
 
 Actor = AbstractBaseUser | AnonymousUser | str | None
 SCHEDULER = "scheduler"
@@ -56,12 +59,6 @@ def event_record(
         job_id=job_id,
         created_at=at or timezone.now(),
     )
-
-
-def _request_tick(reason: str) -> None:
-    from jobs.tasks import request_tick  # the scheduler app depends on this one, not back
-
-    request_tick(reason)
 
 
 def _validate(validator, value: str, field: str) -> None:  # noqa: ANN001
@@ -156,7 +153,7 @@ def worker_resume(*, worker: Worker, by: Actor) -> Worker:
     if not changed:
         raise Conflict(f"worker {worker.name} is not paused")
     event_record(kind=EventKind.RESUMED, actor=by, worker=worker)
-    _request_tick("worker resumed")
+    request_tick("worker resumed")
     worker.refresh_from_db()
     return worker
 
@@ -176,7 +173,7 @@ def worker_heartbeat(*, worker: Worker, at: datetime | None = None) -> Worker:
                 message="worker online",
                 at=at,
             )
-            _request_tick("worker online")
+            request_tick("worker online")
     return worker
 
 
@@ -226,7 +223,7 @@ def host_create(
         message=f"labels: {', '.join(host.label_names) or '(none)'}",
     )
     if status == HostStatus.READY:
-        _request_tick("host added")
+        request_tick("host added")
     return host
 
 
@@ -268,7 +265,7 @@ def host_update(
     if status is not None and status != host.status:
         host = host_set_status(host=host, status=status, by=by)
     elif changes:
-        _request_tick("host updated")
+        request_tick("host updated")
     return host
 
 
@@ -288,7 +285,7 @@ def host_set_status(*, host: Host, status: str, by: Actor, message: str = "") ->
     event_record(kind=EventKind.STATUS, actor=by, host=host, message=text)
     host.status = status
     if status == HostStatus.READY:
-        _request_tick("host ready")
+        request_tick("host ready")
     return host
 
 
@@ -316,7 +313,7 @@ def host_unlock(*, host: Host, by: Actor) -> Host:
     if not changed:
         raise Conflict(f"host {host.hostname} is not locked")
     event_record(kind=EventKind.UNLOCKED, actor=by, host=host)
-    _request_tick("host unlocked")
+    request_tick("host unlocked")
     host.refresh_from_db()
     return host
 
@@ -371,11 +368,6 @@ def worker_runner_ensure(
     *, worker_name: str, by: Actor, username: str | None = None
 ) -> tuple[Worker, AbstractBaseUser]:
     """Get or create a worker's runner account (group runners) and link it to the worker."""
-    from django.contrib.auth import get_user_model
-    from django.contrib.auth.models import Group
-
-    from schedsite.roles import RUNNER_GROUP
-
     worker = Worker.objects.filter(name=worker_name).first()
     if worker is None:
         worker = worker_create(name=worker_name, by=by)
@@ -402,8 +394,6 @@ def hosts_bulk_lock(
     """Lock (or unlock) several hosts; returns hostname → None when done, or why it was not."""
     # One transaction for the batch, one savepoint per host (host_lock is atomic itself): a host
     # in the wrong state is reported and skipped while the others still change.
-    from schedsite.errors import ServiceError
-
     reason = reason_clean(reason, what="lock hosts", required=not unlock)
     results: dict[str, str | None] = {}
     for host in hosts:

@@ -20,6 +20,7 @@ from hosts.services import event_record, labels_get_or_create
 from hosts.validators import hostname_validator, label_validator, worker_name_validator
 from jobs.choices import JobStatus, Priority
 from jobs.models import Job, Lease, Suite, decode_labels, encode_labels
+from jobs.scheduling.triggers import request_tick
 from schedsite.errors import InvalidInput
 
 PRIORITY_NAMES = {p.label: p.value for p in Priority}
@@ -427,8 +428,6 @@ def import_lab(
     base = len(lab["suites"])
     for k, j in enumerate(lab["jobs"]):
         make_job(j, None, now + (base + k) * step)
-    from jobs.tasks import request_tick
-
     request_tick("lab imported")
     return result
 

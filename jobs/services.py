@@ -15,7 +15,7 @@ from django.db.models import F, Subquery
 from django.utils import timezone
 
 from hosts.choices import EventKind, HostStatus
-from hosts.models import Host, HostEvent
+from hosts.models import Host, HostEvent, Worker
 from hosts.services import (
     Actor,
     actor_name,
@@ -28,7 +28,7 @@ from jobs import limits, selectors
 from jobs.choices import ACTIVE_JOB_STATUSES, JobStatus, ReleaseReason
 from jobs.models import IdempotencyKey, Job, Lease, SchedulerTick, Suite, encode_labels
 from jobs.scheduler import planner
-from jobs.tasks import request_tick
+from jobs.scheduling.triggers import request_tick
 from schedsite.errors import Conflict, InvalidInput
 
 log = logging.getLogger("schedsite.scheduler")
@@ -239,8 +239,6 @@ def lease_heartbeat(*, lease: Lease, by: Actor = None, at: datetime | None = Non
     lease.refresh_from_db()
     worker_id = Host.objects.filter(pk=lease.host_id).values_list("worker_id", flat=True).first()
     if worker_id:
-        from hosts.models import Worker
-
         Worker.objects.filter(pk=worker_id).update(last_seen=at)
     return lease
 

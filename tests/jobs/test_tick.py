@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.core.management import call_command
 from django.utils import timezone
+from django_q.models import OrmQ, Schedule
 
 from hosts import services as host_services
 from hosts.choices import HostStatus
@@ -13,6 +15,7 @@ from hosts.models import Host, HostEvent
 from jobs import selectors, services
 from jobs.choices import JobStatus, ReleaseReason
 from jobs.models import Job, Lease, SchedulerTick
+from jobs.scheduling.triggers import request_tick
 from tests import factories as f
 
 pytestmark = pytest.mark.django_db
@@ -214,9 +217,6 @@ def test_the_tick_query_count_does_not_grow_with_the_lab(django_assert_max_num_q
 
 
 def test_the_periodic_tick_schedule_is_installed_once():
-    from django.core.management import call_command
-    from django_q.models import Schedule
-
     call_command("migrate", verbosity=0)
     call_command("migrate", verbosity=0)
     schedules = Schedule.objects.filter(func="jobs.tasks.tick")
@@ -225,10 +225,6 @@ def test_the_periodic_tick_schedule_is_installed_once():
 
 
 def test_tick_requests_coalesce_into_one_enqueued_tick(django_capture_on_commit_callbacks):
-    from django_q.models import OrmQ
-
-    from jobs.tasks import request_tick
-
     before = OrmQ.objects.count()
     with django_capture_on_commit_callbacks(execute=True):
         for _ in range(5):

@@ -1,0 +1,1 @@
+"""The scheduler: what asks for a tick, and (in time) the tick itself."""

@@ -375,7 +375,7 @@ def lease_of_job(job: Job) -> Lease | None:
     """The job's active lease, or else its latest one."""
     return (
         Lease.objects.filter(job=job)
-        .select_related("host")
+        .select_related("host__worker")
         .order_by(F("released_at").desc(nulls_first=True), "-acquired_at", "-id")
         .first()
     )

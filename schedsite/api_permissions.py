@@ -1,4 +1,4 @@
-"""DRF permissions for the roles of SPEC §6; the rules themselves live in schedsite.roles."""
+"""DRF permissions for the roles (docs/security.md#roles); the rules live in schedsite.roles."""
 
 from __future__ import annotations
 
@@ -32,12 +32,12 @@ class IsStaffOrRunner(BasePermission):
 
 
 class RunsObjectWorker(BasePermission):
-    """Staff, or the runner of the worker the object belongs to (`view.worker_id_of(obj)`)."""
+    """Staff, or the runner of the worker the object belongs to (`view.runner_id_of(obj)`)."""
 
     message = "This belongs to a worker you are not the runner of."
 
     def has_object_permission(self, request: Request, view: APIView, obj: Any) -> bool:
-        return roles.runner_may_work(request.user, view.worker_id_of(obj))  # type: ignore[attr-defined]
+        return roles.runner_may_work(request.user, view.runner_id_of(obj))  # type: ignore[attr-defined]
 
 
 class CanManageOwned(BasePermission):

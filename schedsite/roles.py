@@ -1,4 +1,4 @@
-"""Who may do what (SPEC §6): staff, testers and runners. The API and the UI both ask here."""
+"""Who may do what (docs/security.md#roles): staff, testers, runners. The API and UI ask here."""
 
 from __future__ import annotations
 
@@ -37,12 +37,12 @@ def can_manage(user: User, owner_id: int | None) -> bool:
     return bool(user.is_authenticated and owner_id is not None and owner_id == user.pk)
 
 
-def runner_may_work(user: User, worker_id: int | None) -> bool:
-    """Staff may act for any worker; a runner only for the workers it is the runner of."""
+def runner_may_work(user: User, runner_id: int | None) -> bool:
+    """Staff may act for any worker; a runner only for the workers it is the runner of.
+
+    `runner_id` is the worker's own `runner_id`: the caller has the worker at hand, and the
+    rule stays free of the apps' models.
+    """
     if is_staff(user):
         return True
-    if not is_runner(user) or worker_id is None:
-        return False
-    from hosts.models import Worker
-
-    return Worker.objects.filter(pk=worker_id, runner_id=user.pk).exists()
+    return bool(is_runner(user) and runner_id is not None and runner_id == user.pk)

@@ -62,8 +62,8 @@ class WorkerViewSet(
     def get_queryset(self) -> QuerySet[Worker]:
         return selectors.workers_with_host_counts()
 
-    def worker_id_of(self, worker: Worker) -> int:
-        return worker.pk
+    def runner_id_of(self, worker: Worker) -> int | None:
+        return worker.runner_id
 
     def _render(self, worker: Worker, code: int = status.HTTP_200_OK) -> Response:
         fresh = self.get_queryset().get(pk=worker.pk)  # with its host counts

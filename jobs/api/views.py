@@ -39,6 +39,12 @@ TOO_MANY = OpenApiResponse(
 )
 
 
+def runner_id_of_lease(lease: Lease) -> int | None:
+    """The account that runs the worker of the lease's host (None: no worker, or no runner)."""
+    worker = lease.host.worker
+    return worker.runner_id if worker is not None else None
+
+
 class ReadViewSet(
     RolePermissionsMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
 ):
@@ -182,7 +188,9 @@ class JobViewSet(ReadViewSet):
         """The lease the caller acts through: the one named, or (staff only) the job's own."""
         user = self.request.user
         if lease_id is not None:
-            lease = Lease.objects.select_related("host").filter(pk=lease_id, job=job).first()
+            lease = (
+                Lease.objects.select_related("host__worker").filter(pk=lease_id, job=job).first()
+            )
             if lease is None:
                 raise ValidationError(
                     {"lease": [f"Lease {lease_id} is not a lease of job {job.pk}."]}
@@ -192,7 +200,7 @@ class JobViewSet(ReadViewSet):
             lease = selectors.lease_of_job(job)
             if lease is None:
                 raise Conflict(f"job {job.pk} holds no active lease (status {job.status})")
-        if not roles.runner_may_work(user, lease.host.worker_id):
+        if not roles.runner_may_work(user, runner_id_of_lease(lease)):
             raise PermissionDenied("This job's lease is on a worker you are not the runner of.")
         return lease
 
@@ -266,8 +274,8 @@ class LeaseViewSet(ReadViewSet):
     def get_queryset(self) -> QuerySet[Lease]:
         return Lease.objects.select_related("host__worker", "job", "holder")
 
-    def worker_id_of(self, lease: Lease) -> int | None:
-        return lease.host.worker_id
+    def runner_id_of(self, lease: Lease) -> int | None:
+        return runner_id_of_lease(lease)
 
     def _render_one(self, lease: Lease, code: int = status.HTTP_200_OK) -> Response:
         fresh = self.get_queryset().get(pk=lease.pk)

@@ -39,7 +39,7 @@ def online_cutoff(now: datetime) -> datetime:
 
 
 def schedulable_hosts(*, now: datetime) -> QuerySet[Host]:
-    """Hosts that may take a new lease right now (SPEC §3)."""
+    """Hosts that may take a lease now: ready, unlocked, unleased, worker absent or up, unpaused."""
     active = Lease.objects.filter(host=OuterRef("pk"), released_at__isnull=True)
     return (
         Host.objects.filter(status=HostStatus.READY, locked=False)

@@ -1,4 +1,4 @@
-"""API viewsets for workers and hosts: thin callers of hosts.services (SPEC §6)."""
+"""API viewsets for workers and hosts (docs/api.md): thin callers of hosts.services."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
-from schedsite.metrics import metrics
+from jobs.metrics import metrics
 
 urlpatterns = [
     path("admin/", admin.site.urls),

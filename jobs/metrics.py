@@ -6,7 +6,6 @@ import hmac
 import math
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -17,56 +16,69 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+from rest_framework.authtoken.models import Token
 
 from hosts.choices import HostStatus
 from hosts.models import Host, Worker
 from jobs.choices import JobStatus, ReleaseReason
 from jobs.models import Job, Lease, SchedulerTick
+from jobs.selectors import schedulable_hosts
 from schedsite import roles
 
 # Every value is read from PostgreSQL when scraped, so any number of gunicorn workers and
-# qcluster processes report the same numbers and nothing is lost on restart: no in-process
-# registry to share between forks. Counters (…_total) are counts of lease rows, which are
-# never pruned, so they only go up; the tick histograms cover the retained SchedulerTick rows
-# (the last TICK_HISTORY ticks), a sliding window, so read them without rate().
+# qcluster processes report the same numbers and nothing is lost on restart: nothing is
+# counted in process memory, and the collector below only reads. Counters (…_total) are counts
+# of lease rows, which are never pruned, so they only go up; the tick histograms cover the
+# retained SchedulerTick rows (the last TICK_HISTORY ticks), a sliding window, so read them
+# without rate().
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-TICK_SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
-TICK_LEASES_BUCKETS = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000)
+# generate_latest writes the 0.0.4 text format for names like ours, and prometheus_client's
+# own handlers send it under this type unless the scraper asks for 1.0.0 (which is what its
+# CONTENT_TYPE_LATEST names since 0.23); Prometheus 2 and 3 both read it.
+CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
+# Bucket bounds as they appear in the `le` label (dashboards select on `le="1"`), and parsed
+# once for the database filters.
+TICK_SECONDS_BUCKETS = (
+    "0.005",
+    "0.01",
+    "0.025",
+    "0.05",
+    "0.1",
+    "0.25",
+    "0.5",
+    "1",
+    "2.5",
+    "5",
+    "10",
+)
+TICK_LEASES_BUCKETS = ("0", "1", "2", "5", "10", "20", "50", "100", "200", "500", "1000", "5000")
 
 
-@dataclass
-class Family:
-    """One metric family: its name, type, help text and samples (suffix, labels, value)."""
-
-    name: str
-    kind: str
-    help: str
-    samples: list[tuple[str, dict[str, str], float]] = field(default_factory=list)
-
-    def add(self, value: float, suffix: str = "", **labels: str) -> Family:
-        self.samples.append((suffix, labels, value))
-        return self
+def _gauge(
+    name: str, help_text: str, value: float | None = None, *, labels: Iterable[str] = ()
+) -> GaugeMetricFamily:
+    return GaugeMetricFamily(f"schedsite_{name}", help_text, value, list(labels) or None)
 
 
-def _gauge(name: str, help_text: str, value: float | None = None) -> Family:
-    family = Family(f"schedsite_{name}", "gauge", help_text)
-    return family.add(value) if value is not None else family
-
-
-def _counter(name: str, help_text: str) -> Family:
-    return Family(f"schedsite_{name}", "counter", help_text)
+def _counter(
+    name: str, help_text: str, value: float | None = None, *, labels: Iterable[str] = ()
+) -> CounterMetricFamily:
+    return CounterMetricFamily(f"schedsite_{name}", help_text, value, list(labels) or None)
 
 
 def _histogram(
-    name: str, help_text: str, buckets: Iterable[float], counts: list[int], total: int, sum_: float
-) -> Family:
-    family = Family(f"schedsite_{name}", "histogram", help_text)
-    for le, n in zip(buckets, counts, strict=True):
-        family.add(n, "_bucket", le=_number(le))
-    family.add(total, "_bucket", le="+Inf")
-    family.add(sum_, "_sum")
-    return family.add(total, "_count")
+    name: str, help_text: str, bounds: Iterable[str], counts: Iterable[int], total: int, sum_: float
+) -> HistogramMetricFamily:
+    buckets = [*zip(bounds, counts, strict=True), ("+Inf", total)]
+    return HistogramMetricFamily(f"schedsite_{name}", help_text, buckets, sum_)
 
 
 def _age(now: datetime, then: datetime | None) -> float:
@@ -76,7 +88,7 @@ def _age(now: datetime, then: datetime | None) -> float:
 # --- collection: a fixed number of queries, whatever the size of the lab --------------------
 
 
-def collect(*, now: datetime | None = None) -> list[Family]:
+def collect(*, now: datetime | None = None) -> list[Metric]:
     """Read every series from the database, from one snapshot (seven queries)."""
     # One snapshot for all seven queries, so that the series agree with each other (hosts
     # leased = active leases) even while the tick and runners write. Inside a caller's
@@ -96,13 +108,36 @@ def collect(*, now: datetime | None = None) -> list[Family]:
         ]
 
 
-def _jobs(now: datetime) -> list[Family]:
-    by_status = dict(Job.objects.order_by().values_list("status").annotate(n=Count("id")))
-    jobs = _gauge("jobs", "Jobs by status (rows kept in the database).")
-    for status in JobStatus.values:
-        jobs.add(by_status.get(status, 0), status=status)
+class LabCollector:
+    """The lab's series, read when scraped, and what reading them cost."""
 
-    queued = _gauge("jobs_queued", "Queued jobs by priority (higher runs first).")
+    def collect(self) -> list[Metric]:
+        started = time.perf_counter()
+        families = collect()
+        scrape = _gauge(
+            "metrics_scrape_duration_seconds",
+            "Time this scrape spent reading the database.",
+            time.perf_counter() - started,
+        )
+        return [*families, scrape]
+
+
+# A registry of our own, not prometheus_client's global one: importing this module twice (a
+# test process, an autoreloader) cannot register the collector twice, and the client's own
+# process and platform collectors, per-process numbers, stay out of a lab-wide scrape.
+REGISTRY = CollectorRegistry()
+REGISTRY.register(LabCollector())
+
+
+def _jobs(now: datetime) -> list[Metric]:
+    by_status = dict(Job.objects.order_by().values_list("status").annotate(n=Count("id")))
+    jobs = _gauge("jobs", "Jobs by status (rows kept in the database).", labels=["status"])
+    for status in JobStatus.values:
+        jobs.add_metric([status], by_status.get(status, 0))
+
+    queued = _gauge(
+        "jobs_queued", "Queued jobs by priority (higher runs first).", labels=["priority"]
+    )
     oldest: datetime | None = None
     rows = (
         Job.objects.filter(status=JobStatus.QUEUED)
@@ -111,7 +146,7 @@ def _jobs(now: datetime) -> list[Family]:
         .annotate(n=Count("id"), oldest=Min("created_at"))
     )
     for priority, n, first in sorted(rows):
-        queued.add(n, priority=str(priority))
+        queued.add_metric([str(priority)], n)
         oldest = first if oldest is None or first < oldest else oldest
     wait = _gauge(
         "queue_oldest_wait_seconds",
@@ -121,23 +156,19 @@ def _jobs(now: datetime) -> list[Family]:
     return [jobs, queued, wait]
 
 
-def _hosts(now: datetime) -> list[Family]:
-    cutoff = now - timedelta(seconds=settings.WORKER_OFFLINE_TIMEOUT)
+def _hosts(now: datetime) -> list[Metric]:
     leased = Lease.objects.filter(host=OuterRef("pk"), released_at__isnull=True)
-    free_worker = Q(worker__isnull=True) | Q(worker__paused=False, worker__last_seen__gte=cutoff)
     counts = Host.objects.annotate(is_leased=Exists(leased)).aggregate(
         # Aliases must not shadow field names (`locked`), or the filters would read the aggregates.
         n_locked=Count("id", filter=Q(locked=True)),
         n_leased=Count("id", filter=Q(is_leased=True)),
-        n_schedulable=Count(
-            "id",
-            filter=Q(status=HostStatus.READY, locked=False, is_leased=False) & free_worker,
-        ),
+        # The scheduler's own rule, as a subquery of this one query.
+        n_schedulable=Count("id", filter=Q(pk__in=schedulable_hosts(now=now).values("pk"))),
         **{f"status_{s}": Count("id", filter=Q(status=s)) for s in HostStatus.values},
     )
-    by_status = _gauge("hosts", "Hosts by status.")
+    by_status = _gauge("hosts", "Hosts by status.", labels=["status"])
     for status in HostStatus.values:
-        by_status.add(counts[f"status_{status}"], status=status)
+        by_status.add_metric([status], counts[f"status_{status}"])
     return [
         by_status,
         _gauge("hosts_locked", "Hosts locked by staff.", counts["n_locked"]),
@@ -150,17 +181,18 @@ def _hosts(now: datetime) -> list[Family]:
     ]
 
 
-def _workers(now: datetime) -> list[Family]:
+def _workers(now: datetime) -> list[Metric]:
     timeout = timedelta(seconds=settings.WORKER_OFFLINE_TIMEOUT)
     rows = list(Worker.objects.order_by("name").values_list("name", "paused", "last_seen"))
     age = _gauge(
         "worker_last_seen_age_seconds",
         "Seconds since each worker's runner last heartbeated (+Inf: never).",
+        labels=["worker"],
     )
-    paused = _gauge("worker_paused", "1 if the worker is paused by staff.")
+    paused = _gauge("worker_paused", "1 if the worker is paused by staff.", labels=["worker"])
     for name, is_paused, last_seen in rows:
-        age.add(_age(now, last_seen), worker=name)
-        paused.add(1 if is_paused else 0, worker=name)
+        age.add_metric([name], _age(now, last_seen))
+        paused.add_metric([name], 1 if is_paused else 0)
     online = sum(1 for _n, _p, seen in rows if seen is not None and now - seen <= timeout)
     return [
         _gauge("workers", "Workers known to the lab.", len(rows)),
@@ -175,7 +207,7 @@ def _workers(now: datetime) -> list[Family]:
     ]
 
 
-def _leases(now: datetime) -> list[Family]:
+def _leases(now: datetime) -> list[Metric]:
     active = Q(released_at__isnull=True)
     job = Q(job__isnull=False)
     counts = Lease.objects.aggregate(
@@ -187,17 +219,18 @@ def _leases(now: datetime) -> list[Family]:
         timed_out=Count("id", filter=Q(release_reason=ReleaseReason.TIMEOUT)),
         oldest_beat=Min(Coalesce("heartbeat_at", "acquired_at"), filter=active & job),
     )
-    leases = _gauge("leases_active", "Active leases: a job's lease, or a manual reservation.")
-    leases.add(counts["active_job"], kind="job").add(
-        counts["active_reservation"], kind="reservation"
+    leases = _gauge(
+        "leases_active", "Active leases: a job's lease, or a manual reservation.", labels=["kind"]
     )
+    leases.add_metric(["job"], counts["active_job"])
+    leases.add_metric(["reservation"], counts["active_reservation"])
     expired = _counter(
         "leases_expired_total",
         "Leases that reached expires_at: kind=job means a runner stopped heartbeating.",
+        labels=["kind"],
     )
-    expired.add(counts["expired_job"], kind="job").add(
-        counts["expired_reservation"], kind="reservation"
-    )
+    expired.add_metric(["job"], counts["expired_job"])
+    expired.add_metric(["reservation"], counts["expired_reservation"])
     beat = counts["oldest_beat"]
     return [
         leases,
@@ -207,21 +240,23 @@ def _leases(now: datetime) -> list[Family]:
             "it expires at LEASE_TTL.",
             _age(now, beat) if beat is not None else 0.0,
         ),
-        _counter("leases_made_total", "Job leases ever granted.").add(counts["made"]),
+        _counter("leases_made_total", "Job leases ever granted.", counts["made"]),
         expired,
         _counter(
-            "jobs_timed_out_total", "Running jobs aborted by the tick for exceeding their timeout."
-        ).add(counts["timed_out"]),
+            "jobs_timed_out_total",
+            "Running jobs aborted by the tick for exceeding their timeout.",
+            counts["timed_out"],
+        ),
     ]
 
 
-def _ticks(now: datetime) -> list[Family]:
+def _ticks(now: datetime) -> list[Metric]:
     secs = {
-        f"s{i}": Count("id", filter=Q(duration_ms__lte=le * 1000))
+        f"s{i}": Count("id", filter=Q(duration_ms__lte=float(le) * 1000))
         for i, le in enumerate(TICK_SECONDS_BUCKETS)
     }
     made = {
-        f"l{i}": Count("id", filter=Q(leases_made__lte=le))
+        f"l{i}": Count("id", filter=Q(leases_made__lte=int(le)))
         for i, le in enumerate(TICK_LEASES_BUCKETS)
     }
     agg = SchedulerTick.objects.aggregate(
@@ -267,41 +302,6 @@ def _ticks(now: datetime) -> list[Family]:
     ]
 
 
-# --- the exposition format ------------------------------------------------------------------
-
-
-def _number(value: float) -> str:
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "NaN"
-        if math.isinf(value):
-            return "+Inf" if value > 0 else "-Inf"
-        if value.is_integer() and abs(value) < 1e15:
-            return str(int(value))
-        return repr(value)
-    return str(value)
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def render(families: Iterable[Family]) -> str:
-    """Write the families in the Prometheus text exposition format (version 0.0.4)."""
-    lines: list[str] = []
-    for family in families:
-        lines.append(f"# HELP {family.name} {family.help.replace(chr(10), ' ')}")
-        lines.append(f"# TYPE {family.name} {family.kind}")
-        for suffix, labels, value in family.samples:
-            text = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
-            lines.append(
-                f"{family.name}{suffix}{{{text}}} {_number(value)}"
-                if text
-                else f"{family.name}{suffix} {_number(value)}"
-            )
-    return "\n".join(lines) + "\n"
-
-
 # --- the view -------------------------------------------------------------------------------
 
 
@@ -317,8 +317,6 @@ def _authorize(request: HttpRequest) -> int:
             ok = bool(expected) and hmac.compare_digest(credential.encode(), expected.encode())
             return 200 if ok else 401
         if scheme == "token" and credential:
-            from rest_framework.authtoken.models import Token
-
             token = Token.objects.select_related("user").filter(key=credential).first()
             # A deleted token (revoked in the admin or the profile page) no longer works.
             if token is None or not token.user.is_active:
@@ -341,13 +339,4 @@ def metrics(request: HttpRequest) -> HttpResponse:
         return response
     if status == 403:
         return HttpResponse("lab staff only\n", status=403, content_type="text/plain")
-    started = time.perf_counter()
-    families = collect()
-    families.append(
-        _gauge(
-            "metrics_scrape_duration_seconds",
-            "Time this scrape spent reading the database.",
-            time.perf_counter() - started,
-        )
-    )
-    return HttpResponse(render(families), content_type=CONTENT_TYPE)
+    return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE)

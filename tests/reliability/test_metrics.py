@@ -10,6 +10,7 @@ from django.contrib.auth.models import Group
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
+from prometheus_client.parser import text_string_to_metric_families
 from rest_framework.authtoken.models import Token
 
 from hosts import services as host_services
@@ -173,6 +174,64 @@ def test_every_series_reports_the_lab_as_it_is(client, sam, lab) -> None:  # noq
     assert 42 <= value(s, "schedsite_last_tick_age_seconds") < 60
     assert value(s, "schedsite_last_tick_duration_seconds") == 12
     assert value(s, "schedsite_metrics_scrape_duration_seconds") > 0
+
+
+# What scrapers and dashboards select on: each family's type and label names. A counter's
+# family is named without `_total`; its samples keep it.
+FAMILIES = {
+    "schedsite_jobs": ("gauge", {"status"}),
+    "schedsite_jobs_queued": ("gauge", {"priority"}),
+    "schedsite_queue_oldest_wait_seconds": ("gauge", set()),
+    "schedsite_hosts": ("gauge", {"status"}),
+    "schedsite_hosts_locked": ("gauge", set()),
+    "schedsite_hosts_leased": ("gauge", set()),
+    "schedsite_hosts_schedulable": ("gauge", set()),
+    "schedsite_workers": ("gauge", set()),
+    "schedsite_workers_online": ("gauge", set()),
+    "schedsite_workers_paused": ("gauge", set()),
+    "schedsite_worker_last_seen_age_seconds": ("gauge", {"worker"}),
+    "schedsite_worker_paused": ("gauge", {"worker"}),
+    "schedsite_leases_active": ("gauge", {"kind"}),
+    "schedsite_lease_oldest_heartbeat_age_seconds": ("gauge", set()),
+    "schedsite_leases_made": ("counter", set()),
+    "schedsite_leases_expired": ("counter", {"kind"}),
+    "schedsite_jobs_timed_out": ("counter", set()),
+    "schedsite_tick_duration_seconds": ("histogram", {"le"}),
+    "schedsite_tick_leases": ("histogram", {"le"}),
+    "schedsite_last_tick_age_seconds": ("gauge", set()),
+    "schedsite_last_tick_duration_seconds": ("gauge", set()),
+    "schedsite_metrics_scrape_duration_seconds": ("gauge", set()),
+}
+
+
+def test_prometheus_reads_every_family_with_its_type_and_labels(client, sam, lab) -> None:  # noqa: ANN001
+    client.force_login(sam)
+    response = client.get("/metrics")
+    families = {f.name: f for f in text_string_to_metric_families(response.content.decode())}
+
+    assert {name: f.type for name, f in families.items()} == {
+        name: kind for name, (kind, _) in FAMILIES.items()
+    }
+    for name, (_, labels) in FAMILIES.items():
+        samples = families[name].samples
+        assert samples, f"{name} has no samples in a lab that has one of everything"
+        assert {key for s in samples for key in s.labels} == labels, name
+    assert {s.name for s in families["schedsite_leases_made"].samples} == {
+        "schedsite_leases_made_total"
+    }
+    # The histograms keep their buckets: dashboards select on these `le` values.
+    bounds = {
+        name: [s.labels["le"] for s in families[name].samples if s.name.endswith("_bucket")]
+        for name in ["schedsite_tick_duration_seconds", "schedsite_tick_leases"]
+    }
+    assert bounds == {
+        "schedsite_tick_duration_seconds": [
+            "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10", "+Inf"
+        ],
+        "schedsite_tick_leases": [
+            "0", "1", "2", "5", "10", "20", "50", "100", "200", "500", "1000", "5000", "+Inf"
+        ],
+    }  # fmt: skip
 
 
 def test_an_empty_lab_scrapes_cleanly(client, sam) -> None:  # noqa: ANN001

@@ -233,6 +233,18 @@ def _form_context(form: SuiteForm, rows: list[JobRow], **extra: Any) -> dict[str
     }
 
 
+def _field_error(form: SuiteForm, exc: InvalidInput) -> str:
+    """Show a refusal on the form field it names; return it when it is about the job list."""
+    message = _capitalized(exc.message)
+    if exc.field in form.fields:
+        form.add_error(exc.field, message)
+    elif exc.field == "jobs":
+        return message
+    else:
+        form.add_error(None, message)
+    return ""
+
+
 @ui_login_required
 @require_http_methods(["GET", "POST"])
 def suite_create(request: HttpRequest) -> HttpResponse:
@@ -279,12 +291,7 @@ def suite_create(request: HttpRequest) -> HttpResponse:
         except InvalidInput as exc:
             refused = exc
             if not row_error(filled, exc):
-                if exc.field in form.fields:
-                    form.add_error(exc.field, _capitalized(exc.message))
-                elif exc.field == "jobs":
-                    jobs_error = _capitalized(exc.message)
-                else:
-                    form.add_error(None, _capitalized(exc.message))
+                jobs_error = _field_error(form, exc)
         except ServiceError as exc:
             refused = exc
             form.add_error(None, _capitalized(exc.message))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from operator import attrgetter
@@ -388,6 +388,29 @@ def _assign_hosts(
         if pin is not None:
             take(job, j, matching.class_of_host[pin], hosts_by_id[pin])
 
+    _place_on_builds(matching, leased, slot_bits, taken, host_of, take)
+
+    cursor = [0] * len(matching.hosts)
+    for job, j, _build in leased:
+        if job.id in host_of:
+            continue
+        c = _lowest(slot_bits[j])
+        members = matching.hosts[c]
+        while members[cursor[c]].id in taken:
+            cursor[c] += 1
+        take(job, j, c, members[cursor[c]])
+    return tuple(Assignment(job.id, host_of[job.id]) for job, _j, _b in leased)
+
+
+def _place_on_builds(
+    matching: _Matching,
+    leased: Sequence[tuple[JobState, int, str]],
+    slot_bits: Mapping[int, int],
+    taken: set[int],
+    host_of: Mapping[int, int],
+    take: Callable[[JobState, int, int, HostState], None],
+) -> None:
+    """Give each unplaced job whose suite has a build a free host already on that build."""
     pools: dict[tuple[int, str], list[HostState]] = {}  # by hostname, descending: pop() lowest
     pool_bits: dict[str, int] = defaultdict(int)
     for c, build in matching.affine_left:
@@ -407,17 +430,6 @@ def _assign_hosts(
                 break
             pool_bits[build] &= ~(1 << c)
             candidates &= ~(1 << c)
-
-    cursor = [0] * len(matching.hosts)
-    for job, j, _build in leased:
-        if job.id in host_of:
-            continue
-        c = _lowest(slot_bits[j])
-        members = matching.hosts[c]
-        while members[cursor[c]].id in taken:
-            cursor[c] += 1
-        take(job, j, c, members[cursor[c]])
-    return tuple(Assignment(job.id, host_of[job.id]) for job, _j, _b in leased)
 
 
 # --- wait reasons ----------------------------------------------------------------------------
@@ -662,13 +674,43 @@ class _Explainer:
 # --- the planner -----------------------------------------------------------------------------
 
 
+def _job_classes(
+    jobs: Iterable[JobState], matching: _Matching
+) -> tuple[dict[tuple[frozenset[str], int | None], int], dict[int, int]]:
+    """Give jobs that need the same hosts (labels and pin) one job class of the matching."""
+    class_ids: dict[tuple[frozenset[str], int | None], int] = {}
+    job_class: dict[int, int] = {}
+    for job in jobs:
+        key = (job.labels, job.pinned_host_id)
+        j = class_ids.get(key)
+        if j is None:
+            j = class_ids[key] = matching.job_class(*key)
+        job_class[job.id] = j
+    return class_ids, job_class
+
+
+def _explain_waits(
+    waiting: Iterable[JobState], job_class: Mapping[int, int], explainer: _Explainer
+) -> tuple[dict[int, WaitReason], dict[tuple[int, int | None], WaitReason]]:
+    """Say why each waiting job waits; jobs of one class in one suite share one reason."""
+    by_class: dict[tuple[int, int | None], WaitReason] = {}
+    wait_reasons: dict[int, WaitReason] = {}
+    for job in waiting:
+        key = (job_class[job.id], job.suite_id)
+        reason = by_class.get(key)
+        if reason is None:
+            reason = by_class[key] = explainer.explain(job, key[0])
+        wait_reasons[job.id] = reason
+    return wait_reasons, by_class
+
+
 def plan(
     *,
     hosts: Iterable[HostState],
     jobs: Iterable[JobState],
     suites: Iterable[SuiteState],
 ) -> Plan:
-    """Lease free hosts to queued jobs (SPEC §4)."""
+    """Lease free hosts to queued jobs (docs/scheduling.md#the-promise)."""
     hosts = list(hosts)
     jobs = list(jobs)
     suites = list(suites)
@@ -679,14 +721,7 @@ def plan(
         builds={suite.build for suite in suites if suite.build},
     )
 
-    class_ids: dict[tuple[frozenset[str], int | None], int] = {}
-    job_class: dict[int, int] = {}
-    for job in jobs:
-        key = (job.labels, job.pinned_host_id)
-        j = class_ids.get(key)
-        if j is None:
-            j = class_ids[key] = matching.job_class(*key)
-        job_class[job.id] = j
+    class_ids, job_class = _job_classes(jobs, matching)
     build_of = {suite.id: suite.build for suite in suites}
     # Hosts each capped suite may still take this tick; held hosts count against the cap.
     room = {s.id: s.max_duts - s.held for s in suites if s.max_duts is not None}
@@ -731,15 +766,8 @@ def plan(
     assignments = _assign_hosts(matching, leased, hosts_by_id)
 
     explainer = _Explainer(hosts, matching, suite_by_id, room)
-    by_class: dict[tuple[int, int | None], WaitReason] = {}  # one shared reason per class
-    wait_reasons: dict[int, WaitReason] = {}
-    for job in jobs:
-        if job.id not in leased_ids:
-            key = (job_class[job.id], job.suite_id)
-            reason = by_class.get(key)
-            if reason is None:
-                reason = by_class[key] = explainer.explain(job, key[0])
-            wait_reasons[job.id] = reason
+    waiting = [job for job in jobs if job.id not in leased_ids]
+    wait_reasons, by_class = _explain_waits(waiting, job_class, explainer)
 
     labels_keys = {j: _labels_key(labels) for (labels, _pin), j in class_ids.items()}
     class_reasons = {

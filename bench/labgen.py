@@ -100,7 +100,7 @@ def _board_names(n: int) -> list[str]:
     return names
 
 
-def generate(shape: LabShape) -> Lab:
+def generate(shape: LabShape) -> Lab:  # noqa: C901, PLR0915 — one seeded stream: order matters
     """Return the lab described by `shape`; the same shape always gives the same lab."""
     rng = random.Random(shape.seed)
     n_boards = max(1, round(shape.label_sets / LABEL_SETS_PER_BOARD))

@@ -88,7 +88,7 @@ def _finish(job_id: int) -> None:
     services.job_complete(job=job, result="passed", by="runner")
 
 
-def main() -> None:
+def main() -> None:  # noqa: PLR0915 — a script: arguments, one run, its report
     """Measure submit -> leased over many submissions with `manage.py qcluster` running."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--hosts", type=int, default=1000)

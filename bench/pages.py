@@ -353,7 +353,7 @@ def measure(
     return out
 
 
-def main() -> None:
+def main() -> None:  # noqa: PLR0915 — a script: arguments, one run, its report
     """Load a lab, time the API and UI list pages at its size, and report throughput."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--hosts", type=int, default=10_000)

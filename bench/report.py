@@ -89,7 +89,7 @@ def load_average() -> str:
         return "?"
 
 
-def main() -> None:
+def main() -> None:  # noqa: PLR0915 — a script: arguments, the runs, their tables
     """Run the benchmarks and print the tables of bench/RESULTS.md (markdown) on stdout."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--quick", action="store_true", help="skip the latency runs")

@@ -8,6 +8,8 @@ from django_filters import rest_framework as filters
 
 from hosts.choices import HostStatus
 from hosts.models import Host, Worker
+from jobs.models import Lease
+from jobs.selectors import online_cutoff
 from schedsite.filters import RepeatedCharFilter, StrictBooleanFilter
 
 
@@ -31,8 +33,6 @@ class HostFilterSet(filters.FilterSet):
     def filter_leased(self, queryset: QuerySet[Host], name: str, value: bool | None) -> QuerySet:
         if value is None:
             return queryset
-        from jobs.models import Lease
-
         active = Exists(Lease.objects.filter(host=OuterRef("pk"), released_at__isnull=True))
         return queryset.filter(active) if value else queryset.exclude(active)
 
@@ -60,7 +60,5 @@ class WorkerFilterSet(filters.FilterSet):
     def filter_online(self, queryset: QuerySet[Worker], name: str, value: bool | None) -> QuerySet:
         if value is None:
             return queryset
-        from jobs.selectors import online_cutoff
-
         online = Q(last_seen__gte=online_cutoff(timezone.now()))
         return queryset.filter(online) if value else queryset.exclude(online)

@@ -21,6 +21,7 @@ from hosts.forms import BulkHostsForm, ReasonForm
 from hosts.models import Host, HostEvent, Label, Worker
 from jobs import selectors
 from jobs.choices import JobStatus
+from jobs.forms import RESERVE_DURATIONS
 from jobs.models import Job, Lease
 from schedsite import roles
 from schedsite.errors import InvalidInput, ServiceError
@@ -193,8 +194,6 @@ def _host_bulk(request: HttpRequest) -> HttpResponse:
 
 def host_detail_context(request: HttpRequest, host: Host, **extra: Any) -> dict:
     """Everything the host page shows: state, active lease, reservation form and timeline."""
-    from jobs.forms import RESERVE_DURATIONS
-
     host = host_queryset().get(pk=host.pk)
     context = {
         "host": host,

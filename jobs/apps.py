@@ -20,7 +20,8 @@ class JobsConfig(AppConfig):
     verbose_name = "Scheduling"
 
     def ready(self) -> None:
-        from jobs.tasks import install_schedule
+        # jobs.tasks imports the models, which cannot load while the app registry is filling.
+        from jobs.tasks import install_schedule  # noqa: PLC0415
 
         post_migrate.connect(install_schedule, sender=self, dispatch_uid="schedsite-schedule")
         post_migrate.connect(create_cache_table, sender=self, dispatch_uid="schedsite-cache")

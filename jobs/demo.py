@@ -12,6 +12,7 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 from django.db.models import Count, Max, QuerySet
 from django.utils import timezone
+from rest_framework.authtoken.models import Token
 
 from hosts import services as host_services
 from hosts.choices import HostStatus
@@ -311,8 +312,6 @@ SIMULATED_BROKEN_EXIT = 3
 
 def ensure_runners() -> dict[str, str]:
     """Give every worker a runner account; return each worker's runner token by name."""
-    from rest_framework.authtoken.models import Token
-
     tokens: dict[str, str] = {}
     for name in Worker.objects.order_by("name").values_list("name", flat=True):
         _worker, user = host_services.worker_runner_ensure(worker_name=name, by="demo")

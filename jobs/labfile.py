@@ -167,7 +167,7 @@ def _label(i: int, entry: dict, key: str, name_key: str) -> str:
     return f"{key}[{i}]" + (f" ({name})" if isinstance(name, str) and name else "")
 
 
-def validate(data: Any) -> dict:
+def validate(data: Any) -> dict:  # noqa: C901, PLR0915 — to split by section of the file
     """Check a parsed lab file completely; return normalized data or raise LabFileError."""
     check = _Checker()
     if not isinstance(data, dict):
@@ -324,7 +324,7 @@ class ImportResult:
 
 
 @transaction.atomic
-def import_lab(
+def import_lab(  # noqa: PLR0915 — to go through the services, which will shorten it
     data: Any, *, actor: str = "import_lab", now: datetime | None = None
 ) -> ImportResult:
     """Create or update everything in a lab file in one transaction; all or nothing."""

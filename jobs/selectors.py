@@ -303,8 +303,6 @@ def wait_reasons_for(jobs: list[Job], tick: SchedulerTick | None = None) -> dict
 def suite_job_counts(suite_ids: list[int]) -> dict[int, dict[str, int]]:
     """Job counts by status for each suite, in one query."""
     counts: dict[int, dict[str, int]] = {sid: {} for sid in suite_ids}
-    from django.db.models import Count
-
     rows = (
         Job.objects.filter(suite_id__in=suite_ids)
         .values("suite_id", "status")
@@ -396,8 +394,6 @@ def runner_leases(*, worker: Worker) -> QuerySet[Lease]:
 
 def dashboard_counts(*, now: datetime) -> dict[str, int]:
     """Count hosts, workers, jobs and leases for the dashboard in a fixed number of queries."""
-    from django.db.models import Count
-
     active = Lease.objects.filter(host=OuterRef("pk"), released_at__isnull=True)
     hosts = Host.objects.annotate(is_leased=Exists(active)).aggregate(
         hosts_total=Count("id"),
@@ -535,10 +531,6 @@ def active_leases_by_job(job_ids: list[int]) -> dict[int, Lease]:
 
 def label_suggestions(*, text: str, limit: int = 8) -> list[tuple[str, int]]:
     """Existing labels containing the text, most used first, with how many hosts carry each."""
-    from django.db.models import Count
-
-    from hosts.models import Label
-
     qs = Label.objects.all()
     if text:
         qs = qs.filter(name__icontains=text)

@@ -13,7 +13,8 @@ def main() -> int:
         print(os.environ["DATABASE_URL"])
         return 0
     try:
-        import psycopg
+        # Without psycopg installed there is no PostgreSQL to find: `make test` uses SQLite.
+        import psycopg  # noqa: PLC0415
 
         with psycopg.connect(
             "host=127.0.0.1 port=5432 user=postgres dbname=postgres", connect_timeout=3

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from argparse import ArgumentParser
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from rest_framework.authtoken.models import Token
 
 from hosts import services
@@ -22,8 +22,6 @@ class Command(BaseCommand):
         parser.add_argument("--username", help="runner account name (default runner-WORKER)")
 
     def handle(self, *args: object, **options: object) -> None:
-        from django.core.management.base import CommandError
-
         try:
             worker, user = services.worker_runner_ensure(
                 worker_name=str(options["worker"]),

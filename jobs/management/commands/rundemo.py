@@ -119,7 +119,8 @@ class Command(BaseCommand):
             help="submit a new suite when fewer runnable jobs than this are queued",
         )
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: object, **options: object) -> None:  # noqa: C901, PLR0915
+        # One script that starts, watches and stops the demo processes; to split by process.
         manage = [sys.executable, "manage.py"]
         addr = str(options["addr"])
         # The feeder's submissions ask for ticks from this process: keep django-q's line per

@@ -1,4 +1,4 @@
-"""The project's imports fall and never go round in a circle (docs/architecture.md).
+"""The project's modules import one another without ever going round in a circle.
 
 The graph is read from the source with `ast`, not by importing: an import inside a function
 counts as much as one at the top, because it is the same dependency, only hidden.

@@ -15,7 +15,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from hosts.models import Host
 from hosts.views import host_detail_context
-from jobs import selectors, services
+from jobs import limits, selectors, services
 from jobs.choices import JobStatus, SuiteStatus
 from jobs.filtersets import JobFilterSet, LeaseFilterSet, SuiteFilterSet
 from jobs.forms import (
@@ -32,6 +32,7 @@ from jobs.forms import (
     row_error,
 )
 from jobs.models import Job, Lease, Suite
+from jobs.scheduling.queue import queue_jobs, queue_select
 from schedsite import roles
 from schedsite.errors import InvalidInput, LimitExceeded, ServiceError
 from schedsite.ui.htmx import (
@@ -67,26 +68,20 @@ def _capitalized(message: str) -> str:
 def queue(request: HttpRequest) -> HttpResponse:
     """Queued jobs in the scheduler's order, with priority, age and why each one waits."""
     query = clean_query(request.GET)
-    order = selectors.queue_order_ids()
-    position = {job_id: i + 1 for i, job_id in enumerate(order.ids)}
-    ids = order.ids
-    filter_errors = None
+    filterset = None
     if query:
         filterset = JobFilterSet(query, queryset=Job.objects.filter(status=JobStatus.QUEUED))
-        filter_errors = filterset.errors
-        allowed = set(filterset.qs.values_list("id", flat=True))
-        ids = [job_id for job_id in ids if job_id in allowed]
-    page = paginate(ids, request.GET.get("page"), QUEUE_PER_PAGE)
-    by_id = Job.objects.select_related("suite", "host", "owner").in_bulk(list(page.object_list))
-    jobs = [by_id[job_id] for job_id in page.object_list if job_id in by_id]
+    selection = queue_select(filterset.qs if filterset is not None else None)
+    page = paginate(selection.ids, request.GET.get("page"), QUEUE_PER_PAGE)
+    jobs = queue_jobs(page.object_list)
     tick = selectors.latest_tick()
     reasons = selectors.wait_reasons_for(jobs, tick)
     rows = [
         {
             "job": job,
-            "position": position[job.pk],
+            "position": selection.positions[job.pk],
             "reason": reasons.get(job.pk),
-            "quota": job.pk in order.quota_ids,
+            "quota": job.pk in selection.order.quota_ids,
         }
         for job in jobs
     ]
@@ -94,9 +89,9 @@ def queue(request: HttpRequest) -> HttpResponse:
         "rows": rows,
         "page_obj": page,
         "query": query,
-        "filter_errors": filter_errors,
-        "total_queued": len(order.ids),
-        "matching": len(ids),
+        "filter_errors": filterset.errors if filterset is not None else None,
+        "total_queued": len(selection.order.ids),
+        "matching": len(selection.ids),
         "tick": tick,
         "now": timezone.now(),
         "live_url": live_url(reverse("jobs:queue"), query, page),
@@ -222,11 +217,15 @@ def suite_abort(request: HttpRequest, pk: int) -> HttpResponse:
     )
 
 
-def _form_context(form: SuiteForm, rows: list[JobRow], **extra: Any) -> dict[str, Any]:
+def _form_context(
+    request: HttpRequest, form: SuiteForm, rows: list[JobRow], **extra: Any
+) -> dict[str, Any]:
+    # Offer only the priorities the submitter may use (docs/security.md#submission-limits).
+    top = limits.submit_limits_for(request.user).max_priority
     return {
         "form": form,
         "rows": rows,
-        "priorities": PRIORITY_CHOICES,
+        "priorities": [(v, text) for v, text in PRIORITY_CHOICES if top is None or v <= top],
         "mode": (form.data.get("mode") if form.is_bound else None) or "jobs",
         "rows_with_errors": any(row.errors for row in rows),
         **extra,
@@ -250,7 +249,7 @@ def _field_error(form: SuiteForm, exc: InvalidInput) -> str:
 def suite_create(request: HttpRequest) -> HttpResponse:
     """Submit a suite: a list of jobs, or one job per host carrying some labels (fan-out)."""
     if request.method == "GET":
-        context = _form_context(SuiteForm(), [JobRow(), JobRow()])
+        context = _form_context(request, SuiteForm(), [JobRow(), JobRow()])
         return render(request, "jobs/suite_form.html", context)
     form = SuiteForm(request.POST)
     rows = job_rows_from(request.POST)
@@ -304,7 +303,7 @@ def suite_create(request: HttpRequest) -> HttpResponse:
             )
             url = reverse("jobs:suite_detail", args=[suite.pk])
             return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
-    context = _form_context(form, rows or [JobRow()], jobs_error=jobs_error)
+    context = _form_context(request, form, rows or [JobRow()], jobs_error=jobs_error)
     template = (
         "jobs/partials/suite_form_body.html"
         if wants_fragment(request)

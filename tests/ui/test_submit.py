@@ -32,8 +32,10 @@ def form(**overrides: object) -> dict:
 
 def test_the_form_offers_the_named_priority_levels_and_two_job_rows(alice_client, lab):
     html = alice_client.get("/suites/new/").content.decode()
-    for level in ("super (80)", "cq (70)", "default (40)", "weekly (10)"):
+    for level in ("cq (70)", "default (40)", "weekly (10)"):
         assert level in html
+    # A tester is offered only the priorities they may use (docs/security.md#submission-limits).
+    assert "super (80)" not in html
     assert '<option value="40" selected>' in html
     assert html.count('class="job-row"') == 2
     assert 'hx-get="/suggest/labels/"' in html
@@ -145,3 +147,14 @@ def test_without_javascript_the_form_still_submits_and_redirects(alice_client, l
 def test_without_javascript_errors_come_back_on_the_full_page(alice_client, lab):
     response = alice_client.post("/suites/new/", form(min_duts="-1"))
     assert response.status_code == 400 and b"<html" in response.content
+
+
+def test_staff_are_offered_every_priority(sam_client, lab):
+    assert "super (80)" in sam_client.get("/suites/new/").content.decode()
+
+
+def test_a_tester_posting_a_priority_above_their_limit_is_told_the_limit(alice_client, lab):
+    response = alice_client.post("/suites/new/", form(priority="80"), headers=HTMX)
+    assert response.status_code == 400
+    assert "you may submit at most 70 (cq)" in response.content.decode()
+    assert not Suite.objects.exists()

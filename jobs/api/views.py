@@ -20,6 +20,7 @@ from jobs.api import serializers as s
 from jobs.choices import JobStatus
 from jobs.filtersets import JobFilterSet, LeaseFilterSet, SuiteFilterSet
 from jobs.models import Job, Lease, SchedulerTick, Suite
+from jobs.scheduling.queue import queue_jobs, queue_select
 from schedsite import roles
 from schedsite.api_exceptions import ErrorSerializer
 from schedsite.api_permissions import (
@@ -351,22 +352,13 @@ class QueueView(RolePermissionsMixin, generics.GenericAPIView):
     def get(self, request: Request) -> Response:
         # Filtering also validates the parameters: a bad one is a 400 even when nothing is queued.
         filtered = self.filter_queryset(self.get_queryset())
-        # Ids only (cached per queue state), then full rows for the page alone: building a
-        # model instance per queued job cost about 1 s per request at 10,000 queued.
-        ids = selectors.queue_order_ids().ids
-        positions = {job_id: i for i, job_id in enumerate(ids, start=1)}
         names = set(JobFilterSet.base_filters)
-        if any(key in names for key in request.query_params):
-            wanted = set(filtered.values_list("pk", flat=True))
-            ids = [job_id for job_id in ids if job_id in wanted]
-        page_ids = self.paginate_queryset(ids)
-        queued = Job.objects.filter(status=JobStatus.QUEUED)
-        by_id = queued.select_related("suite", "host", "owner").in_bulk(page_ids)
-        # A job leased since the order was read drops out of the page rather than failing.
-        page = [by_id[job_id] for job_id in page_ids if job_id in by_id]
+        filtering = any(key in names for key in request.query_params)
+        selection = queue_select(filtered if filtering else None)
+        page = queue_jobs(self.paginate_queryset(selection.ids))
         context = {
             **self.get_serializer_context(),
-            "positions": positions,
+            "positions": selection.positions,
             "wait_reasons": selectors.wait_reasons_for(page),
             "now": timezone.now(),
         }

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import re
+
 from django import forms
 
 from schedsite.filters import AnyValueMultipleField
+
+LABEL_SPLIT = re.compile(r"[\s,]+")
+
+
+def split_labels(text: str) -> list[str]:
+    """Labels typed into one box, separated by spaces or commas."""
+    return [part for part in LABEL_SPLIT.split(text or "") if part]
 
 
 class ReasonForm(forms.Form):

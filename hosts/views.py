@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 from urllib.parse import urlencode
 
@@ -17,7 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from hosts import services
 from hosts.choices import HostStatus
 from hosts.filtersets import HostFilterSet, WorkerFilterSet
-from hosts.forms import BulkHostsForm, ReasonForm
+from hosts.forms import BulkHostsForm, ReasonForm, split_labels
 from hosts.models import Host, HostEvent, Label, Worker
 from jobs import selectors
 from jobs.choices import JobStatus
@@ -43,16 +42,10 @@ WORKERS_PER_PAGE = 50
 EVENTS_SHOWN = 50
 EMBEDDED_HOSTS = 100  # hosts listed on a worker's page before "see all"
 SUGGESTIONS = 8
-LABEL_SPLIT = re.compile(r"[\s,]+")
 
 
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-def split_labels(text: str) -> list[str]:
-    """Labels typed into one box, separated by spaces or commas."""
-    return [part for part in LABEL_SPLIT.split(text or "") if part]
 
 
 # --- querysets ------------------------------------------------------------------------------

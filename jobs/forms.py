@@ -10,13 +10,13 @@ from uuid import uuid4
 from django import forms
 from django.http import QueryDict
 
+from hosts.forms import split_labels
 from hosts.models import Host
 from hosts.services import labels_validate
 from jobs.choices import Priority
 from jobs.services import JobSpec
 from schedsite.errors import InvalidInput
 
-LABEL_SPLIT = re.compile(r"[\s,]+")
 MAX_ROWS = 500  # job rows in one form; bigger suites go through the API
 
 # Highest first: that is the order people scan a priority list in.
@@ -32,11 +32,6 @@ RESERVE_DURATIONS = [
     (4320, "3 days"),
     (10080, "1 week"),
 ]
-
-
-def split_labels(text: str) -> list[str]:
-    """Labels typed into one box, separated by spaces or commas."""
-    return [part for part in LABEL_SPLIT.split(text or "") if part]
 
 
 class SuiteForm(forms.Form):

@@ -14,12 +14,8 @@ from hosts.choices import HostStatus
 from hosts.models import Host, HostEvent, Worker
 from hosts.validators import hostname_validator, worker_name_validator
 from jobs.api.serializers import ActiveLeaseSerializer, LabelListField
-from schedsite.api_fields import StrictBooleanField, StrictCharField
+from schedsite.api_fields import StrictBooleanField, StrictCharField, username_or_none
 from schedsite.roles import RUNNER_GROUP
-
-
-def _username(user: object) -> str | None:
-    return user.get_username() if user is not None else None  # type: ignore[attr-defined]
 
 
 def _online(worker: Worker | None, now: datetime) -> bool:
@@ -61,11 +57,11 @@ class WorkerSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_paused_by(self, worker: Worker) -> str | None:
-        return _username(worker.paused_by)
+        return username_or_none(worker.paused_by)
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_runner(self, worker: Worker) -> str | None:
-        return _username(worker.runner)
+        return username_or_none(worker.runner)
 
     def get_online(self, worker: Worker) -> bool:
         return worker.is_online(self.context.get("now") or timezone.now())
@@ -191,7 +187,7 @@ class HostSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_locked_by(self, host: Host) -> str | None:
-        return _username(host.locked_by)
+        return username_or_none(host.locked_by)
 
     def _active_lease(self, host: Host):  # noqa: ANN202
         leases = getattr(host, "active_leases", None)

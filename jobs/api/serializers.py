@@ -14,14 +14,15 @@ from hosts.models import Host
 from jobs.choices import JobStatus, Priority, ReleaseReason, SuiteStatus
 from jobs.models import Job, Lease, SchedulerTick, Suite, decode_labels
 from jobs.services import JobSpec
-from schedsite.api_fields import StrictBooleanField, StrictCharField, StrictIntegerField
+from schedsite.api_fields import (
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+    username_or_none,
+)
 
 MAX_LABELS = 64
 PRIORITY_LEVELS = {level.label: level.value for level in Priority}
-
-
-def _username(user: object) -> str | None:
-    return user.get_username() if user is not None else None  # type: ignore[attr-defined]
 
 
 def _seconds(value: timedelta | None) -> int | None:
@@ -240,7 +241,7 @@ class ActiveLeaseSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_holder(self, lease: Lease) -> str | None:
-        return _username(lease.holder) if lease.holder_id else None
+        return username_or_none(lease.holder) if lease.holder_id else None
 
 
 class LeaseSerializer(ActiveLeaseSerializer):
@@ -356,7 +357,7 @@ class JobSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_owner(self, job: Job) -> str | None:
-        return _username(job.owner) if job.owner_id else None
+        return username_or_none(job.owner) if job.owner_id else None
 
     @extend_schema_field(serializers.IntegerField(help_text="Maximum runtime in seconds."))
     def get_timeout(self, job: Job) -> int | None:
@@ -459,7 +460,7 @@ class SuiteSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_owner(self, suite: Suite) -> str | None:
-        return _username(suite.owner) if suite.owner_id else None
+        return username_or_none(suite.owner) if suite.owner_id else None
 
     @extend_schema_field(serializers.ChoiceField(choices=SuiteStatus.choices))
     def get_status(self, suite: Suite) -> str:
@@ -584,7 +585,7 @@ class QueueEntrySerializer(serializers.ModelSerializer):
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_owner(self, job: Job) -> str | None:
-        return _username(job.owner) if job.owner_id else None
+        return username_or_none(job.owner) if job.owner_id else None
 
     def get_age_seconds(self, job: Job) -> float:
         now: datetime = self.context.get("now") or timezone.now()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeVar
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
@@ -20,6 +22,7 @@ from schedsite.roles import RUNNER_GROUP
 
 Actor = AbstractBaseUser | AnonymousUser | str | None
 SCHEDULER = "scheduler"
+HostOrWorker = TypeVar("HostOrWorker", Host, Worker)
 
 
 def actor_name(actor: Actor) -> str:
@@ -107,6 +110,64 @@ def labels_get_or_create(names: Iterable[str]) -> list[Label]:
     return [existing[n] for n in wanted]
 
 
+# --- holds: a host's lock and a worker's pause ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Hold:
+    """A flag that keeps a host or a worker out of scheduling, with why, by whom and since when."""
+
+    model: type[Host] | type[Worker]
+    noun: str  # "host" or "worker": the HostEvent field that names it, and the messages' word
+    name: str  # the field people know it by
+    flag: str
+    reason: str
+    by: str
+    at: str
+    set_kind: EventKind
+    clear_kind: EventKind
+    set_word: str  # "locked": "host h1 is already locked"
+    clear_word: str  # "unlocked": the tick request's reason
+
+
+LOCK = Hold(
+    Host, "host", "hostname", "locked", "lock_reason", "locked_by", "locked_at",
+    EventKind.LOCKED, EventKind.UNLOCKED, "locked", "unlocked",
+)  # fmt: skip
+PAUSE = Hold(
+    Worker, "worker", "name", "paused", "paused_reason", "paused_by", "paused_at",
+    EventKind.PAUSED, EventKind.RESUMED, "paused", "resumed",
+)  # fmt: skip
+
+
+@transaction.atomic
+def _hold_set(hold: Hold, obj: HostOrWorker, *, by: Actor, reason: str) -> HostOrWorker:
+    """Set the hold (compare-and-set: a second lock or pause is refused) and audit it."""
+    now = timezone.now()
+    changed = hold.model.objects.filter(pk=obj.pk, **{hold.flag: False}).update(
+        **{hold.flag: True, hold.reason: reason, hold.by: actor_user(by), hold.at: now}
+    )
+    if not changed:
+        raise Conflict(f"{hold.noun} {getattr(obj, hold.name)} is already {hold.set_word}")
+    event_record(kind=hold.set_kind, actor=by, message=reason, at=now, **{hold.noun: obj})
+    obj.refresh_from_db()
+    return obj
+
+
+@transaction.atomic
+def _hold_clear(hold: Hold, obj: HostOrWorker, *, by: Actor) -> HostOrWorker:
+    """Clear the hold (refused if it is not set), audit it, and ask for a tick."""
+    changed = hold.model.objects.filter(pk=obj.pk, **{hold.flag: True}).update(
+        **{hold.flag: False, hold.reason: "", hold.by: None, hold.at: None}
+    )
+    if not changed:
+        raise Conflict(f"{hold.noun} {getattr(obj, hold.name)} is not {hold.set_word}")
+    event_record(kind=hold.clear_kind, actor=by, **{hold.noun: obj})
+    request_tick(f"{hold.noun} {hold.clear_word}")
+    obj.refresh_from_db()
+    return obj
+
+
 # --- workers --------------------------------------------------------------------------------
 
 
@@ -129,33 +190,14 @@ def worker_create(*, name: str, by: Actor, paused: bool = False, reason: str = "
     return worker
 
 
-@transaction.atomic
 def worker_pause(*, worker: Worker, by: Actor, reason: str) -> Worker:
     """Stop new leases on the worker's hosts; running leases continue."""
-    reason = reason_clean(reason, what="pause a worker")
-    now = timezone.now()
-    changed = Worker.objects.filter(pk=worker.pk, paused=False).update(
-        paused=True, paused_reason=reason, paused_by=actor_user(by), paused_at=now
-    )
-    if not changed:
-        raise Conflict(f"worker {worker.name} is already paused")
-    event_record(kind=EventKind.PAUSED, actor=by, worker=worker, message=reason, at=now)
-    worker.refresh_from_db()
-    return worker
+    return _hold_set(PAUSE, worker, by=by, reason=reason_clean(reason, what="pause a worker"))
 
 
-@transaction.atomic
 def worker_resume(*, worker: Worker, by: Actor) -> Worker:
     """Let the worker's hosts take new leases again."""
-    changed = Worker.objects.filter(pk=worker.pk, paused=True).update(
-        paused=False, paused_reason="", paused_by=None, paused_at=None
-    )
-    if not changed:
-        raise Conflict(f"worker {worker.name} is not paused")
-    event_record(kind=EventKind.RESUMED, actor=by, worker=worker)
-    request_tick("worker resumed")
-    worker.refresh_from_db()
-    return worker
+    return _hold_clear(PAUSE, worker, by=by)
 
 
 def worker_heartbeat(*, worker: Worker, at: datetime | None = None) -> Worker:
@@ -289,40 +331,21 @@ def host_set_status(*, host: Host, status: str, by: Actor, message: str = "") ->
     return host
 
 
-@transaction.atomic
 def host_lock(*, host: Host, by: Actor, reason: str) -> Host:
     """Take a host out of scheduling for debugging; a reason is required."""
-    reason = reason_clean(reason, what="lock a host")
-    now = timezone.now()
-    changed = Host.objects.filter(pk=host.pk, locked=False).update(
-        locked=True, lock_reason=reason, locked_by=actor_user(by), locked_at=now
-    )
-    if not changed:
-        raise Conflict(f"host {host.hostname} is already locked")
-    event_record(kind=EventKind.LOCKED, actor=by, host=host, message=reason, at=now)
-    host.refresh_from_db()
-    return host
+    return _hold_set(LOCK, host, by=by, reason=reason_clean(reason, what="lock a host"))
 
 
-@transaction.atomic
 def host_unlock(*, host: Host, by: Actor) -> Host:
     """Return a locked host to scheduling."""
-    changed = Host.objects.filter(pk=host.pk, locked=True).update(
-        locked=False, lock_reason="", locked_by=None, locked_at=None
-    )
-    if not changed:
-        raise Conflict(f"host {host.hostname} is not locked")
-    event_record(kind=EventKind.UNLOCKED, actor=by, host=host)
-    request_tick("host unlocked")
-    host.refresh_from_db()
-    return host
+    return _hold_clear(LOCK, host, by=by)
 
 
 @transaction.atomic
 def host_delete(*, host: Host, by: Actor) -> None:
     """Remove a host that holds no active lease and no job is pinned to."""
     host = Host.objects.select_for_update().get(pk=host.pk)
-    if host.leases.filter(released_at__isnull=True).exists():
+    if host.leases.active().exists():
         raise Conflict(f"host {host.hostname} has an active lease; release it first")
     if host.pinned_jobs.exists():
         raise Conflict(f"jobs are pinned to {host.hostname}; it cannot be deleted")
@@ -330,7 +353,7 @@ def host_delete(*, host: Host, by: Actor) -> None:
     host.delete()
 
 
-# --- added for the REST API (issue 3) --------------------------------------------------------
+# --- renaming workers and their runner accounts ---------------------------------------------
 
 
 @transaction.atomic
@@ -384,7 +407,7 @@ def worker_runner_ensure(
     return worker, user
 
 
-# --- added for the web UI (issue 4) ----------------------------------------------------------
+# --- several hosts at once ------------------------------------------------------------------
 
 
 @transaction.atomic

@@ -11,7 +11,7 @@ from bench.labgen import LabShape, generate
 from jobs.scheduler.planner import plan
 
 # (hosts, jobs, suites, label sets): small and mid-sized labs where jobs and hosts are about
-# as many (where reassigning matters most), then the two sizes of SPEC §10.
+# as many (where reassigning matters most), then the two sizes of docs/performance.md#targets.
 SHAPES = (
     (60, 80, 6, 24),
     (200, 200, 10, 40),

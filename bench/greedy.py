@@ -7,11 +7,12 @@ from collections.abc import Callable, Iterable
 
 from jobs.scheduler.planner import Assignment, HostState, JobState, SuiteState
 
-# For comparison only: the product never uses this. It takes jobs in exactly the order of
-# SPEC §4 (quota phase, then main phase, max_duts caps, an unsatisfiable job not using up a
-# quota) and gives each the first free eligible host, never moving an earlier job. That is
-# what Autotest's host scheduler, LAVA and Tradefed do; the only difference from the planner
-# is the missing reassignment (augmenting paths), so the gap between the two is its worth.
+# For comparison only: the product never uses this. It takes jobs in exactly the planner's
+# order (docs/scheduling.md#order-of-consideration: quota phase, then main phase, max_duts
+# caps, an unsatisfiable job not using up a quota) and gives each the first free eligible
+# host, never moving an earlier job. That is what Autotest's host scheduler, LAVA and
+# Tradefed do; the only difference from the planner is the missing reassignment (augmenting
+# paths), so the gap between the two is its worth.
 
 HostOrder = Callable[[HostState], object]
 
@@ -33,7 +34,7 @@ def greedy(  # noqa: C901 — the first-fit baseline, kept in one piece as the a
     suites: Iterable[SuiteState],
     order: HostOrder = by_hostname,
 ) -> tuple[Assignment, ...]:
-    """Lease each job, in SPEC §4 order, the first free host that fits it in `order`."""
+    """Lease each job, in the planner's order, the first free host that fits it in `order`."""
     free = sorted((h for h in hosts if h.schedulable), key=order)
     rank = {h.id: i for i, h in enumerate(free)}
     taken: set[int] = set()

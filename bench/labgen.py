@@ -26,7 +26,7 @@ BOARD_NAMES = [
 POOLS = (("cq", 0.35), ("bvt", 0.30), ("suites", 0.25), ("quota", 0.10))
 # Peripherals a host may carry, each with the share of hosts that has it.
 CAPS = (("servo", 0.5), ("bt", 0.3), ("audio_box", 0.15), ("touch", 0.1), ("chameleon", 0.08))
-# Named priority levels (SPEC §3) with how often suites use them.
+# Named priority levels (jobs.choices.Priority) with how often suites use them.
 PRIORITIES = ((10, 0.10), (20, 0.15), (30, 0.15), (40, 0.30), (50, 0.10), (60, 0.08), (70, 0.10))
 LABEL_SETS_PER_BOARD = 8  # four pools plus about as many heterogeneous variants
 

@@ -13,7 +13,7 @@ from bench.greedy import by_fewest_labels, greedy
 from bench.labgen import LabShape, generate
 from jobs.scheduler.planner import plan
 
-# SPEC §10, in milliseconds, by (hosts, jobs).
+# The targets of docs/performance.md#targets, in milliseconds, by (hosts, jobs).
 TARGET_MS = {(10_000, 100_000): 1000.0, (1_000, 10_000): 50.0}
 
 

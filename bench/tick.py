@@ -13,7 +13,7 @@ import time
 from bench import dbload
 from bench.labgen import LabShape, generate
 
-# SPEC §10 targets, in milliseconds, by (hosts, jobs).
+# The targets of docs/performance.md#targets, in milliseconds, by (hosts, jobs).
 COLD_TARGET_MS = 5000.0
 STEADY_TARGET_MS = {(10_000, 100_000): 300.0}
 

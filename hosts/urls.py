@@ -1,4 +1,4 @@
-"""Web UI routes for hosts, workers and the label and host suggestions (SPEC §7)."""
+"""Web UI routes for hosts, workers and the label and host suggestions (docs/ui.md#pages)."""
 
 from __future__ import annotations
 

@@ -321,7 +321,7 @@ def suite_hosts_held(suite_ids: list[int]) -> dict[int, int]:
     )
 
 
-# --- reads for the REST API (issue 3) --------------------------------------------------------
+# --- reads for the REST API -----------------------------------------------------------------
 
 
 def _count_of(queryset: QuerySet) -> Coalesce:
@@ -389,7 +389,7 @@ def runner_leases(*, worker: Worker) -> QuerySet[Lease]:
     )
 
 
-# --- reads for the web UI (issue 4) ----------------------------------------------------------
+# --- reads for the web UI -------------------------------------------------------------------
 
 
 def dashboard_counts(*, now: datetime) -> dict[str, int]:

@@ -978,7 +978,7 @@ def tick_history_prune(*, latest_id: int) -> None:
     ).update(wait_reasons={})
 
 
-# --- the runner protocol addressed by lease (the REST API's entry points, issue 3) -----------
+# --- the runner protocol addressed by lease (what the REST API calls) -----------------------
 
 
 def _lock_job_lease(lease: Lease) -> Lease:

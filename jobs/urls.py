@@ -1,4 +1,4 @@
-"""Web UI routes for the queue, suites and leases (SPEC §7)."""
+"""Web UI routes for the queue, suites and leases (docs/ui.md#pages)."""
 
 from __future__ import annotations
 

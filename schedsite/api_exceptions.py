@@ -51,7 +51,7 @@ def service_error_response(exc: ServiceError) -> Response:
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """Map every error a client can provoke to a 4xx response (SPEC §6)."""
+    """Map every error a client can provoke to a 4xx response (docs/api.md#conventions)."""
     if isinstance(exc, ServiceError):
         set_rollback()
         return service_error_response(exc)

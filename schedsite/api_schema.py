@@ -36,7 +36,7 @@ ERRORS = {
 
 
 class AutoSchema(SpectacularAutoSchema):
-    """drf-spectacular's AutoSchema, plus the 400/401/403/404/409/414/429 answers of SPEC §6."""
+    """drf-spectacular's AutoSchema, plus the 4xx answers of docs/api.md#conventions."""
 
     def map_parsers(self) -> list[str]:
         # Request bodies are documented as JSON only. Form data still works for quick curl calls

@@ -1,4 +1,4 @@
-"""REST API routes (SPEC §6), the OpenAPI schema and its interactive docs."""
+"""REST API routes (docs/api.md#endpoints), the OpenAPI schema and its interactive docs."""
 
 from __future__ import annotations
 

@@ -20,7 +20,10 @@ SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 
 
 def is_runner_protocol(view: APIView) -> bool:
-    """The runner protocol is every action open to runners (docs/api.md#the-runner-protocol)."""
+    """Tell whether the view's action is one the runner protocol opens to runners.
+
+    docs/api.md#the-runner-protocol-and-run_worker lists them.
+    """
     extra = getattr(view, "action_permissions", {}).get(getattr(view, "action", None) or "", ())
     return IsStaffOrRunner in extra
 

@@ -1,4 +1,4 @@
-"""Serializers for workers, hosts and host events (SPEC §6)."""
+"""Serializers for workers, hosts and host events (docs/api.md#endpoints)."""
 
 from __future__ import annotations
 

@@ -82,7 +82,10 @@ View = Callable[..., Response]
 
 
 def idempotent(create: View) -> View:
-    """Honour an Idempotency-Key on a viewset's create (docs/api.md#retrying-a-create)."""
+    """Honour an Idempotency-Key on a viewset's create.
+
+    The rules are in docs/api.md#retrying-a-create-idempotency-key.
+    """
 
     @wraps(create)
     def wrapper(self: Any, request: Request, *args: Any, **kwargs: Any) -> Response:

@@ -1,4 +1,4 @@
-"""Serializers for suites, jobs, leases, the queue and the scheduler (SPEC §6)."""
+"""Serializers for suites, jobs, leases, the queue and the scheduler (docs/api.md#endpoints)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-# Generated for the performance work of issue 5: a steady-state tick compares a digest of the
-# lab with the previous tick's and, when nothing changed, keeps that tick's plan and reasons.
+# The lab digest on each tick (docs/performance.md): a steady-state tick compares a digest of
+# the lab with the previous tick's and, when nothing changed, keeps that tick's plan and reasons.
 
 from django.db import migrations, models
 

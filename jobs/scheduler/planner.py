@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from operator import attrgetter
 
-# This module must never import Django (SPEC §2): the property tests, the benchmarks and any
+# This module must never import Django: the property tests, the benchmarks and any
 # what-if simulator run it on plain data.
 
 
@@ -89,7 +89,7 @@ class Plan:
     assignments: tuple[Assignment, ...]
     wait_reasons: Mapping[int, WaitReason]  # job id -> reason, for every job left queued
     # class_key(job) -> reason, one entry per class of identical waiting jobs; what a tick at
-    # 100,000 queued jobs stores instead of rewriting every job (SPEC §3).
+    # 100,000 queued jobs stores instead of rewriting every job (docs/scheduling.md#wait-reasons).
     class_reasons: Mapping[str, WaitReason] = field(default_factory=dict)
 
 
@@ -206,7 +206,7 @@ def _members(bits: int) -> Iterator[int]:
 
 
 class _Matching:
-    """Grow a bipartite matching of jobs to free hosts one job at a time (SPEC §4 Matching).
+    """Grow a matching of jobs to free hosts one job at a time (docs/scheduling.md#matching).
 
     Hosts with one label set form a host class and jobs with one (labels, pinned host) form a
     job class; a host class's hosts are interchangeable for every job, so the matching only

@@ -1,4 +1,4 @@
-"""Errors as SPEC §6 says (400/401/403/404/409, never 500), authentication, and pagination."""
+"""Errors as docs/api.md#conventions says (never a 500), authentication, and pagination."""
 
 from __future__ import annotations
 

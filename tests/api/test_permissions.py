@@ -1,4 +1,4 @@
-"""The authorization matrix (SPEC §11): every role × every API action, with the exact status."""
+"""The authorization matrix (docs/api.md#roles): every role × every API action, exact status."""
 
 from __future__ import annotations
 

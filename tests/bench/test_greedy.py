@@ -83,7 +83,7 @@ def test_on_some_heterogeneous_lab_the_planner_leases_strictly_more() -> None:
 
 
 def test_with_caps_the_planner_can_lease_fewer_and_that_is_the_ordered_rule() -> None:
-    # SPEC §4 keeps every job that fits with those kept before it, even when a suite's cap
+    # The tick keeps every job that fits with those kept before it, even when a suite's cap
     # then refuses a later job greedy would have placed (tests/scheduler has the proof).
     sa = suite(1, "SA", priority=40, max_duts=1)
     jobs = [job(1, "a", priority=70), job(2, "c", of=sa), job(3, "d", of=sa)]

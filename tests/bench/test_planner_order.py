@@ -1,4 +1,4 @@
-"""The planner's fast main-phase sort gives exactly the order of SPEC §4."""
+"""The planner's fast main-phase sort gives exactly the order of docs/scheduling.md#main-phase."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every event that can make a lease possible asks for a tick at once (SPEC §4, Triggers)."""
+"""Every event that can make a lease possible asks for a tick (docs/scheduling.md#triggers)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Properties every tick must have (SPEC §4), checked on random small labs against brute force."""
+"""The properties every tick keeps, on random small labs against brute force.
+
+docs/scheduling.md#properties-every-tick-keeps lists them.
+"""
 
 from __future__ import annotations
 
@@ -101,7 +104,7 @@ def uncapped(lab: tuple[list, list, list]) -> tuple[list, list, list]:
     return hosts, jobs, [replace(s, max_duts=None) for s in suites]
 
 
-# --- an independent reference: concrete hosts, Kuhn's algorithm, the order of SPEC §4 ------
+# --- an independent reference: concrete hosts, Kuhn's algorithm, the documented order -------
 
 
 def usable(host: HostState) -> bool:
@@ -141,7 +144,7 @@ Keep = Callable[[list[JobState], JobState], bool]
 def ordered_greedy(
     hosts: list[HostState], jobs: list[JobState], suites: list[SuiteState], keep: Keep
 ) -> list[JobState]:
-    """Take jobs in SPEC §4 order, keeping each one `keep` accepts; return the kept jobs."""
+    """Take jobs in the documented order, keeping each one `keep` accepts; return the kept jobs."""
     suite_by_id = {s.id: s for s in suites}
     kept: list[JobState] = []
 

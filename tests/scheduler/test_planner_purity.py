@@ -1,4 +1,4 @@
-"""The planner is a pure function over plain data: importing it loads no Django (SPEC §2)."""
+"""The planner is a pure function over plain data: importing it loads no Django."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The planner on small labs whose right answer a lab engineer can check by hand (SPEC §4)."""
+"""The planner on small labs whose right answer a lab engineer can check by hand."""
 
 from __future__ import annotations
 
@@ -170,7 +170,7 @@ def test_hosts_already_held_count_towards_max_duts() -> None:
 
 
 def test_a_kept_job_stays_kept_even_when_a_suite_cap_then_costs_a_lease() -> None:
-    # SPEC §4 keeps each job that fits with the jobs kept before it. J2 fits (J1 moves to h2)
+    # The tick keeps each job that fits with the jobs kept before it. J2 fits (J1 moves to h2)
     # and fills SA's cap, so J3 is refused by the cap and J4 finds no host: two leases where a
     # first-fit greedy (J1 h1, J3 h3, J4 h2) makes three. The order wins over the count.
     sa = suite(1, "SA", priority=40, max_duts=1)

@@ -1,4 +1,7 @@
-"""CSRF (SPEC §11): every UI form and action needs the token; the API's session writes too."""
+"""CSRF (docs/security.md#csrf): every UI form and action needs the token.
+
+So do the API's writes with session authentication.
+"""
 
 from __future__ import annotations
 

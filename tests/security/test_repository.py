@@ -1,4 +1,4 @@
-"""No secret in the repository (SPEC §11), and the Procfile matches docs/deployment.md."""
+"""No secret in the repository (docs/security.md#secrets); the Procfile matches the docs."""
 
 from __future__ import annotations
 

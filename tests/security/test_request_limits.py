@@ -1,4 +1,7 @@
-"""Bounded requests (SPEC §11): oversized bodies, suites and strings get a 4xx, never a 500."""
+"""Bounded requests: oversized bodies, suites and strings get a 4xx, never a 500.
+
+The limits are in docs/security.md#request-limits.
+"""
 
 from __future__ import annotations
 

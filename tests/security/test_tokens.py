@@ -1,4 +1,7 @@
-"""API tokens are revocable (SPEC §11): revoke or regenerate, and the old key gets 401 at once."""
+"""API tokens are revocable: revoke or regenerate, and the old key gets 401 at once.
+
+The rules are in docs/security.md#api-tokens.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The UI authorization matrix (SPEC §11): every role × every page and every POST action."""
+"""The UI authorization matrix (docs/security.md#roles): every role × every page and action."""
 
 from __future__ import annotations
 

@@ -21,8 +21,8 @@ from tests.reliability.support import Proc, activity, backends, cluster_env, wai
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 APP = "reltest-crashed-cluster"
-# Well under the 30 s after which a lost request used to be sent again, and far under the
-# ORM broker's `retry` (120 s), after which the dead cluster's task would come back by itself.
+# Far under the ORM broker's `retry` (120 s), after which the dead cluster's task would come
+# back by itself: only the next event, sending the stale request again, can lease in time.
 DEADLINE = 12
 
 

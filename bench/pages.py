@@ -60,10 +60,9 @@ def _heartbeat_workers() -> None:
 
 
 def _queued() -> int:
-    from jobs.choices import JobStatus
     from jobs.models import Job
 
-    return Job.objects.filter(status=JobStatus.QUEUED).count()
+    return Job.objects.queued().count()
 
 
 def _clone_queued(n: int) -> None:
@@ -114,7 +113,7 @@ def fill_queue(target: int) -> dict[str, int]:
         cursor.execute("ANALYZE")
     return {
         "queued": _queued(),
-        "active_leases": Lease.objects.filter(released_at__isnull=True).count(),
+        "active_leases": Lease.objects.active().count(),
     }
 
 

@@ -66,7 +66,7 @@ def _one_event() -> None:
     from jobs import services
     from jobs.models import Lease
 
-    lease = Lease.objects.filter(released_at__isnull=True).select_related("job", "host").first()
+    lease = Lease.objects.active().select_related("job", "host").first()
     if lease is None:
         raise SystemExit("the cold tick leased nothing")
     services.job_start(job=lease.job, by="runner")

@@ -109,7 +109,7 @@ class HostAdmin(GuardedDeleteAdmin):
         ids = [host.pk for host in objs]
         # Locked until the delete commits, so no lease can start on them in between.
         list(Host.objects.select_for_update().filter(pk__in=ids).values_list("pk", flat=True))
-        active = Lease.objects.filter(host__in=ids, released_at__isnull=True)
+        active = Lease.objects.active().filter(host__in=ids)
         return [
             f"Host {lease.host.hostname} holds active lease {lease.pk}: release it first."
             for lease in active.select_related("host").order_by("pk")

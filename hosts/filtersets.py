@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django_filters import rest_framework as filters
 
 from hosts.choices import HostStatus
 from hosts.models import Host, Worker
-from jobs.models import Lease
-from jobs.selectors import online_cutoff
 from schedsite.filters import RepeatedCharFilter, StrictBooleanFilter
 
 
@@ -33,8 +31,7 @@ class HostFilterSet(filters.FilterSet):
     def filter_leased(self, queryset: QuerySet[Host], name: str, value: bool | None) -> QuerySet:
         if value is None:
             return queryset
-        active = Exists(Lease.objects.filter(host=OuterRef("pk"), released_at__isnull=True))
-        return queryset.filter(active) if value else queryset.exclude(active)
+        return queryset.leased() if value else queryset.unleased()
 
     def filter_q(self, queryset: QuerySet[Host], name: str, value: str) -> QuerySet:
         value = value.strip()
@@ -60,5 +57,5 @@ class WorkerFilterSet(filters.FilterSet):
     def filter_online(self, queryset: QuerySet[Worker], name: str, value: bool | None) -> QuerySet:
         if value is None:
             return queryset
-        online = Q(last_seen__gte=online_cutoff(timezone.now()))
-        return queryset.filter(online) if value else queryset.exclude(online)
+        now = timezone.now()
+        return queryset.online(now) if value else queryset.offline(now)

@@ -17,9 +17,7 @@ def live_leases(leases: QuerySet[Lease]) -> list[str]:
     return [
         f"Job {lease.job.name} ({lease.job_id}) holds active lease {lease.pk} on "
         f"{lease.host.hostname}: abort the job or release the lease first."
-        for lease in leases.filter(released_at__isnull=True)
-        .select_related("job", "host")
-        .order_by("pk")
+        for lease in leases.active().select_related("job", "host").order_by("pk")
     ]
 
 

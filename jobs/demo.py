@@ -173,9 +173,7 @@ def simulate_step(
     now = now or timezone.now()
     Worker.objects.update(last_seen=now)
     done = started = 0
-    for lease in Lease.objects.filter(released_at__isnull=True, job__isnull=False).select_related(
-        "job", "host"
-    ):
+    for lease in Lease.objects.active().filter(job__isnull=False).select_related("job", "host"):
         job = lease.job
         try:
             if job.status == JobStatus.LEASED:
@@ -204,12 +202,7 @@ def simulate_step(
 def _queued_per_board() -> Counter[str]:
     """How many jobs are queued for each demo board."""
     queued: Counter[str] = Counter()
-    rows = (
-        Job.objects.filter(status=JobStatus.QUEUED)
-        .values_list("label_key")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
+    rows = Job.objects.queued().values_list("label_key").annotate(n=Count("id")).order_by()
     for label_key, n in rows:
         for label in decode_labels(label_key):
             if label.startswith("board:"):
@@ -249,10 +242,7 @@ def runnable_queued_count() -> int:
     """Count the queued jobs that a working host could run: labels, and pinned host."""
     hosts = working_label_sets()
     classes = (
-        Job.objects.filter(status=JobStatus.QUEUED)
-        .values_list("label_key", "host_id")
-        .annotate(n=Count("id"))
-        .order_by()
+        Job.objects.queued().values_list("label_key", "host_id").annotate(n=Count("id")).order_by()
     )
     return sum(
         n

@@ -7,6 +7,7 @@ from django_filters import rest_framework as filters
 
 from jobs.choices import JobStatus
 from jobs.models import Job, Lease, Suite
+from jobs.querysets import UNFINISHED_JOB_STATUSES
 from schedsite.filters import IdFilter, RepeatedCharFilter, StrictBooleanFilter
 
 
@@ -51,7 +52,7 @@ class SuiteFilterSet(filters.FilterSet):
     def filter_active(self, queryset: QuerySet[Suite], name: str, value: bool | None) -> QuerySet:
         if value is None:
             return queryset
-        live = Q(jobs__status__in=[JobStatus.QUEUED, JobStatus.LEASED, JobStatus.RUNNING])
+        live = Q(jobs__status__in=UNFINISHED_JOB_STATUSES)
         ids = Suite.objects.filter(live).values("pk")
         return queryset.filter(pk__in=ids) if value else queryset.exclude(pk__in=ids)
 

@@ -388,7 +388,7 @@ def import_lab(  # noqa: PLR0915 — to go through the services, which will shor
         result.jobs += 1
         if running:
             host = hosts[running]
-            if Lease.objects.filter(host=host, released_at__isnull=True).exists():
+            if Lease.objects.active().filter(host=host).exists():
                 raise LabFileError(
                     [f"job {j['name']}.running_on: host {running} is already leased in this lab"]
                 )
@@ -435,11 +435,8 @@ def import_lab(  # noqa: PLR0915 — to go through the services, which will shor
 def export_lab() -> dict:
     """Write the lab (workers, hosts, unfinished suites and jobs) in the import format."""
     running = dict(
-        Lease.objects.filter(released_at__isnull=True, job__isnull=False).values_list(
-            "job_id", "host__hostname"
-        )
+        Lease.objects.active().filter(job__isnull=False).values_list("job_id", "host__hostname")
     )
-    live = (JobStatus.QUEUED, JobStatus.LEASED, JobStatus.RUNNING)
 
     def job_out(job: Job, suite: Suite | None) -> dict:
         out: dict[str, Any] = {
@@ -458,7 +455,7 @@ def export_lab() -> dict:
 
     suites = []
     for suite in Suite.objects.filter(aborted_at__isnull=True).order_by("created_at", "id"):
-        jobs = list(suite.jobs.filter(status__in=live).select_related("host").order_by("id"))
+        jobs = list(suite.jobs.unfinished().select_related("host").order_by("id"))
         if jobs:
             suites.append(
                 {
@@ -496,7 +493,8 @@ def export_lab() -> dict:
         "suites": suites,
         "jobs": [
             job_out(j, None)
-            for j in Job.objects.filter(suite__isnull=True, status__in=live)
+            for j in Job.objects.unfinished()
+            .filter(suite__isnull=True)
             .select_related("host")
             .order_by("submitted_at", "id")
         ],

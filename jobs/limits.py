@@ -10,7 +10,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 
-from jobs.choices import JobStatus, Priority
+from jobs.choices import Priority
 from jobs.models import Job, SubmitLimit, Suite
 from schedsite import roles
 from schedsite.errors import InvalidInput, LimitExceeded
@@ -98,7 +98,7 @@ def submission_check(
     if limits.rate_per_minute is not None:
         _check_rate(user, limits.rate_per_minute, now=now)
     if limits.max_queued_jobs is not None:
-        queued = Job.objects.filter(owner=user, status=JobStatus.QUEUED).count()
+        queued = Job.objects.queued().filter(owner=user).count()
         if queued + new_jobs > limits.max_queued_jobs:
             raise InvalidInput(
                 f"you have {_plural(queued, 'queued job')} and may have at most "

@@ -6,11 +6,11 @@ import hmac
 import math
 import time
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Exists, Min, OuterRef, Q, Sum
+from django.db.models import Count, Min, Q, Sum
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
@@ -28,9 +28,10 @@ from rest_framework.authtoken.models import Token
 
 from hosts.choices import HostStatus
 from hosts.models import Host, Worker
+from hosts.querysets import online_cutoff
 from jobs.choices import JobStatus, ReleaseReason
 from jobs.models import Job, Lease, SchedulerTick
-from jobs.selectors import schedulable_hosts
+from jobs.querysets import ACTIVE_LEASE
 from schedsite import roles
 
 # Every value is read from PostgreSQL when scraped, so any number of gunicorn workers and
@@ -140,7 +141,7 @@ def _jobs(now: datetime) -> list[Metric]:
     )
     oldest: datetime | None = None
     rows = (
-        Job.objects.filter(status=JobStatus.QUEUED)
+        Job.objects.queued()
         .order_by()
         .values_list("priority")
         .annotate(n=Count("id"), oldest=Min("created_at"))
@@ -157,13 +158,12 @@ def _jobs(now: datetime) -> list[Metric]:
 
 
 def _hosts(now: datetime) -> list[Metric]:
-    leased = Lease.objects.filter(host=OuterRef("pk"), released_at__isnull=True)
-    counts = Host.objects.annotate(is_leased=Exists(leased)).aggregate(
+    counts = Host.objects.with_leased().aggregate(
         # Aliases must not shadow field names (`locked`), or the filters would read the aggregates.
         n_locked=Count("id", filter=Q(locked=True)),
         n_leased=Count("id", filter=Q(is_leased=True)),
         # The scheduler's own rule, as a subquery of this one query.
-        n_schedulable=Count("id", filter=Q(pk__in=schedulable_hosts(now=now).values("pk"))),
+        n_schedulable=Count("id", filter=Q(pk__in=Host.objects.schedulable(now).values("pk"))),
         **{f"status_{s}": Count("id", filter=Q(status=s)) for s in HostStatus.values},
     )
     by_status = _gauge("hosts", "Hosts by status.", labels=["status"])
@@ -182,7 +182,7 @@ def _hosts(now: datetime) -> list[Metric]:
 
 
 def _workers(now: datetime) -> list[Metric]:
-    timeout = timedelta(seconds=settings.WORKER_OFFLINE_TIMEOUT)
+    cutoff = online_cutoff(now)
     rows = list(Worker.objects.order_by("name").values_list("name", "paused", "last_seen"))
     age = _gauge(
         "worker_last_seen_age_seconds",
@@ -193,7 +193,7 @@ def _workers(now: datetime) -> list[Metric]:
     for name, is_paused, last_seen in rows:
         age.add_metric([name], _age(now, last_seen))
         paused.add_metric([name], 1 if is_paused else 0)
-    online = sum(1 for _n, _p, seen in rows if seen is not None and now - seen <= timeout)
+    online = sum(1 for _n, _p, seen in rows if seen is not None and seen >= cutoff)
     return [
         _gauge("workers", "Workers known to the lab.", len(rows)),
         _gauge(
@@ -208,7 +208,7 @@ def _workers(now: datetime) -> list[Metric]:
 
 
 def _leases(now: datetime) -> list[Metric]:
-    active = Q(released_at__isnull=True)
+    active = ACTIVE_LEASE
     job = Q(job__isnull=False)
     counts = Lease.objects.aggregate(
         active_job=Count("id", filter=active & job),

@@ -11,6 +11,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from jobs.choices import JobStatus, ReleaseReason, SuiteStatus
+from jobs.querysets import JobQuerySet, LeaseQuerySet
 
 
 def encode_labels(labels: object) -> str:
@@ -102,6 +103,8 @@ class Job(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     message = models.TextField(blank=True)
 
+    objects = JobQuerySet.as_manager()
+
     class Meta:
         ordering = ["id"]
         constraints = [
@@ -150,6 +153,8 @@ class Lease(models.Model):
     released_at = models.DateTimeField(null=True, blank=True)
     release_reason = models.CharField(max_length=10, choices=ReleaseReason.choices, blank=True)
     released_by = models.CharField(max_length=150, blank=True)
+
+    objects = LeaseQuerySet.as_manager()
 
     class Meta:
         ordering = ["-acquired_at", "-id"]

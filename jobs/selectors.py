@@ -7,12 +7,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from django.conf import settings
 from django.db import connection
 from django.db.models import (
-    Case,
     Count,
-    Exists,
     F,
     IntegerField,
     OuterRef,
@@ -20,8 +17,6 @@ from django.db.models import (
     Q,
     QuerySet,
     Subquery,
-    Value,
-    When,
 )
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
@@ -29,26 +24,10 @@ from django.utils import timezone
 
 from hosts.choices import HostStatus
 from hosts.models import Host, Label, Worker
+from hosts.querysets import online_cutoff
 from jobs.choices import JobStatus
 from jobs.models import Job, Lease, SchedulerTick, Suite, decode_labels
 from jobs.scheduler import planner
-
-
-def online_cutoff(now: datetime) -> datetime:
-    return now - timedelta(seconds=settings.WORKER_OFFLINE_TIMEOUT)
-
-
-def schedulable_hosts(*, now: datetime) -> QuerySet[Host]:
-    """Hosts that may take a lease now: ready, unlocked, unleased, worker absent or up, unpaused."""
-    active = Lease.objects.filter(host=OuterRef("pk"), released_at__isnull=True)
-    return (
-        Host.objects.filter(status=HostStatus.READY, locked=False)
-        .filter(
-            Q(worker__isnull=True)
-            | Q(worker__paused=False, worker__last_seen__gte=online_cutoff(now))
-        )
-        .exclude(Exists(active))
-    )
 
 
 @dataclass
@@ -65,7 +44,11 @@ class Snapshot:
 
 
 def scheduler_snapshot(*, now: datetime) -> Snapshot:
-    """Read hosts, queued jobs and suites as plain planner data."""
+    """Read hosts, queued jobs and suites as plain planner data.
+
+    Every host, schedulable or not, with the facts the planner's `host_is_schedulable`
+    decides on: a pinned job's wait reason names what keeps its host from it.
+    """
     cutoff = online_cutoff(now)
     workers = {
         wid: (paused, last_seen is None or last_seen < cutoff)
@@ -75,9 +58,7 @@ def scheduler_snapshot(*, now: datetime) -> Snapshot:
     for host_id, name in Host.labels.through.objects.values_list("host_id", "label__name"):
         labels.setdefault(host_id, set()).add(name)
     lease_rows = list(
-        Lease.objects.filter(released_at__isnull=True).values_list(
-            "host_id", "job_id", "job__priority", "job__suite_id"
-        )
+        Lease.objects.active().values_list("host_id", "job_id", "job__priority", "job__suite_id")
     )
     leased = {host_id: (job_id, prio) for host_id, job_id, prio, _suite in lease_rows}
     held = Counter(suite_id for _h, _j, _p, suite_id in lease_rows if suite_id is not None)
@@ -148,7 +129,7 @@ def _suite_states(suite_ids: Iterable[int], *, held: Mapping[int, int]) -> list[
 
 def _queued_job_states() -> list[planner.JobState]:
     """Read every queued job as a planner.JobState, lean enough for 100,000 of them."""
-    queued = Job.objects.filter(status=JobStatus.QUEUED)
+    queued = Job.objects.queued()
     fields = ("id", "name", "suite_id", "priority", "label_key", "host_id")
     moments: dict[object, datetime] = {}  # one datetime per distinct submission time
     if connection.vendor == "postgresql":
@@ -315,9 +296,9 @@ def suite_job_counts(suite_ids: list[int]) -> dict[int, dict[str, int]]:
 
 def suite_hosts_held(suite_ids: list[int]) -> dict[int, int]:
     return Counter(
-        Lease.objects.filter(released_at__isnull=True, job__suite_id__in=suite_ids).values_list(
-            "job__suite_id", flat=True
-        )
+        Lease.objects.active()
+        .filter(job__suite_id__in=suite_ids)
+        .values_list("job__suite_id", flat=True)
     )
 
 
@@ -334,17 +315,10 @@ def workers_with_host_counts(*, now: datetime | None = None) -> QuerySet[Worker]
     """Workers annotated with hosts_total, hosts_leased and hosts_schedulable, in one query."""
     now = now or timezone.now()
     mine = Host.objects.filter(worker=OuterRef("pk"))
-    active = Lease.objects.filter(host=OuterRef("pk"), released_at__isnull=True)
-    free = mine.filter(status=HostStatus.READY, locked=False).exclude(Exists(active))
     return Worker.objects.select_related("runner", "paused_by").annotate(
         hosts_total=_count_of(mine),
-        hosts_leased=_count_of(mine.filter(Exists(active))),
-        # A paused or offline worker's hosts are not schedulable, however free they are.
-        hosts_schedulable=Case(
-            When(paused=False, last_seen__gte=online_cutoff(now), then=_count_of(free)),
-            default=Value(0),
-            output_field=IntegerField(),
-        ),
+        hosts_leased=_count_of(mine.leased()),
+        hosts_schedulable=_count_of(mine.schedulable(now)),
     )
 
 
@@ -352,9 +326,7 @@ def active_lease_prefetch(to_attr: str = "active_leases") -> Prefetch:
     """Prefetch each row's active lease (a list of at most one) with its host and job."""
     return Prefetch(
         "leases",
-        queryset=Lease.objects.filter(released_at__isnull=True).select_related(
-            "host", "job", "holder"
-        ),
+        queryset=Lease.objects.active().select_related("host", "job", "holder"),
         to_attr=to_attr,
     )
 
@@ -382,7 +354,8 @@ def lease_of_job(job: Job) -> Lease | None:
 def runner_leases(*, worker: Worker) -> QuerySet[Lease]:
     """A worker's active job leases, with what its runner needs to run each job."""
     return (
-        Lease.objects.filter(released_at__isnull=True, job__isnull=False, host__worker=worker)
+        Lease.objects.active()
+        .filter(job__isnull=False, host__worker=worker)
         .select_related("host", "job", "job__suite")
         .prefetch_related("host__labels")
         .order_by("acquired_at", "id")
@@ -394,18 +367,16 @@ def runner_leases(*, worker: Worker) -> QuerySet[Lease]:
 
 def dashboard_counts(*, now: datetime) -> dict[str, int]:
     """Count hosts, workers, jobs and leases for the dashboard in a fixed number of queries."""
-    active = Lease.objects.filter(host=OuterRef("pk"), released_at__isnull=True)
-    hosts = Host.objects.annotate(is_leased=Exists(active)).aggregate(
+    hosts = Host.objects.with_leased().aggregate(
         hosts_total=Count("id"),
         hosts_locked=Count("id", filter=Q(locked=True)),
         hosts_leased=Count("id", filter=Q(is_leased=True)),
         **{f"hosts_{status}": Count("id", filter=Q(status=status)) for status in HostStatus.values},
     )
-    cutoff = online_cutoff(now)
     workers = Worker.objects.aggregate(
         workers_total=Count("id"),
         workers_paused=Count("id", filter=Q(paused=True)),
-        workers_online=Count("id", filter=Q(last_seen__gte=cutoff)),
+        workers_online=Count("id", filter=Q(last_seen__gte=online_cutoff(now))),
     )
     jobs = {
         f"jobs_{row['status']}": row["n"]
@@ -414,10 +385,8 @@ def dashboard_counts(*, now: datetime) -> dict[str, int]:
     counts: dict[str, int] = {**hosts, **workers}
     for status in JobStatus.values:
         counts[f"jobs_{status}"] = jobs.get(f"jobs_{status}", 0)
-    counts["hosts_free"] = schedulable_hosts(now=now).count()
-    counts["reservations"] = Lease.objects.filter(
-        released_at__isnull=True, job__isnull=True
-    ).count()
+    counts["hosts_free"] = Host.objects.schedulable(now).count()
+    counts["reservations"] = Lease.objects.active().filter(job__isnull=True).count()
     counts["workers_offline"] = counts["workers_total"] - counts["workers_online"]
     counts["jobs_active"] = counts["jobs_leased"] + counts["jobs_running"]
     return counts
@@ -432,9 +401,7 @@ def recent_ticks(*, limit: int = 120) -> list[SchedulerTick]:
 
 def suites_in_progress(*, limit: int = 10) -> tuple[list[Suite], int]:
     """Unfinished suites (priority first, then age) and how many there are in all."""
-    live = Job.objects.filter(
-        status__in=[JobStatus.QUEUED, JobStatus.LEASED, JobStatus.RUNNING]
-    ).values("suite_id")
+    live = Job.objects.unfinished().values("suite_id")
     qs = Suite.objects.filter(aborted_at__isnull=True, pk__in=live).select_related("owner")
     return list(qs.order_by("-priority", "created_at", "id")[:limit]), qs.count()
 
@@ -523,9 +490,7 @@ def _queue_order_ids_uncached() -> QueueOrder:
 
 def active_leases_by_job(job_ids: list[int]) -> dict[int, Lease]:
     """The active lease of each of the given jobs, with its host, in one query."""
-    leases = Lease.objects.filter(job_id__in=job_ids, released_at__isnull=True).select_related(
-        "host"
-    )
+    leases = Lease.objects.active().filter(job_id__in=job_ids).select_related("host")
     return {lease.job_id: lease for lease in leases}
 
 

@@ -191,7 +191,7 @@ def job_submit(*, owner: Actor, spec: JobSpec, now: datetime | None = None) -> J
 
 
 def _active_lease_for(job: Job, *, lock: bool = True) -> Lease | None:
-    qs = Lease.objects.filter(job=job, released_at__isnull=True)
+    qs = Lease.objects.active().filter(job=job)
     if lock:
         qs = qs.select_for_update(of=("self",))
     return qs.select_related("host").first()
@@ -231,9 +231,11 @@ def lease_heartbeat(*, lease: Lease, by: Actor = None, at: datetime | None = Non
     at = at or timezone.now()
     ttl = timedelta(seconds=settings.LEASE_TTL)
     # Compare-and-set: a heartbeat for a released (or already expired) lease changes nothing.
-    changed = Lease.objects.filter(
-        pk=lease.pk, released_at__isnull=True, expires_at__gte=at
-    ).update(heartbeat_at=at, expires_at=at + ttl)
+    changed = (
+        Lease.objects.active()
+        .filter(pk=lease.pk, expires_at__gte=at)
+        .update(heartbeat_at=at, expires_at=at + ttl)
+    )
     if not changed:
         raise Conflict(f"lease {lease.pk} is no longer active")
     lease.refresh_from_db()
@@ -285,8 +287,10 @@ def job_complete(
 
 
 def _release(lease: Lease, *, reason: str, by: Actor, at: datetime) -> None:
-    changed = Lease.objects.filter(pk=lease.pk, released_at__isnull=True).update(
-        released_at=at, release_reason=reason, released_by=actor_name(by)
+    changed = (
+        Lease.objects.active()
+        .filter(pk=lease.pk)
+        .update(released_at=at, release_reason=reason, released_by=actor_name(by))
     )
     if not changed:
         raise Conflict(f"lease {lease.pk} is no longer active")
@@ -358,7 +362,7 @@ def lease_reserve(
     _check_duration(duration)
     # Lock the host row first: the tick locks hosts before leasing them, so the two serialize.
     host = Host.objects.select_for_update().get(pk=host.pk)
-    if Lease.objects.filter(host=host, released_at__isnull=True).exists():
+    if Lease.objects.active().filter(host=host).exists():
         raise Conflict(f"host {host.hostname} is already leased")
     try:
         with transaction.atomic():
@@ -412,9 +416,11 @@ def lease_extend(
     _check_duration(duration)
     if lease.job_id is not None:
         raise Conflict("only manual reservations are extended; jobs heartbeat their leases")
-    changed = Lease.objects.filter(
-        pk=lease.pk, released_at__isnull=True, expires_at__gte=at
-    ).update(expires_at=at + duration)
+    changed = (
+        Lease.objects.active()
+        .filter(pk=lease.pk, expires_at__gte=at)
+        .update(expires_at=at + duration)
+    )
     if not changed:
         raise Conflict(f"lease {lease.pk} is no longer active")
     lease.refresh_from_db()
@@ -439,9 +445,11 @@ def job_abort(*, job: Job, by: Actor, reason: str = "", at: datetime | None = No
     # aborted job.
     Job.objects.select_for_update().filter(pk=job.pk).first()
     lease = _active_lease_for(job)
-    changed = Job.objects.filter(
-        pk=job.pk, status__in=(JobStatus.QUEUED, *ACTIVE_JOB_STATUSES)
-    ).update(status=JobStatus.ABORTED, finished_at=at, message=text[:10000])
+    changed = (
+        Job.objects.unfinished()
+        .filter(pk=job.pk)
+        .update(status=JobStatus.ABORTED, finished_at=at, message=text[:10000])
+    )
     if not changed:
         raise Conflict(f"job {job.pk} has already finished")
     if lease is not None:
@@ -474,18 +482,22 @@ def suite_abort(*, suite: Suite, by: Actor, at: datetime | None = None) -> int:
     # while we waited for these rows is committed by then and is released with the rest.
     list(
         Job.objects.select_for_update()
-        .filter(suite=suite, status__in=(JobStatus.QUEUED, *ACTIVE_JOB_STATUSES))
+        .unfinished()
+        .filter(suite=suite)
         .order_by("pk")
         .values_list("pk", flat=True)
     )
     leases = list(
         Lease.objects.select_for_update(of=("self",))
-        .filter(job__suite=suite, released_at__isnull=True)
+        .active()
+        .filter(job__suite=suite)
         .select_related("host", "job")
     )
-    count = Job.objects.filter(
-        suite=suite, status__in=(JobStatus.QUEUED, *ACTIVE_JOB_STATUSES)
-    ).update(status=JobStatus.ABORTED, finished_at=at, message=text)
+    count = (
+        Job.objects.unfinished()
+        .filter(suite=suite)
+        .update(status=JobStatus.ABORTED, finished_at=at, message=text)
+    )
     if leases:
         Lease.objects.filter(pk__in=[lease.pk for lease in leases]).update(
             released_at=at, release_reason=ReleaseReason.ABORTED, released_by=actor_name(by)
@@ -516,14 +528,15 @@ def lease_expire_overdue(*, now: datetime) -> int:
     """Expire leases past expires_at: requeue or fail their jobs, flag their hosts."""
     overdue = list(
         Lease.objects.select_for_update(skip_locked=True, of=("self",))
-        .filter(released_at__isnull=True, expires_at__lt=now)
+        .active()
+        .filter(expires_at__lt=now)
         .select_related("host", "job")
     )
     if not overdue:
         return 0
     ids = [lease.pk for lease in overdue]
     # Compare-and-set on every row: a lease completed meanwhile is not expired.
-    Lease.objects.filter(pk__in=ids, released_at__isnull=True).update(
+    Lease.objects.active().filter(pk__in=ids).update(
         released_at=now, release_reason=ReleaseReason.EXPIRED, released_by="scheduler"
     )
     events: list[HostEvent] = []
@@ -595,10 +608,8 @@ def job_timeout_overdue(*, now: datetime) -> int:
     Job.objects.filter(pk__in=ids, status=JobStatus.RUNNING).update(
         status=JobStatus.ABORTED, finished_at=now, message="timed out: ran longer than its timeout"
     )
-    leases = list(
-        Lease.objects.filter(job_id__in=ids, released_at__isnull=True).select_related("job")
-    )
-    Lease.objects.filter(pk__in=[lease.pk for lease in leases], released_at__isnull=True).update(
+    leases = list(Lease.objects.active().filter(job_id__in=ids).select_related("job"))
+    Lease.objects.active().filter(pk__in=[lease.pk for lease in leases]).update(
         released_at=now, release_reason=ReleaseReason.TIMEOUT, released_by="scheduler"
     )
     HostEvent.objects.bulk_create(
@@ -839,18 +850,16 @@ def _apply(
     list(Host.objects.select_for_update().filter(pk__in=hosts_in).values_list("pk", flat=True))
     list(Job.objects.select_for_update().filter(pk__in=jobs_in).values_list("pk", flat=True))
     ok_hosts = set(
-        selectors.schedulable_hosts(now=now).filter(pk__in=hosts_in).values_list("pk", flat=True)
+        Host.objects.schedulable(now).filter(pk__in=hosts_in).values_list("pk", flat=True)
     )
-    ok_jobs = set(
-        Job.objects.filter(pk__in=jobs_in, status=JobStatus.QUEUED).values_list("pk", flat=True)
-    )
+    ok_jobs = set(Job.objects.queued().filter(pk__in=jobs_in).values_list("pk", flat=True))
     kept = [a for a in assignments if a.host_id in ok_hosts and a.job_id in ok_jobs]
     if not kept:
         return []
     lease_of_host = _insert_leases(kept, now=now)
-    Job.objects.filter(
-        pk__in=selectors.id_list(a.job_id for a in kept), status=JobStatus.QUEUED
-    ).update(status=JobStatus.LEASED, attempts=F("attempts") + 1, message="")
+    Job.objects.queued().filter(pk__in=selectors.id_list(a.job_id for a in kept)).update(
+        status=JobStatus.LEASED, attempts=F("attempts") + 1, message=""
+    )
     jobs = snap.jobs_by_id
     hosts = snap.hosts_by_id
     suites = snap.suite_names

@@ -32,6 +32,7 @@ from jobs.forms import (
     row_error,
 )
 from jobs.models import Job, Lease, Suite
+from jobs.querysets import UNFINISHED_JOB_STATUSES
 from jobs.scheduling.queue import queue_jobs, queue_select
 from schedsite import roles
 from schedsite.errors import InvalidInput, LimitExceeded, ServiceError
@@ -70,7 +71,7 @@ def queue(request: HttpRequest) -> HttpResponse:
     query = clean_query(request.GET)
     filterset = None
     if query:
-        filterset = JobFilterSet(query, queryset=Job.objects.filter(status=JobStatus.QUEUED))
+        filterset = JobFilterSet(query, queryset=Job.objects.queued())
     selection = queue_select(filterset.qs if filterset is not None else None)
     page = paginate(selection.ids, request.GET.get("page"), QUEUE_PER_PAGE)
     jobs = queue_jobs(page.object_list)
@@ -163,9 +164,7 @@ def suite_detail_context(request: HttpRequest, suite: Suite, **extra: Any) -> di
         "query": query,
         "statuses": JobStatus.choices,
         "can_abort": can_manage and status in (SuiteStatus.QUEUED, SuiteStatus.RUNNING),
-        "unfinished": sum(
-            counts.get(s, 0) for s in (JobStatus.QUEUED, JobStatus.LEASED, JobStatus.RUNNING)
-        ),
+        "unfinished": sum(counts.get(s, 0) for s in UNFINISHED_JOB_STATUSES),
         "now": timezone.now(),
         "refresh": refresh_seconds(),
         "live_url": live_url(reverse("jobs:suite_detail", args=[suite.pk]), query, page),

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.utils import timezone
@@ -14,13 +12,9 @@ from hosts.choices import HostStatus
 from hosts.models import Host, HostEvent, Worker
 from hosts.validators import hostname_validator, worker_name_validator
 from jobs.api.serializers import ActiveLeaseSerializer, LabelListField
+from jobs.scheduler.planner import host_is_schedulable
 from schedsite.api_fields import StrictBooleanField, StrictCharField, username_or_none
 from schedsite.roles import RUNNER_GROUP
-
-
-def _online(worker: Worker | None, now: datetime) -> bool:
-    return worker is not None and worker.is_online(now)
-
 
 # --- workers --------------------------------------------------------------------------------
 
@@ -192,7 +186,7 @@ class HostSerializer(serializers.ModelSerializer):
     def _active_lease(self, host: Host):  # noqa: ANN202
         leases = getattr(host, "active_leases", None)
         if leases is None:  # not prefetched (a freshly changed host): read it
-            leases = list(host.leases.filter(released_at__isnull=True).select_related("job"))
+            leases = list(host.leases.active().select_related("job"))
             host.active_leases = leases
         return leases[0] if leases else None
 
@@ -201,12 +195,13 @@ class HostSerializer(serializers.ModelSerializer):
 
     def get_schedulable(self, host: Host) -> bool:
         now = self.context.get("now") or timezone.now()
-        worker_ok = host.worker is None or (not host.worker.paused and _online(host.worker, now))
-        return (
-            host.status == HostStatus.READY
-            and not host.locked
-            and worker_ok
-            and self._active_lease(host) is None
+        worker = host.worker
+        return host_is_schedulable(
+            ready=host.status == HostStatus.READY,
+            locked=host.locked,
+            leased=self._active_lease(host) is not None,
+            worker_paused=worker is not None and worker.paused,
+            worker_offline=worker is not None and not worker.is_online(now),
         )
 
     @extend_schema_field(ActiveLeaseSerializer(allow_null=True))

@@ -268,7 +268,7 @@ class HostViewSet(
     def release(self, request: Request, hostname: str) -> Response:
         host = self.get_object()
         data = valid(s.HostReleaseInputSerializer, request)
-        lease = Lease.objects.filter(host=host, released_at__isnull=True).first()
+        lease = Lease.objects.active().filter(host=host).first()
         if lease is None:
             raise Conflict(f"host {host.hostname} holds no active lease")
         lease = job_services.lease_release(lease=lease, by=request.user, **data)

@@ -376,9 +376,7 @@ class JobSerializer(serializers.ModelSerializer):
     def get_lease(self, job: Job) -> dict | None:
         leases = getattr(job, "active_leases", None)
         if leases is None:  # not prefetched (a freshly changed job): read it
-            leases = list(
-                job.leases.filter(released_at__isnull=True).select_related("host", "holder")
-            )
+            leases = list(job.leases.active().select_related("host", "holder"))
         return ActiveLeaseSerializer(leases[0], context=self.context).data if leases else None
 
 

@@ -17,7 +17,6 @@ from rest_framework.response import Response
 from jobs import selectors, services
 from jobs.api import idempotency
 from jobs.api import serializers as s
-from jobs.choices import JobStatus
 from jobs.filtersets import JobFilterSet, LeaseFilterSet, SuiteFilterSet
 from jobs.models import Job, Lease, SchedulerTick, Suite
 from jobs.scheduling.queue import queue_jobs, queue_select
@@ -343,7 +342,7 @@ class QueueView(RolePermissionsMixin, generics.GenericAPIView):
 
     serializer_class = s.QueueEntrySerializer
     filterset_class = JobFilterSet
-    queryset = Job.objects.filter(status=JobStatus.QUEUED)
+    queryset = Job.objects.queued()
 
     @extend_schema(
         summary="The queue in the scheduler's order; filters keep each job's global position",

@@ -31,13 +31,26 @@ class HostState:
 
     @property
     def schedulable(self) -> bool:
-        return (
-            self.ready
-            and not self.locked
-            and not self.worker_paused
-            and not self.worker_offline
-            and not self.leased
+        return host_is_schedulable(
+            ready=self.ready,
+            locked=self.locked,
+            leased=self.leased,
+            worker_paused=self.worker_paused,
+            worker_offline=self.worker_offline,
         )
+
+
+def host_is_schedulable(
+    *, ready: bool, locked: bool, leased: bool, worker_paused: bool, worker_offline: bool
+) -> bool:
+    """Whether a host may take a lease: ready, unlocked, unleased, its worker (if any) up.
+
+    The rule itself, on plain facts. The snapshot and the API read the facts from the
+    database and ask this function; `Host.objects.schedulable(now)` (hosts/querysets.py) is
+    its SQL twin for counts and filters, held to the same cases by tests/hosts/test_querysets.py.
+    A host with no worker is neither paused nor offline.
+    """
+    return ready and not locked and not leased and not worker_paused and not worker_offline
 
 
 @dataclass(frozen=True, slots=True)

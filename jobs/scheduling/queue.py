@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from django.db.models import QuerySet
 
 from jobs import selectors
-from jobs.choices import JobStatus
 from jobs.models import Job
 
 
@@ -40,7 +39,7 @@ def queue_select(filtered: QuerySet[Job] | None = None) -> QueueSelection:
 
 def queue_jobs(page_ids: Sequence[int]) -> list[Job]:
     """The jobs of one page, in the page's order, with what a queue row shows, in one query."""
-    queued = Job.objects.filter(status=JobStatus.QUEUED)
+    queued = Job.objects.queued()
     by_id = queued.select_related("suite", "host", "owner").in_bulk(list(page_ids))
     # A job leased since the order was read drops out of the page rather than failing.
     return [by_id[job_id] for job_id in page_ids if job_id in by_id]

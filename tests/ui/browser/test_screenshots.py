@@ -11,8 +11,8 @@ from django.utils import timezone
 from playwright.sync_api import expect
 from rest_framework.authtoken.models import Token
 
-from hosts.models import Worker
-from jobs import demo, selectors, services
+from hosts.models import Host, Worker
+from jobs import demo, services
 from jobs.choices import JobStatus
 from jobs.models import Job, Lease, Suite
 from tests.ui.browser.conftest import screenshot, sign_in
@@ -82,7 +82,7 @@ def demo_lab_with_history(minutes: int = HISTORY_MINUTES) -> None:
         ],
         now=now - timedelta(seconds=50),
     )
-    free = selectors.schedulable_hosts(now=now).order_by("hostname").last()
+    free = Host.objects.schedulable(now).order_by("hostname").last()
     services.lease_reserve(
         host=free, holder=admin, duration=timedelta(hours=4), reason="flashing a new EC firmware"
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
@@ -19,6 +21,7 @@ from hosts.filtersets import HostFilterSet, WorkerFilterSet
 from hosts.forms import BulkHostsForm, ReasonForm, split_labels
 from hosts.models import Host, HostEvent, Label, Worker
 from jobs import selectors
+from jobs.choices import JobStatus
 from jobs.forms import RESERVE_DURATIONS
 from jobs.models import Job, Lease
 from schedsite import roles
@@ -54,7 +57,9 @@ def host_queryset() -> QuerySet[Host]:
     """Hosts with everything a table row shows, in a fixed number of queries per page."""
     active = Prefetch(
         "leases",
-        queryset=Lease.objects.active().select_related("job__suite", "holder"),
+        queryset=Lease.objects.filter(released_at__isnull=True).select_related(
+            "job__suite", "holder"
+        ),
         to_attr="active_leases",
     )
     return Host.objects.select_related("worker", "locked_by").prefetch_related("labels", active)
@@ -69,7 +74,7 @@ def with_host_counts(workers: list[Worker]) -> list[Worker]:
     """Set n_hosts, n_ready, n_locked and n_leased on each worker, in one grouped query."""
     # One GROUP BY over the page's hosts; joining workers to hosts to leases instead would make
     # the database count every lease a host ever had.
-    active = Lease.objects.active().filter(host=OuterRef("pk"))
+    active = Lease.objects.filter(host=OuterRef("pk"), released_at__isnull=True)
     rows = (
         Host.objects.filter(worker__in=workers)
         .values("worker_id")
@@ -191,7 +196,7 @@ def host_detail_context(request: HttpRequest, host: Host, **extra: Any) -> dict:
         "events": list(
             HostEvent.objects.filter(host=host).order_by("-created_at", "-id")[:EVENTS_SHOWN]
         ),
-        "pinned_queued": Job.objects.queued().filter(host=host).count(),
+        "pinned_queued": Job.objects.filter(host=host, status=JobStatus.QUEUED).count(),
         "staff": roles.is_staff(request.user),
         "now": timezone.now(),
         "refresh": refresh_seconds(),
@@ -213,74 +218,6 @@ def host_detail(request: HttpRequest, hostname: str) -> HttpResponse:
         "hosts/partials/host_detail_body.html",
         host_detail_context(request, host),
     )
-
-
-def host_fragment(
-    request: HttpRequest,
-    host: Host,
-    *,
-    message: str,
-    ok: bool = True,
-    status: int = 200,
-    **extra: Any,
-) -> HttpResponse:
-    """Answer a host action with the piece it came from: a table row or the host page body."""
-    fallback = reverse("hosts:host_detail", args=[host.hostname])
-    if request.POST.get("fragment") == "detail":
-        context = host_detail_context(request, host, **extra)
-        template = "hosts/partials/host_detail_body.html"
-    else:
-        context = {
-            "host": host_queryset().get(pk=host.pk),
-            "staff": roles.is_staff(request.user),
-            "now": timezone.now(),
-            "note": (ok, message),
-            **extra,
-        }
-        template = "hosts/partials/host_row.html"
-    return action_response(
-        request, template, context, message=message, ok=ok, status=status, fallback=fallback
-    )
-
-
-@ui_login_required
-@require_POST
-def host_lock(request: HttpRequest, hostname: str) -> HttpResponse:
-    """Lock a host with a reason (staff)."""
-    if denied := staff_only(request, "lock hosts"):
-        return denied
-    host = get_object_or_404(Host, hostname=hostname)
-    form = ReasonForm(request.POST)
-    reason = form.cleaned_data["reason"] if form.is_valid() else ""
-    try:
-        host = services.host_lock(host=host, by=request.user, reason=reason)
-    except ServiceError as exc:
-        return host_fragment(
-            request,
-            host,
-            message=capfirst(exc.message),
-            ok=False,
-            status=exc.status_code,
-            lock_error=exc.message,
-            lock_reason=reason,
-        )
-    return host_fragment(request, host, message=f"Locked {host.hostname}: {host.lock_reason}")
-
-
-@ui_login_required
-@require_POST
-def host_unlock(request: HttpRequest, hostname: str) -> HttpResponse:
-    """Return a locked host to scheduling (staff)."""
-    if denied := staff_only(request, "unlock hosts"):
-        return denied
-    host = get_object_or_404(Host, hostname=hostname)
-    try:
-        host = services.host_unlock(host=host, by=request.user)
-    except ServiceError as exc:
-        return host_fragment(
-            request, host, message=capfirst(exc.message), ok=False, status=exc.status_code
-        )
-    return host_fragment(request, host, message=f"Unlocked {host.hostname}")
 
 
 # --- workers --------------------------------------------------------------------------------
@@ -338,29 +275,81 @@ def worker_detail(request: HttpRequest, name: str) -> HttpResponse:
     )
 
 
-def worker_fragment(
+# --- lock, unlock, pause, resume ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """A host or a worker as its actions find it and answer with its table row or page body."""
+
+    noun: str  # "host" or "worker": the service's argument, the context key, the templates' stem
+    key: str  # the field its URL names it by
+    model: type[Host] | type[Worker]
+    detail_context: Callable[..., dict]
+    row_object: Callable[[Any], Any]  # the object again, with what its table row shows
+
+
+HOST = Target("host", "hostname", Host, host_detail_context, lambda h: host_queryset().get(pk=h.pk))
+WORKER = Target(
+    "worker",
+    "name",
+    Worker,
+    worker_detail_context,
+    lambda w: with_host_counts([worker_queryset().get(pk=w.pk)])[0],
+)
+
+
+@dataclass(frozen=True)
+class Switch:
+    """One hold action: whose, which service, and what the page says."""
+
+    target: Target
+    service: Callable[..., Any]
+    deny: str  # what only staff may do, for the refusal
+    done: str  # the message, formatted with the changed object
+    reason_form: str = ""  # a lock or a pause: its form's prefix (lock_reason, lock_error)
+
+
+SWITCHES = {
+    "host_lock": Switch(
+        HOST, services.host_lock, "lock hosts", "Locked {0.hostname}: {0.lock_reason}", "lock"
+    ),
+    "host_unlock": Switch(HOST, services.host_unlock, "unlock hosts", "Unlocked {0.hostname}"),
+    "worker_pause": Switch(
+        WORKER,
+        services.worker_pause,
+        "pause workers",
+        "Paused {0.name}: {0.paused_reason}",
+        "pause",
+    ),
+    "worker_resume": Switch(WORKER, services.worker_resume, "resume workers", "Resumed {0.name}"),
+}
+
+
+def action_fragment(
     request: HttpRequest,
-    worker: Worker,
+    target: Target,
+    obj: Host | Worker,
     *,
     message: str,
     ok: bool = True,
     status: int = 200,
     **extra: Any,
 ) -> HttpResponse:
-    """Answer a worker action with its table row or its page body."""
-    fallback = reverse("hosts:worker_detail", args=[worker.name])
+    """Answer an action with the piece it came from: a table row or the page body."""
+    fallback = reverse(f"hosts:{target.noun}_detail", args=[getattr(obj, target.key)])
     if request.POST.get("fragment") == "detail":
-        context = worker_detail_context(request, worker, **extra)
-        template = "hosts/partials/worker_detail_body.html"
+        context = target.detail_context(request, obj, **extra)
+        template = f"hosts/partials/{target.noun}_detail_body.html"
     else:
         context = {
-            "worker": with_host_counts([worker_queryset().get(pk=worker.pk)])[0],
+            target.noun: target.row_object(obj),
             "staff": roles.is_staff(request.user),
             "now": timezone.now(),
             "note": (ok, message),
             **extra,
         }
-        template = "hosts/partials/worker_row.html"
+        template = f"hosts/partials/{target.noun}_row.html"
     return action_response(
         request, template, context, message=message, ok=ok, status=status, fallback=fallback
     )
@@ -368,42 +357,34 @@ def worker_fragment(
 
 @ui_login_required
 @require_POST
-def worker_pause(request: HttpRequest, name: str) -> HttpResponse:
-    """Pause a worker with a reason: its hosts take no new leases (staff)."""
-    if denied := staff_only(request, "pause workers"):
+def hold_change(request: HttpRequest, change: str, **lookup: str) -> HttpResponse:
+    """Lock or unlock a host, pause or resume a worker (staff); a lock or pause needs a reason."""
+    switch = SWITCHES[change]
+    if denied := staff_only(request, switch.deny):
         return denied
-    worker = get_object_or_404(Worker, name=name)
-    form = ReasonForm(request.POST)
-    reason = form.cleaned_data["reason"] if form.is_valid() else ""
+    target = switch.target
+    obj = get_object_or_404(target.model, **lookup)  # the route names hostname= or name=
+    arguments: dict[str, Any] = {target.noun: obj, "by": request.user}
+    if switch.reason_form:
+        form = ReasonForm(request.POST)
+        arguments["reason"] = form.cleaned_data["reason"] if form.is_valid() else ""
     try:
-        worker = services.worker_pause(worker=worker, by=request.user, reason=reason)
+        obj = switch.service(**arguments)
     except ServiceError as exc:
-        return worker_fragment(
+        extra = {}
+        if switch.reason_form:
+            extra[f"{switch.reason_form}_error"] = exc.message
+            extra[f"{switch.reason_form}_reason"] = arguments["reason"]
+        return action_fragment(
             request,
-            worker,
+            target,
+            obj,
             message=capfirst(exc.message),
             ok=False,
             status=exc.status_code,
-            pause_error=exc.message,
-            pause_reason=reason,
+            **extra,
         )
-    return worker_fragment(request, worker, message=f"Paused {worker.name}: {worker.paused_reason}")
-
-
-@ui_login_required
-@require_POST
-def worker_resume(request: HttpRequest, name: str) -> HttpResponse:
-    """Resume a paused worker (staff)."""
-    if denied := staff_only(request, "resume workers"):
-        return denied
-    worker = get_object_or_404(Worker, name=name)
-    try:
-        worker = services.worker_resume(worker=worker, by=request.user)
-    except ServiceError as exc:
-        return worker_fragment(
-            request, worker, message=capfirst(exc.message), ok=False, status=exc.status_code
-        )
-    return worker_fragment(request, worker, message=f"Resumed {worker.name}")
+    return action_fragment(request, target, obj, message=switch.done.format(obj))
 
 
 # --- suggestions ----------------------------------------------------------------------------

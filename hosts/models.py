@@ -10,7 +10,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from hosts.choices import EventKind, HostStatus
-from hosts.querysets import HostQuerySet, WorkerQuerySet, online_cutoff
+from hosts.querysets import HostQuerySet, WorkerQuerySet, seen_online
 from hosts.validators import hostname_validator, label_validator, worker_name_validator
 
 
@@ -50,7 +50,7 @@ class Worker(models.Model):
         return self.name
 
     def is_online(self, now: datetime | None = None) -> bool:
-        return self.last_seen is not None and self.last_seen >= online_cutoff(now or timezone.now())
+        return seen_online(self.last_seen, now or timezone.now())
 
 
 class Label(models.Model):

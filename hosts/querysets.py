@@ -16,6 +16,11 @@ def online_cutoff(now: datetime) -> datetime:
     return now - timedelta(seconds=settings.WORKER_OFFLINE_TIMEOUT)
 
 
+def seen_online(last_seen: datetime | None, now: datetime) -> bool:
+    """Whether a worker whose runner last heartbeated at `last_seen` is online at `now`."""
+    return last_seen is not None and last_seen >= online_cutoff(now)
+
+
 class WorkerQuerySet(models.QuerySet):
     def online(self, now: datetime) -> WorkerQuerySet:
         """Workers whose runner heartbeated within WORKER_OFFLINE_TIMEOUT of `now`."""

@@ -28,7 +28,7 @@ from rest_framework.authtoken.models import Token
 
 from hosts.choices import HostStatus
 from hosts.models import Host, Worker
-from hosts.querysets import online_cutoff
+from hosts.querysets import seen_online
 from jobs.choices import JobStatus, ReleaseReason
 from jobs.models import Job, Lease, SchedulerTick
 from jobs.querysets import ACTIVE_LEASE
@@ -182,7 +182,6 @@ def _hosts(now: datetime) -> list[Metric]:
 
 
 def _workers(now: datetime) -> list[Metric]:
-    cutoff = online_cutoff(now)
     rows = list(Worker.objects.order_by("name").values_list("name", "paused", "last_seen"))
     age = _gauge(
         "worker_last_seen_age_seconds",
@@ -193,7 +192,7 @@ def _workers(now: datetime) -> list[Metric]:
     for name, is_paused, last_seen in rows:
         age.add_metric([name], _age(now, last_seen))
         paused.add_metric([name], 1 if is_paused else 0)
-    online = sum(1 for _n, _p, seen in rows if seen is not None and seen >= cutoff)
+    online = sum(1 for _n, _p, seen in rows if seen_online(seen, now))
     return [
         _gauge("workers", "Workers known to the lab.", len(rows)),
         _gauge(

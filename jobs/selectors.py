@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from hosts.choices import HostStatus
 from hosts.models import Host, Label, Worker
-from hosts.querysets import online_cutoff
+from hosts.querysets import online_cutoff, seen_online
 from jobs.choices import JobStatus
 from jobs.models import Job, Lease, SchedulerTick, Suite, decode_labels
 from jobs.scheduler import planner
@@ -49,9 +49,8 @@ def scheduler_snapshot(*, now: datetime) -> Snapshot:
     Every host, schedulable or not, with the facts the planner's `host_is_schedulable`
     decides on: a pinned job's wait reason names what keeps its host from it.
     """
-    cutoff = online_cutoff(now)
     workers = {
-        wid: (paused, last_seen is None or last_seen < cutoff)
+        wid: (paused, not seen_online(last_seen, now))
         for wid, paused, last_seen in Worker.objects.values_list("id", "paused", "last_seen")
     }
     labels: dict[int, set[str]] = {}

@@ -21,7 +21,6 @@ from hosts.filtersets import HostFilterSet, WorkerFilterSet
 from hosts.forms import BulkHostsForm, ReasonForm, split_labels
 from hosts.models import Host, HostEvent, Label, Worker
 from jobs import selectors
-from jobs.choices import JobStatus
 from jobs.forms import RESERVE_DURATIONS
 from jobs.models import Job, Lease
 from schedsite import roles
@@ -57,9 +56,7 @@ def host_queryset() -> QuerySet[Host]:
     """Hosts with everything a table row shows, in a fixed number of queries per page."""
     active = Prefetch(
         "leases",
-        queryset=Lease.objects.filter(released_at__isnull=True).select_related(
-            "job__suite", "holder"
-        ),
+        queryset=Lease.objects.active().select_related("job__suite", "holder"),
         to_attr="active_leases",
     )
     return Host.objects.select_related("worker", "locked_by").prefetch_related("labels", active)
@@ -74,7 +71,7 @@ def with_host_counts(workers: list[Worker]) -> list[Worker]:
     """Set n_hosts, n_ready, n_locked and n_leased on each worker, in one grouped query."""
     # One GROUP BY over the page's hosts; joining workers to hosts to leases instead would make
     # the database count every lease a host ever had.
-    active = Lease.objects.filter(host=OuterRef("pk"), released_at__isnull=True)
+    active = Lease.objects.active().filter(host=OuterRef("pk"))
     rows = (
         Host.objects.filter(worker__in=workers)
         .values("worker_id")
@@ -196,7 +193,7 @@ def host_detail_context(request: HttpRequest, host: Host, **extra: Any) -> dict:
         "events": list(
             HostEvent.objects.filter(host=host).order_by("-created_at", "-id")[:EVENTS_SHOWN]
         ),
-        "pinned_queued": Job.objects.filter(host=host, status=JobStatus.QUEUED).count(),
+        "pinned_queued": Job.objects.queued().filter(host=host).count(),
         "staff": roles.is_staff(request.user),
         "now": timezone.now(),
         "refresh": refresh_seconds(),

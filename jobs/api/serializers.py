@@ -299,6 +299,9 @@ class LeaseExtendInputSerializer(serializers.Serializer):
         min_value=1, max_value=MAX_DURATION, help_text="Seconds from now the reservation lasts."
     )
 
+    def validate_duration(self, seconds: int) -> timedelta:
+        return timedelta(seconds=seconds)
+
 
 # --- jobs -----------------------------------------------------------------------------------
 

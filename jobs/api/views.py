@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 
 from django.db.models import QuerySet
@@ -13,6 +13,7 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import Serializer
 
 from jobs import selectors, services
 from jobs.api import idempotency
@@ -204,6 +205,15 @@ class JobViewSet(ReadViewSet):
             raise PermissionDenied("This job's lease is on a worker you are not the runner of.")
         return lease
 
+    def _protocol_step(
+        self, input_class: type[s.JobStartInputSerializer], service: Callable[..., Job]
+    ) -> Response:
+        """One runner-protocol step: the job, its checked body, the lease it acts through."""
+        job = self.get_object()
+        data = self._protocol_input(input_class)
+        lease = self._runner_lease(job, data.pop("lease", None))
+        return self._render_one(service(lease=lease, by=self.request.user, **data))
+
     @extend_schema(
         summary="Runner protocol: the test has begun (leased → running)",
         request=s.JobStartInputSerializer,
@@ -211,10 +221,7 @@ class JobViewSet(ReadViewSet):
     )
     @action(detail=True, methods=["post"])
     def start(self, request: Request, pk: str) -> Response:
-        job = self.get_object()
-        data = self._protocol_input(s.JobStartInputSerializer)
-        lease = self._runner_lease(job, data.get("lease"))
-        return self._render_one(services.lease_job_start(lease=lease, by=request.user))
+        return self._protocol_step(s.JobStartInputSerializer, services.lease_job_start)
 
     @extend_schema(
         summary="Runner protocol: report passed/failed; releases the lease",
@@ -223,11 +230,7 @@ class JobViewSet(ReadViewSet):
     )
     @action(detail=True, methods=["post"])
     def complete(self, request: Request, pk: str) -> Response:
-        job = self.get_object()
-        data = self._protocol_input(s.JobCompleteInputSerializer)
-        lease = self._runner_lease(job, data.pop("lease", None))
-        job = services.lease_job_complete(lease=lease, by=request.user, **data)
-        return self._render_one(job)
+        return self._protocol_step(s.JobCompleteInputSerializer, services.lease_job_complete)
 
     @extend_schema(
         summary="Abort a queued or running job (its owner, staff, or the runner holding it)",
@@ -281,6 +284,14 @@ class LeaseViewSet(ReadViewSet):
         fresh = self.get_queryset().get(pk=lease.pk)
         return Response(self.get_serializer(fresh).data, status=code)
 
+    def _change(
+        self, service: Callable[..., Lease], input_class: type[Serializer] | None = None
+    ) -> Response:
+        """One change of a lease: found (404 or 403 first), its body checked, then the service."""
+        lease = self.get_object()
+        data = valid(input_class, self.request) if input_class is not None else {}
+        return self._render_one(service(lease=lease, by=self.request.user, **data))
+
     @extend_schema(
         summary="Reserve a free host for manual work, for a duration (staff)",
         request=s.LeaseReserveInputSerializer,
@@ -305,8 +316,7 @@ class LeaseViewSet(ReadViewSet):
     )
     @action(detail=True, methods=["post"])
     def heartbeat(self, request: Request, pk: str) -> Response:
-        lease = self.get_object()
-        return self._render_one(services.lease_job_heartbeat(lease=lease, by=request.user))
+        return self._change(services.lease_job_heartbeat)
 
     @extend_schema(
         summary="Release a lease; its job is requeued (default) or aborted (staff)",
@@ -315,9 +325,7 @@ class LeaseViewSet(ReadViewSet):
     )
     @action(detail=True, methods=["post"])
     def release(self, request: Request, pk: str) -> Response:
-        lease = self.get_object()
-        data = valid(s.LeaseReleaseInputSerializer, request)
-        return self._render_one(services.lease_release(lease=lease, by=request.user, **data))
+        return self._change(services.lease_release, s.LeaseReleaseInputSerializer)
 
     @extend_schema(
         summary="Extend a manual reservation to now + duration (staff)",
@@ -326,12 +334,7 @@ class LeaseViewSet(ReadViewSet):
     )
     @action(detail=True, methods=["post"])
     def extend(self, request: Request, pk: str) -> Response:
-        lease = self.get_object()
-        data = valid(s.LeaseExtendInputSerializer, request)
-        duration = timedelta(seconds=data["duration"])
-        return self._render_one(
-            services.lease_extend(lease=lease, by=request.user, duration=duration)
-        )
+        return self._change(services.lease_extend, s.LeaseExtendInputSerializer)
 
 
 # --- the queue and the scheduler ------------------------------------------------------------

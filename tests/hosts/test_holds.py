@@ -13,49 +13,53 @@ from tests import factories as f
 
 pytestmark = pytest.mark.django_db
 
-# (make the object, hold it, let it go, its flag, reason, by, at fields, the kinds audited)
-HOLDS = {
-    "host lock": (
-        lambda: f.host("h1.lab"),
-        lambda obj, by: services.host_lock(host=obj, by=by, reason="debugging the PSU"),
-        lambda obj, by: services.host_unlock(host=obj, by=by),
-        ("locked", "lock_reason", "locked_by", "locked_at"),
-        (EventKind.LOCKED, EventKind.UNLOCKED),
-    ),
-    "worker pause": (
-        lambda: f.worker("w1"),
-        lambda obj, by: services.worker_pause(worker=obj, by=by, reason="debugging the PSU"),
-        lambda obj, by: services.worker_resume(worker=obj, by=by),
-        ("paused", "paused_reason", "paused_by", "paused_at"),
-        (EventKind.PAUSED, EventKind.RESUMED),
-    ),
+# A host's lock and a worker's pause, side by side: what makes one, the services, the fields the
+# hold sets (flag, reason, by, at) and the event kinds it writes.
+MAKE = {"host": lambda: f.host("h1.lab"), "worker": lambda: f.worker("w1")}
+HOLD = {"host": services.host_lock, "worker": services.worker_pause}
+RELEASE = {"host": services.host_unlock, "worker": services.worker_resume}
+FIELDS = {
+    "host": ("locked", "lock_reason", "locked_by", "locked_at"),
+    "worker": ("paused", "paused_reason", "paused_by", "paused_at"),
+}
+KINDS = {
+    "host": (EventKind.LOCKED, EventKind.UNLOCKED),
+    "worker": (EventKind.PAUSED, EventKind.RESUMED),
 }
 
 
-@pytest.mark.parametrize("name", HOLDS)
-def test_a_hold_records_who_why_and_when_and_letting_go_clears_it(name):
-    make, hold, release, (flag, reason, by, at), (set_kind, clear_kind) = HOLDS[name]
+def hold(noun: str, obj: object, by: object) -> object:
+    return HOLD[noun](**{noun: obj}, by=by, reason="debugging the PSU")
+
+
+def release(noun: str, obj: object, by: object) -> object:
+    return RELEASE[noun](**{noun: obj}, by=by)
+
+
+@pytest.mark.parametrize("noun", ["host", "worker"])
+def test_a_hold_records_who_why_and_when_and_letting_go_clears_it(noun):
+    flag, reason, by, at = FIELDS[noun]
+    set_kind, clear_kind = KINDS[noun]
     sam = get_user_model().objects.create_user("sam")
-    obj = hold(make(), sam)
+    obj = hold(noun, MAKE[noun](), sam)
     assert getattr(obj, flag) and getattr(obj, reason) == "debugging the PSU"
     assert getattr(obj, by) == sam and getattr(obj, at) is not None
-    obj = release(obj, sam)
+    obj = release(noun, obj, sam)
     assert not getattr(obj, flag) and getattr(obj, reason) == ""
     assert getattr(obj, by) is None and getattr(obj, at) is None
     events = list(HostEvent.objects.order_by("id").values_list("kind", "actor", "message"))
     assert events[-2:] == [(set_kind, "sam", "debugging the PSU"), (clear_kind, "sam", "")]
 
 
-@pytest.mark.parametrize("name", HOLDS)
-def test_holding_twice_or_letting_go_of_nothing_is_refused_and_audits_nothing(name):
-    make, hold, release, _, _ = HOLDS[name]
-    obj = make()
+@pytest.mark.parametrize("noun", ["host", "worker"])
+def test_holding_twice_or_letting_go_of_nothing_is_refused_and_audits_nothing(noun):
+    obj = MAKE[noun]()
     before = HostEvent.objects.count()
     with pytest.raises(Conflict, match="is not (locked|paused)"):
-        release(obj, "sam")
-    obj = hold(obj, "sam")
+        release(noun, obj, "sam")
+    obj = hold(noun, obj, "sam")
     with pytest.raises(Conflict, match="is already (locked|paused)"):
-        hold(obj, "alex")
+        hold(noun, obj, "alex")
     assert HostEvent.objects.count() == before + 1
     assert HostEvent.objects.latest("id").actor == "sam"
 

@@ -12,15 +12,15 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from django_q.models import OrmQ
 
 from hosts.choices import EventKind, HostStatus
 from hosts.models import Host, HostEvent, Worker
 from jobs import services
 from jobs.choices import JobStatus, ReleaseReason
-from jobs.models import Job, Lease, SchedulerState
+from jobs.models import Job, Lease
 from schedsite.errors import Conflict, InvalidInput, ServiceError
 from tests import factories as f
+from tests.jobs.test_triggers import ticks_enqueued
 
 pytestmark = pytest.mark.django_db
 
@@ -61,15 +61,6 @@ def rows() -> tuple:
         sorted(Worker.objects.values_list("name", "last_seen")),
         HostEvent.objects.count(),
     )
-
-
-def ticks_enqueued(action: Callable[[], object], capture) -> int:  # noqa: ANN001
-    """Run the action as one committed request; return how many ticks it enqueued."""
-    SchedulerState.objects.update_or_create(pk=1, defaults={"tick_pending": False})
-    before = OrmQ.objects.count()
-    with capture(execute=True):
-        action()
-    return OrmQ.objects.count() - before
 
 
 # --- the happy paths ------------------------------------------------------------------------

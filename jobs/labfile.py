@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -14,13 +15,15 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from hosts import services as hosts_services
 from hosts.choices import EventKind, HostStatus
 from hosts.models import Host, Worker
-from hosts.services import event_record, labels_get_or_create
 from hosts.validators import hostname_validator, label_validator, worker_name_validator
+from jobs import services as jobs_services
 from jobs.choices import JobStatus, Priority
 from jobs.models import Job, Lease, Suite, decode_labels, encode_labels
 from jobs.scheduling.triggers import request_tick
+from jobs.services import JobSpec
 from schedsite.errors import InvalidInput
 
 PRIORITY_NAMES = {p.label: p.value for p in Priority}
@@ -167,15 +170,7 @@ def _label(i: int, entry: dict, key: str, name_key: str) -> str:
     return f"{key}[{i}]" + (f" ({name})" if isinstance(name, str) and name else "")
 
 
-def validate(data: Any) -> dict:  # noqa: C901, PLR0915 — to split by section of the file
-    """Check a parsed lab file completely; return normalized data or raise LabFileError."""
-    check = _Checker()
-    if not isinstance(data, dict):
-        raise LabFileError(["the file must hold an object with workers, hosts, suites, jobs"])
-    unknown = set(data) - {"workers", "hosts", "suites", "jobs"}
-    for key in sorted(unknown):
-        check.fail(key, "unknown section (expected workers, hosts, suites, jobs)")
-
+def _validate_workers(data: dict, check: _Checker) -> list[dict]:
     workers: list[dict] = []
     seen: set[str] = set()
     for i, entry in enumerate(_entries(data, "workers", check)):
@@ -193,10 +188,12 @@ def validate(data: Any) -> dict:  # noqa: C901, PLR0915 — to split by section 
                 "paused_reason": check.text(entry, "paused_reason", where, limit=500),
             }
         )
-    known_workers = seen | set(Worker.objects.values_list("name", flat=True))
+    return workers
 
+
+def _validate_hosts(data: dict, check: _Checker, known_workers: set[str]) -> list[dict]:
     hosts: list[dict] = []
-    seen = set()
+    seen: set[str] = set()
     for i, entry in enumerate(_entries(data, "hosts", check)):
         where = _label(i, entry, "hosts", "hostname")
         hostname = check.text(entry, "hostname", where, required=True, limit=255)
@@ -226,12 +223,19 @@ def validate(data: Any) -> dict:  # noqa: C901, PLR0915 — to split by section 
                 "current_build": check.text(entry, "current_build", where),
             }
         )
-    host_labels = {h["hostname"]: set(h["labels"]) for h in hosts}
-    for host in Host.objects.exclude(hostname__in=host_labels).prefetch_related("labels"):
-        host_labels[host.hostname] = set(host.label_names)
-    running_hosts: dict[str, str] = {}
+    return hosts
 
-    def job_entry(entry: dict, where: str, default_priority: int, standalone: bool) -> dict:
+
+@dataclass
+class _JobChecker:
+    """Checks job entries against the hosts the lab will have once imported."""
+
+    check: _Checker
+    host_labels: dict[str, set[str]]
+    running_hosts: dict[str, str] = field(default_factory=dict)
+
+    def entry(self, entry: dict, where: str, default_priority: int) -> dict:
+        check = self.check
         job = {
             "name": check.text(entry, "name", where, required=True),
             "labels": check.labels(entry, "labels", where),
@@ -245,31 +249,36 @@ def validate(data: Any) -> dict:  # noqa: C901, PLR0915 — to split by section 
         }
         for key in ("host", "running_on"):
             value = job[key]
-            if value is not None and (not isinstance(value, str) or value not in host_labels):
+            if value is not None and (not isinstance(value, str) or value not in self.host_labels):
                 check.fail(f"{where}.{key}", f"unknown host {value!r}")
                 job[key] = None
-        run_on = job["running_on"]
-        if run_on:
-            if job["host"] and job["host"] != run_on:
-                check.fail(f"{where}.running_on", f"job is pinned to {job['host']}, not {run_on}")
-            missing = set(job["labels"]) - host_labels[run_on]
-            if missing:
-                check.fail(
-                    f"{where}.running_on", f"host {run_on} lacks {', '.join(sorted(missing))}"
-                )
-            if run_on in running_hosts:
-                check.fail(
-                    f"{where}.running_on", f"host {run_on} already runs {running_hosts[run_on]}"
-                )
-            running_hosts[run_on] = where
+        if job["running_on"]:
+            self._running_on(job, where)
         if job["host"]:
-            missing = set(job["labels"]) - host_labels[job["host"]]
+            missing = set(job["labels"]) - self.host_labels[job["host"]]
             if missing:
                 check.fail(
                     f"{where}.host", f"pinned host {job['host']} lacks {', '.join(sorted(missing))}"
                 )
         return job
 
+    def _running_on(self, job: dict, where: str) -> None:
+        run_on = job["running_on"]
+        if job["host"] and job["host"] != run_on:
+            self.check.fail(f"{where}.running_on", f"job is pinned to {job['host']}, not {run_on}")
+        missing = set(job["labels"]) - self.host_labels[run_on]
+        if missing:
+            self.check.fail(
+                f"{where}.running_on", f"host {run_on} lacks {', '.join(sorted(missing))}"
+            )
+        if run_on in self.running_hosts:
+            self.check.fail(
+                f"{where}.running_on", f"host {run_on} already runs {self.running_hosts[run_on]}"
+            )
+        self.running_hosts[run_on] = where
+
+
+def _validate_suites(data: dict, check: _Checker, jobs: _JobChecker) -> list[dict]:
     suites: list[dict] = []
     for i, entry in enumerate(_entries(data, "suites", check)):
         where = _label(i, entry, "suites", "name")
@@ -278,16 +287,13 @@ def validate(data: Any) -> dict:  # noqa: C901, PLR0915 — to split by section 
         max_duts = check.integer(entry, "max_duts", where, default=None, low=1, nullable=True)
         if max_duts is not None and min_duts is not None and min_duts > max_duts:
             check.fail(f"{where}.min_duts", "cannot exceed max_duts")
-        jobs = [
-            job_entry(
-                j,
-                f"{where}.jobs[{k}]" + (f" ({j.get('name')})" if j.get("name") else ""),
-                priority,
-                False,
+        suite_jobs = [
+            jobs.entry(
+                j, f"{where}.jobs[{k}]" + (f" ({j.get('name')})" if j.get("name") else ""), priority
             )
             for k, j in enumerate(_entries(entry, "jobs", check))
         ]
-        if not jobs:
+        if not suite_jobs:
             check.fail(f"{where}.jobs", "a suite needs at least one job")
         suites.append(
             {
@@ -296,11 +302,32 @@ def validate(data: Any) -> dict:  # noqa: C901, PLR0915 — to split by section 
                 "min_duts": min_duts or 0,
                 "max_duts": max_duts,
                 "build": check.text(entry, "build", where),
-                "jobs": jobs,
+                "jobs": suite_jobs,
             }
         )
+    return suites
+
+
+def validate(data: Any) -> dict:
+    """Check a parsed lab file completely; return normalized data or raise LabFileError."""
+    check = _Checker()
+    if not isinstance(data, dict):
+        raise LabFileError(["the file must hold an object with workers, hosts, suites, jobs"])
+    unknown = set(data) - {"workers", "hosts", "suites", "jobs"}
+    for key in sorted(unknown):
+        check.fail(key, "unknown section (expected workers, hosts, suites, jobs)")
+    workers = _validate_workers(data, check)
+    known_workers = {w["name"] for w in workers} | set(
+        Worker.objects.values_list("name", flat=True)
+    )
+    hosts = _validate_hosts(data, check, known_workers)
+    host_labels = {h["hostname"]: set(h["labels"]) for h in hosts}
+    for host in Host.objects.exclude(hostname__in=host_labels).prefetch_related("labels"):
+        host_labels[host.hostname] = set(host.label_names)
+    job_check = _JobChecker(check, host_labels)
+    suites = _validate_suites(data, check, job_check)
     jobs = [
-        job_entry(entry, _label(i, entry, "jobs", "name"), 40, True)
+        job_check.entry(entry, _label(i, entry, "jobs", "name"), 40)
         for i, entry in enumerate(_entries(data, "jobs", check))
     ]
     if check.problems:
@@ -323,111 +350,189 @@ class ImportResult:
         )
 
 
+# Each object goes through the service a person would use, so the import leaves the same audit
+# trail (created, locked, paused, status, leased, started) as doing it by hand. The actor is a
+# system name, not a user: submission limits apply to people, not to restoring a lab.
+
+
+def _hold_match(
+    flag: bool, current: str, *, held: bool, reason: str, set_: Callable, clear: Callable
+) -> None:
+    """Bring a lock or pause to what the file says: clear it, set it, or replace its reason."""
+    if flag and (not held or current != reason):
+        clear()
+    if held and (not flag or current != reason):
+        set_(reason)
+
+
+def _import_workers(lab: dict, *, actor: str, result: ImportResult) -> dict[str, Worker]:
+    workers = {w.name: w for w in Worker.objects.all()}
+    for w in lab["workers"]:
+        reason = (w["paused_reason"] or "paused in lab file") if w["paused"] else ""
+        # Created running, then paused: the trail shows the pause and its reason as its own event.
+        worker = workers.get(w["name"]) or hosts_services.worker_create(name=w["name"], by=actor)
+        _hold_match(
+            worker.paused,
+            worker.paused_reason,
+            held=w["paused"],
+            reason=reason,
+            set_=lambda r, wk=worker: hosts_services.worker_pause(worker=wk, by=actor, reason=r),
+            clear=lambda wk=worker: hosts_services.worker_resume(worker=wk, by=actor),
+        )
+        workers[worker.name] = worker
+        result.workers += 1
+    return workers
+
+
+def _import_hosts(
+    lab: dict, workers: dict[str, Worker], *, actor: str, result: ImportResult
+) -> dict[str, Host]:
+    hosts = {h.hostname: h for h in Host.objects.select_related("worker")}
+    for h in lab["hosts"]:
+        worker = workers[h["worker"]] if h["worker"] else None
+        host = hosts.get(h["hostname"])
+        if host is None:
+            host = hosts_services.host_create(
+                hostname=h["hostname"],
+                by=actor,
+                worker=worker,
+                labels=h["labels"],
+                status=h["status"],
+                current_build=h["current_build"],
+            )
+        else:
+            host = hosts_services.host_update(
+                host=host,
+                by=actor,
+                labels=h["labels"],
+                status=h["status"],
+                worker=worker,
+                current_build=h["current_build"],
+            )
+        _hold_match(
+            host.locked,
+            host.lock_reason,
+            held=h["locked"],
+            reason=h["lock_reason"],
+            set_=lambda r, hs=host: hosts_services.host_lock(host=hs, by=actor, reason=r),
+            clear=lambda hs=host: hosts_services.host_unlock(host=hs, by=actor),
+        )
+        hosts[host.hostname] = host
+        result.hosts += 1
+    return hosts
+
+
+def _spec(j: dict, hosts: dict[str, Host]) -> JobSpec:
+    return JobSpec(
+        name=j["name"],
+        labels=j["labels"],
+        host=hosts[j["host"]] if j["host"] else None,
+        priority=j["priority"],
+        max_retries=j["max_retries"],
+        timeout=timedelta(seconds=j["timeout"]),
+    )
+
+
+def _start_running(job: Job, host: Host, *, actor: str, now: datetime) -> None:
+    """Restore a job the file says is running: lease its host to it, then start it."""
+    if Lease.objects.active().filter(host=host).exists():
+        raise LabFileError([f"job {job.name}.running_on: host {host.hostname} is already leased"])
+    lease = Lease.objects.create(
+        host=host,
+        job=job,
+        reason="imported running",
+        acquired_at=now,
+        heartbeat_at=now,
+        expires_at=now + timedelta(seconds=settings.LEASE_TTL),
+    )
+    Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
+        status=JobStatus.LEASED, attempts=1
+    )
+    hosts_services.event_record(
+        kind=EventKind.LEASED,
+        actor=actor,
+        host=host,
+        lease_id=lease.pk,
+        job_id=job.pk,
+        message=f"imported as running job {job.name}",
+        at=now,
+    )
+    jobs_services.job_start(job=job, by=actor, at=now)
+
+
+def _import_suite(
+    s: dict, hosts: dict[str, Host], *, actor: str, at: datetime, result: ImportResult
+) -> list[tuple[Job, dict]]:
+    """Submit a new suite, or update one of the same name and add the jobs it lacks."""
+    suite = Suite.objects.filter(name=s["name"], aborted_at__isnull=True).order_by("-id").first()
+    if suite is None:
+        suite = jobs_services.suite_submit(
+            owner=actor,
+            name=s["name"],
+            jobs=[_spec(j, hosts) for j in s["jobs"]],
+            build=s["build"],
+            priority=s["priority"],
+            min_duts=s["min_duts"],
+            max_duts=s["max_duts"],
+            now=at,
+        )
+        result.suites += 1
+        made = list(suite.jobs.order_by("id"))  # bulk-created in file order
+        result.jobs += len(made)
+        return list(zip(made, s["jobs"], strict=True))
+    suite.priority, suite.min_duts, suite.max_duts = s["priority"], s["min_duts"], s["max_duts"]
+    suite.build = s["build"]
+    suite.save()
+    have = set(suite.jobs.values_list("name", flat=True))
+    # No service adds a job to a standing suite (submission is whole suites); like submission,
+    # creating a queued job writes no host event, so nothing is lost by creating the rows here.
+    added = [
+        (
+            Job.objects.create(
+                suite=suite,
+                name=j["name"],
+                priority=j["priority"],
+                label_key=encode_labels(j["labels"]),
+                host=hosts[j["host"]] if j["host"] else None,
+                max_retries=j["max_retries"],
+                timeout=timedelta(seconds=j["timeout"]),
+                created_at=at,
+                submitted_at=suite.created_at,
+            ),
+            j,
+        )
+        for j in s["jobs"]
+        if j["name"] not in have
+    ]
+    result.jobs += len(added)
+    return added
+
+
 @transaction.atomic
-def import_lab(  # noqa: PLR0915 — to go through the services, which will shorten it
+def import_lab(
     data: Any, *, actor: str = "import_lab", now: datetime | None = None
 ) -> ImportResult:
     """Create or update everything in a lab file in one transaction; all or nothing."""
     now = now or timezone.now()
     lab = validate(data)
     result = ImportResult()
-    workers = {w.name: w for w in Worker.objects.all()}
-    for w in lab["workers"]:
-        worker = workers.get(w["name"]) or Worker(name=w["name"], last_seen=None)
-        worker.paused = w["paused"]
-        worker.paused_reason = (w["paused_reason"] or "paused in lab file") if w["paused"] else ""
-        worker.paused_at = now if w["paused"] else None
-        worker.save()
-        workers[worker.name] = worker
-        result.workers += 1
-    hosts = {h.hostname: h for h in Host.objects.all()}
-    for h in lab["hosts"]:
-        host = hosts.get(h["hostname"]) or Host(hostname=h["hostname"])
-        created = host.pk is None
-        host.worker = workers[h["worker"]] if h["worker"] else None
-        host.status = h["status"]
-        host.locked = h["locked"]
-        host.lock_reason = h["lock_reason"] if h["locked"] else ""
-        host.locked_at = now if h["locked"] else None
-        host.current_build = h["current_build"]
-        host.save()
-        host.labels.set(labels_get_or_create(h["labels"]))
-        hosts[host.hostname] = host
-        event_record(
-            kind=EventKind.CREATED if created else EventKind.UPDATED,
-            actor=actor,
-            host=host,
-            message="from lab file",
-            at=now,
-        )
-        result.hosts += 1
-
-    def make_job(j: dict, suite: Suite | None, order: datetime) -> None:
-        existing = Job.objects.filter(suite=suite, name=j["name"])
-        if suite is None:
-            existing = existing.exclude(
-                status__in=[s for s in JobStatus.values if s not in ("queued", "leased", "running")]
-            )
-        if existing.exists():
-            return
-        running = j["running_on"]
-        job = Job.objects.create(
-            suite=suite,
-            name=j["name"],
-            priority=j["priority"],
-            label_key=encode_labels(j["labels"]),
-            host=hosts[j["host"]] if j["host"] else None,
-            max_retries=j["max_retries"],
-            timeout=timedelta(seconds=j["timeout"]),
-            created_at=now,
-            submitted_at=order,
-            status=JobStatus.RUNNING if running else JobStatus.QUEUED,
-            attempts=1 if running else 0,
-            started_at=now if running else None,
-        )
-        result.jobs += 1
-        if running:
-            host = hosts[running]
-            if Lease.objects.active().filter(host=host).exists():
-                raise LabFileError(
-                    [f"job {j['name']}.running_on: host {running} is already leased in this lab"]
-                )
-            lease = Lease.objects.create(
-                host=host,
-                job=job,
-                reason="imported running",
-                acquired_at=now,
-                heartbeat_at=now,
-                expires_at=now + timedelta(seconds=settings.LEASE_TTL),
-            )
-            event_record(
-                kind=EventKind.LEASED,
-                actor=actor,
-                host=host,
-                lease_id=lease.pk,
-                job_id=job.pk,
-                message=f"imported as running job {job.name}",
-                at=now,
-            )
-            result.running += 1
-
-    # File order is submission order: space creation times a microsecond apart.
+    workers = _import_workers(lab, actor=actor, result=result)
+    hosts = _import_hosts(lab, workers, actor=actor, result=result)
+    made: list[tuple[Job, dict]] = []
+    # File order is submission order: space submission times a microsecond apart.
     step = timedelta(microseconds=1)
     for k, s in enumerate(lab["suites"]):
-        suite = (
-            Suite.objects.filter(name=s["name"], aborted_at__isnull=True).order_by("-id").first()
-        )
-        if suite is None:
-            suite = Suite(name=s["name"], created_at=now + k * step)
-            result.suites += 1
-        suite.priority, suite.min_duts, suite.max_duts = s["priority"], s["min_duts"], s["max_duts"]
-        suite.build = s["build"]
-        suite.save()
-        for j in s["jobs"]:
-            make_job(j, suite, suite.created_at)
-    base = len(lab["suites"])
-    for k, j in enumerate(lab["jobs"]):
-        make_job(j, None, now + (base + k) * step)
+        made += _import_suite(s, hosts, actor=actor, at=now + k * step, result=result)
+    unfinished = Job.objects.unfinished().filter(suite__isnull=True)
+    for k, j in enumerate(lab["jobs"], start=len(lab["suites"])):
+        if not unfinished.filter(name=j["name"]).exists():
+            job = jobs_services.job_submit(owner=actor, spec=_spec(j, hosts), now=now + k * step)
+            made.append((job, j))
+            result.jobs += 1
+    for job, j in made:
+        if j["running_on"]:
+            _start_running(job, hosts[j["running_on"]], actor=actor, now=now)
+            result.running += 1
     request_tick("lab imported")
     return result
 

@@ -158,3 +158,47 @@ def test_tick_json_prints_the_leases_it_made(tmp_path, capsys):
     call_command("tick", "--json")
     out = json.loads(capsys.readouterr().out)
     assert out["leases"] == [{"job": "t2", "suite": "SA", "host": "h2.lab"}]
+
+
+def test_an_imported_lab_has_its_audit_trail(tmp_path):
+    from hosts.choices import EventKind
+    from hosts.models import HostEvent
+
+    call_command("import_lab", str(write(tmp_path, LAB)))
+    events = HostEvent.objects.all()
+    created = set(events.filter(kind=EventKind.CREATED).values_list("host__hostname", flat=True))
+    assert {"h1.lab", "h2.lab", "h3.lab"} <= created
+    assert set(
+        events.filter(kind=EventKind.CREATED, worker__isnull=False).values_list(
+            "worker__name", flat=True
+        )
+    ) == {"w1", "w2"}
+    assert list(events.filter(kind=EventKind.LOCKED).values_list("host__hostname", "message")) == [
+        ("h2.lab", "debugging")
+    ]
+    assert list(events.filter(kind=EventKind.PAUSED).values_list("worker__name", "message")) == [
+        ("w2", "rack move")
+    ]
+    running = events.filter(kind__in=[EventKind.LEASED, EventKind.STARTED], host__hostname="h1.lab")
+    assert sorted(running.values_list("kind", flat=True)) == [EventKind.LEASED, EventKind.STARTED]
+    assert set(events.values_list("actor", flat=True)) == {"import_lab"}
+
+
+def test_reimporting_a_changed_lab_audits_each_change(tmp_path):
+    from hosts.choices import EventKind
+    from hosts.models import HostEvent
+
+    call_command("import_lab", str(write(tmp_path, LAB)))
+    lab = json.loads(json.dumps(LAB))
+    lab["hosts"][1].update(locked=False, lock_reason="")
+    lab["hosts"][2].update(status="ready")
+    lab["workers"][1].update(paused=False)
+    call_command("import_lab", str(write(tmp_path, lab)))
+    assert not Host.objects.get(hostname="h2.lab").locked
+    assert Host.objects.get(hostname="h3.lab").status == "ready"
+    assert not Worker.objects.get(name="w2").paused
+    assert HostEvent.objects.filter(kind=EventKind.UNLOCKED, host__hostname="h2.lab").exists()
+    assert HostEvent.objects.filter(kind=EventKind.RESUMED, worker__name="w2").exists()
+    assert HostEvent.objects.get(kind=EventKind.STATUS, host__hostname="h3.lab").message == (
+        "needs_repair → ready"
+    )

@@ -171,18 +171,26 @@ def _hold_clear(hold: Hold, obj: HostOrWorker, *, by: Actor) -> HostOrWorker:
 # --- workers --------------------------------------------------------------------------------
 
 
+def _worker_name_check(name: str, *, renaming: Worker | None = None) -> None:
+    _validate(worker_name_validator, name, "name")
+    if len(name) > 100:
+        raise InvalidInput("name: at most 100 characters", field="name")
+    others = Worker.objects.exclude(pk=renaming.pk) if renaming else Worker.objects.all()
+    if others.filter(name=name).exists():
+        raise Conflict(f"worker {name} already exists", field="name")
+
+
 @transaction.atomic
 def worker_create(*, name: str, by: Actor, paused: bool = False, reason: str = "") -> Worker:
     """Add a lab server."""
-    _validate(worker_name_validator, name, "name")
-    if Worker.objects.filter(name=name).exists():
-        raise Conflict(f"worker {name} already exists", field="name")
-    if paused and not reason.strip():
+    _worker_name_check(name)
+    reason = reason_clean(reason, what="pause a worker", required=False) if paused else ""
+    if paused and not reason:
         reason = "paused when created"
     worker = Worker.objects.create(
         name=name,
         paused=paused,
-        paused_reason=reason.strip() if paused else "",
+        paused_reason=reason,
         paused_by=actor_user(by) if paused else None,
         paused_at=timezone.now() if paused else None,
     )
@@ -368,11 +376,7 @@ def worker_update(
     worker = Worker.objects.select_for_update().get(pk=worker.pk)
     changes: list[str] = []
     if name is not None and name != worker.name:
-        _validate(worker_name_validator, name, "name")
-        if len(name) > 100:
-            raise InvalidInput("name: at most 100 characters", field="name")
-        if Worker.objects.filter(name=name).exclude(pk=worker.pk).exists():
-            raise Conflict(f"worker {name} already exists", field="name")
+        _worker_name_check(name, renaming=worker)
         changes.append(f"renamed {worker.name} → {name}")
         worker.name = name
     if runner is not _UNSET and getattr(runner, "pk", None) != worker.runner_id:

@@ -17,16 +17,17 @@ from django.utils import timezone
 
 from hosts import services as hosts_services
 from hosts.choices import EventKind, HostStatus
-from hosts.models import Host, Worker
+from hosts.models import Host, Label, Worker
 from hosts.validators import hostname_validator, label_validator, worker_name_validator
 from jobs import services as jobs_services
 from jobs.choices import JobStatus, Priority
 from jobs.models import Job, Lease, Suite, decode_labels, encode_labels
 from jobs.scheduling.triggers import request_tick
 from jobs.services import JobSpec
-from schedsite.errors import InvalidInput
+from schedsite.errors import InvalidInput, ServiceError
 
 PRIORITY_NAMES = {p.label: p.value for p in Priority}
+LABEL_MAX = Label._meta.get_field("name").max_length
 
 
 class LabFileError(InvalidInput):
@@ -138,6 +139,9 @@ class _Checker:
             self.fail(f"{where}.{key}", "must be a list of strings")
             return []
         for name in value:
+            if len(name) > LABEL_MAX:
+                self.fail(f"{where}.{key}", f"{name[:40]!r}…: at most {LABEL_MAX} characters")
+                continue
             try:
                 label_validator(name)
             except ValidationError as exc:
@@ -508,13 +512,23 @@ def _import_suite(
     return added
 
 
-@transaction.atomic
 def import_lab(
     data: Any, *, actor: str = "import_lab", now: datetime | None = None
 ) -> ImportResult:
     """Create or update everything in a lab file in one transaction; all or nothing."""
-    now = now or timezone.now()
     lab = validate(data)
+    try:
+        return _import(lab, actor=actor, now=now or timezone.now())
+    except LabFileError:
+        raise
+    except ServiceError as exc:
+        # validate() checks what the services check; should one still refuse, the whole file
+        # is rejected with its reason rather than failing half-way through.
+        raise LabFileError([exc.message]) from exc
+
+
+@transaction.atomic
+def _import(lab: dict, *, actor: str, now: datetime) -> ImportResult:
     result = ImportResult()
     workers = _import_workers(lab, actor=actor, result=result)
     hosts = _import_hosts(lab, workers, actor=actor, result=result)

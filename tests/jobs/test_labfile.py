@@ -202,3 +202,12 @@ def test_reimporting_a_changed_lab_audits_each_change(tmp_path):
     assert HostEvent.objects.get(kind=EventKind.STATUS, host__hostname="h3.lab").message == (
         "needs_repair → ready"
     )
+
+
+def test_a_label_too_long_for_the_inventory_is_rejected_by_name(tmp_path):
+    lab = json.loads(json.dumps(LAB))
+    lab["hosts"][2]["labels"] = ["x" * 101]
+    with pytest.raises(CommandError) as err:
+        call_command("import_lab", str(write(tmp_path, lab)))
+    assert "hosts[2] (h3.lab).labels" in str(err.value) and "at most 100" in str(err.value)
+    assert not Host.objects.exists() and not Worker.objects.exists()

@@ -211,3 +211,20 @@ def test_a_label_too_long_for_the_inventory_is_rejected_by_name(tmp_path):
         call_command("import_lab", str(write(tmp_path, lab)))
     assert "hosts[2] (h3.lab).labels" in str(err.value) and "at most 100" in str(err.value)
     assert not Host.objects.exists() and not Worker.objects.exists()
+
+
+def test_reimporting_a_new_lock_reason_replaces_it_in_the_trail(tmp_path):
+    from hosts.choices import EventKind
+    from hosts.models import HostEvent
+
+    call_command("import_lab", str(write(tmp_path, LAB)))
+    lab = json.loads(json.dumps(LAB))
+    lab["hosts"][1].update(lock_reason="power supply")
+    call_command("import_lab", str(write(tmp_path, lab)))
+    assert Host.objects.get(hostname="h2.lab").lock_reason == "power supply"
+    trail = HostEvent.objects.filter(host__hostname="h2.lab").order_by("id")
+    assert list(trail.values_list("kind", "message"))[-3:] == [
+        (EventKind.LOCKED, "debugging"),
+        (EventKind.UNLOCKED, ""),
+        (EventKind.LOCKED, "power supply"),
+    ]

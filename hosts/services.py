@@ -395,11 +395,17 @@ def worker_runner_ensure(
     *, worker_name: str, by: Actor, username: str | None = None
 ) -> tuple[Worker, AbstractBaseUser]:
     """Get or create a worker's runner account (group runners) and link it to the worker."""
+    User = get_user_model()
+    username = f"runner-{worker_name}" if username is None else username.strip()
+    if not username:
+        raise InvalidInput("a runner account needs a username", field="username")
+    # get_or_create runs no validators: check the name as a form would, so a bad one is refused
+    # rather than stored (SQLite) or failed on by the database (PostgreSQL).
+    for validator in User._meta.get_field(User.USERNAME_FIELD).validators:
+        _validate(validator, username, "username")
     worker = Worker.objects.filter(name=worker_name).first()
     if worker is None:
         worker = worker_create(name=worker_name, by=by)
-    username = (username or f"runner-{worker_name}").strip()
-    User = get_user_model()
     user, created = User.objects.get_or_create(username=username)
     if created:
         # Runners authenticate with their token only; no password can log in to the UI.

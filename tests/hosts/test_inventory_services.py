@@ -380,3 +380,42 @@ def test_a_heartbeat_from_an_online_worker_is_not_audited(django_capture_on_comm
     assert ticks_enqueued(beat, django_capture_on_commit_callbacks) == 0
     assert Worker.objects.get().last_seen == at
     assert HostEvent.objects.count() == events
+
+
+# --- a worker's runner account --------------------------------------------------------------
+
+
+def test_a_runner_account_is_made_once_and_linked_to_its_worker():
+    worker, user = services.worker_runner_ensure(worker_name="w1", by="sam")
+    assert (worker.runner, user.get_username()) == (user, "runner-w1")
+    assert not user.has_usable_password() and user.groups.filter(name="runners").exists()
+    again, same = services.worker_runner_ensure(worker_name="w1", by="sam")
+    assert (again.pk, same.pk) == (worker.pk, user.pk)
+    messages = list(
+        HostEvent.objects.filter(worker=worker).order_by("pk").values_list("kind", "message")
+    )
+    assert messages == [
+        (EventKind.CREATED, "worker w1 added"),
+        (EventKind.UPDATED, "runner (none) → runner-w1"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("worker_name", "username", "field"),
+    [
+        ("w" * 101, None, "name"),
+        ("w1", "r" * 151, "username"),
+        ("w1", "has space", "username"),
+        ("w1", " ", "username"),
+    ],
+    ids=["long worker name", "long username", "bad username", "blank username"],
+)
+def test_a_bad_runner_account_is_refused_and_creates_nothing(worker_name, username, field):
+    users = get_user_model().objects.count()
+    refused(
+        InvalidInput,
+        field,
+        lambda: services.worker_runner_ensure(worker_name=worker_name, username=username, by="sam"),
+        field=field,
+    )
+    assert get_user_model().objects.count() == users

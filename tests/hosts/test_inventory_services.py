@@ -27,7 +27,7 @@ def rows() -> tuple:
     """The inventory as a user would see it: hosts, their labels, workers, events."""
     return (
         sorted(
-            (h.hostname, h.status, h.worker_id, h.current_build, tuple(h.label_names))
+            (h.hostname, h.status, h.locked, h.worker_id, h.current_build, tuple(h.label_names))
             for h in Host.objects.prefetch_related("labels")
         ),
         sorted(Worker.objects.values_list("name", "paused", "paused_reason", "runner_id")),
@@ -419,3 +419,32 @@ def test_a_bad_runner_account_is_refused_and_creates_nothing(worker_name, userna
         field=field,
     )
     assert get_user_model().objects.count() == users
+
+
+# --- several hosts at once ------------------------------------------------------------------
+
+
+def test_a_bulk_lock_locks_the_free_hosts_and_reports_the_others():
+    h1, h2 = f.host("h1"), f.host("h2")
+    services.host_lock(host=h2, by="sam", reason="already")
+    results = services.hosts_bulk_lock(hosts=[h1, h2], by="sam", reason="rack move")
+    assert results == {"h1": None, "h2": "host h2 is already locked"}
+    assert dict(Host.objects.values_list("hostname", "lock_reason")) == {
+        "h1": "rack move",
+        "h2": "already",
+    }
+    assert HostEvent.objects.filter(kind=EventKind.LOCKED).count() == 2
+    results = services.hosts_bulk_lock(hosts=[h1, h2], by="sam", reason="", unlock=True)
+    assert results == {"h1": None, "h2": None}
+    assert not Host.objects.filter(locked=True).exists()
+
+
+def test_a_bulk_lock_without_a_reason_locks_nothing():
+    h1 = f.host("h1")
+    refused(
+        InvalidInput,
+        "reason is required",
+        lambda: services.hosts_bulk_lock(hosts=[h1], by="sam", reason=" "),
+        field="reason",
+    )
+    assert not Host.objects.filter(locked=True).exists()

@@ -8,7 +8,7 @@ docs/scheduling.md#triggers says, and that a refused step changes nothing.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.utils import timezone
@@ -63,6 +63,16 @@ def rows() -> tuple:
     )
 
 
+def assert_released(lease: Lease, *, at: datetime, reason: str, kind: str) -> HostEvent:
+    """The runner released the lease at `at` for `reason`, its host is free, one event says so."""
+    lease.refresh_from_db()
+    assert (lease.released_at, lease.release_reason, lease.released_by) == (at, reason, RUNNER)
+    assert Host.objects.get(hostname="h1").status == HostStatus.READY
+    event = HostEvent.objects.get(kind=kind)
+    assert (event.actor, event.job_id, event.lease_id) == (RUNNER, lease.job_id, lease.pk)
+    return event
+
+
 # --- the happy paths ------------------------------------------------------------------------
 
 
@@ -93,16 +103,8 @@ def test_complete_records_the_result_and_releases_the_lease(result):
         lease=lease, result=result, by=RUNNER, message="42 tests", at=at
     )
     assert job.status == result and job.finished_at == at and job.message == "42 tests"
-    lease.refresh_from_db()
-    assert (lease.released_at, lease.release_reason, lease.released_by) == (
-        at,
-        ReleaseReason.COMPLETED,
-        RUNNER,
-    )
-    event = HostEvent.objects.get(kind=EventKind.COMPLETED)
-    assert (event.actor, event.job_id, event.lease_id) == (RUNNER, job.pk, lease.pk)
+    event = assert_released(lease, at=at, reason=ReleaseReason.COMPLETED, kind=EventKind.COMPLETED)
     assert event.message == f"job J1 {result}: 42 tests"
-    assert Host.objects.get(hostname="h1").status == HostStatus.READY
 
 
 def test_complete_of_a_leased_job_that_never_started_is_accepted():
@@ -143,16 +145,8 @@ def test_abort_ends_the_job_and_releases_the_lease(start):
     job = services.lease_job_abort(lease=lease, by=RUNNER, reason="runner shutting down", at=at)
     assert job.status == JobStatus.ABORTED and job.finished_at == at
     assert job.message == "runner shutting down"
-    lease.refresh_from_db()
-    assert (lease.released_at, lease.release_reason, lease.released_by) == (
-        at,
-        ReleaseReason.ABORTED,
-        RUNNER,
-    )
-    event = HostEvent.objects.get(kind=EventKind.RELEASED)
-    assert (event.actor, event.job_id, event.lease_id) == (RUNNER, job.pk, lease.pk)
+    event = assert_released(lease, at=at, reason=ReleaseReason.ABORTED, kind=EventKind.RELEASED)
     assert event.message == "job J1 aborted: runner shutting down"
-    assert Host.objects.get(hostname="h1").status == HostStatus.READY
 
 
 # --- ticks: asked for where a host is freed, not otherwise ----------------------------------

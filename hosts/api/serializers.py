@@ -11,7 +11,8 @@ from rest_framework import serializers
 from hosts.choices import HostStatus
 from hosts.models import Host, HostEvent, Worker
 from hosts.validators import hostname_validator, worker_name_validator
-from jobs.api.serializers import ActiveLeaseSerializer, LabelListField
+from jobs.api.fields import LabelListField
+from jobs.api.serializers import ActiveLeaseSerializer
 from jobs.scheduler.planner import host_is_schedulable
 from schedsite.api_fields import StrictBooleanField, StrictCharField, username_or_none
 from schedsite.roles import RUNNER_GROUP

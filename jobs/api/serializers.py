@@ -11,6 +11,12 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from hosts.models import Host
+from jobs.api.fields import (
+    LabelListField,
+    PriorityField,
+    seconds,
+    seconds_field,
+)
 from jobs.choices import JobStatus, Priority, ReleaseReason, SuiteStatus
 from jobs.models import Job, Lease, SchedulerTick, Suite, decode_labels
 from jobs.services import JobSpec
@@ -20,68 +26,6 @@ from schedsite.api_fields import (
     StrictIntegerField,
     username_or_none,
 )
-
-MAX_LABELS = 64
-PRIORITY_LEVELS = {level.label: level.value for level in Priority}
-
-
-def _seconds(value: timedelta | None) -> int | None:
-    return round(value.total_seconds()) if value is not None else None
-
-
-# --- fields ---------------------------------------------------------------------------------
-
-
-class LabelListField(serializers.ListField):
-    """A list of label names such as board:eve or pool:cq."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("child", StrictCharField(max_length=100))
-        kwargs.setdefault("max_length", MAX_LABELS)
-        super().__init__(**kwargs)
-
-
-@extend_schema_field(
-    {
-        "oneOf": [
-            {"type": "integer", "minimum": 0, "maximum": 100},
-            {"type": "string", "enum": list(PRIORITY_LEVELS)},
-        ],
-        "description": "0–100, higher first; or a named level: "
-        + ", ".join(f"{name} {value}" for name, value in PRIORITY_LEVELS.items()),
-    }
-)
-class PriorityField(serializers.Field):
-    """A priority: an integer 0–100, or a named level such as "cq" (70)."""
-
-    default_error_messages = {
-        "invalid": "Give an integer from 0 to 100, or one of: " + ", ".join(PRIORITY_LEVELS),
-    }
-
-    def to_internal_value(self, data: object) -> int:
-        if isinstance(data, bool):
-            self.fail("invalid")
-        if isinstance(data, str):
-            text = data.strip().lower()
-            if text in PRIORITY_LEVELS:
-                return PRIORITY_LEVELS[text]
-            # int() alone would accept "²" (then fail) or thousands of digits (then fail).
-            if not (text.isascii() and text.isdigit() and len(text) <= 3):
-                self.fail("invalid")
-            data = int(text)
-        if isinstance(data, float) and data.is_integer():
-            data = int(data)
-        if not isinstance(data, int) or not 0 <= data <= 100:
-            self.fail("invalid")
-        return data  # type: ignore[return-value]
-
-    def to_representation(self, value: int) -> int:
-        return value
-
-
-def _seconds_field(**kwargs: Any) -> serializers.IntegerField:
-    return StrictIntegerField(min_value=1, max_value=30 * 24 * 3600, **kwargs)
-
 
 # --- submission -----------------------------------------------------------------------------
 
@@ -102,10 +46,10 @@ class JobSpecInputSerializer(serializers.Serializer):
         required=False, allow_null=True, default=None, help_text="Defaults to the suite's."
     )
     max_retries = StrictIntegerField(min_value=0, max_value=100, default=0)
-    timeout = _seconds_field(
+    timeout = seconds_field(
         required=False, allow_null=True, default=None, help_text="Maximum runtime in seconds."
     )
-    estimated_duration = _seconds_field(required=False, allow_null=True, default=None)
+    estimated_duration = seconds_field(required=False, allow_null=True, default=None)
 
     @staticmethod
     def spec(data: dict, hosts: dict[str, Host]) -> JobSpec:
@@ -364,11 +308,11 @@ class JobSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(serializers.IntegerField(help_text="Maximum runtime in seconds."))
     def get_timeout(self, job: Job) -> int | None:
-        return _seconds(job.timeout)
+        return seconds(job.timeout)
 
     @extend_schema_field(serializers.IntegerField(allow_null=True, help_text="Seconds."))
     def get_estimated_duration(self, job: Job) -> int | None:
-        return _seconds(job.estimated_duration)
+        return seconds(job.estimated_duration)
 
     @extend_schema_field(WaitReasonSerializer(allow_null=True))
     def get_wait_reason(self, job: Job) -> dict | None:
@@ -535,7 +479,7 @@ class RunnerJobSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(serializers.IntegerField(help_text="Maximum runtime in seconds."))
     def get_timeout(self, job: Job) -> int | None:
-        return _seconds(job.timeout)
+        return seconds(job.timeout)
 
 
 class RunnerLeaseSerializer(serializers.ModelSerializer):

@@ -14,6 +14,9 @@ log = logging.getLogger("schedsite.runner")
 
 # Answers worth retrying: the server or a proxy in front of it is overloaded or restarting.
 TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
+# The longest Retry-After the runner waits out in one call; a longer one (a lockout) fails the
+# call, and the runner's loop comes back to it.
+MAX_RETRY_AFTER = 300.0
 
 
 class ApiError(Exception):
@@ -66,6 +69,7 @@ class Api:
         url = self.url(path)
         error: ApiError | None = None
         for attempt in range(self.retries + 1):
+            wait: float | None = None
             try:
                 response = self.session.request(method, url, json=body, timeout=self.timeout)
             except requests.RequestException as exc:
@@ -77,10 +81,17 @@ class Api:
                 if response.status_code not in TRANSIENT_STATUSES:
                     raise ApiError(response.status_code, payload, method, url)
                 error = ApiUnavailable(response.status_code, payload, method, url)
+                wait = _retry_after(response)
+                if wait is not None and wait > MAX_RETRY_AFTER:
+                    raise error
             if attempt < self.retries:
                 delay = min(self.backoff * 2**attempt, self.max_backoff)
+                delay *= random.uniform(0.5, 1.0)  # jitter: runners do not stampede
+                if wait is not None:
+                    # A throttled runner that came back sooner would only be refused again.
+                    delay = max(delay, wait * random.uniform(1.0, 1.1))
                 log.warning("%s; retry %d/%d in %.1f s", error, attempt + 1, self.retries, delay)
-                self.sleep(delay * random.uniform(0.5, 1.0))  # jitter: runners do not stampede
+                self.sleep(delay)
         assert error is not None
         raise error
 
@@ -91,6 +102,16 @@ class Api:
             page = self.call("GET", url)
             yield from page["results"]
             url = page.get("next")
+
+
+def _retry_after(response: requests.Response) -> float | None:
+    """Seconds the server asked us to wait (Retry-After in seconds), if it said."""
+    headers = getattr(response, "headers", None) or {}
+    value = headers.get("Retry-After")
+    try:
+        return max(float(value), 0.0) if value is not None else None
+    except ValueError:
+        return None  # an HTTP date: DRF never sends one; fall back to the backoff
 
 
 def _json(response: requests.Response) -> Any:

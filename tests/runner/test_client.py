@@ -15,6 +15,7 @@ from runner.client import Api, ApiError, ApiUnavailable
 class FakeResponse:
     status_code: int
     body: Any = None
+    headers: dict = field(default_factory=dict)
 
     @property
     def content(self) -> bytes:
@@ -83,3 +84,24 @@ def test_pages_follows_next_links():
     )
     assert list(client.pages("x/")) == [1, 2, 3]
     assert client.session.calls[1][1] == "http://lab/api/x/?page=2"
+
+
+def test_a_throttled_call_waits_at_least_as_long_as_the_server_asks():
+    slept: list[float] = []
+    client = Api(
+        "http://lab/api",
+        "t0k",
+        session=FakeSession(
+            [FakeResponse(429, {"detail": "slow down"}, {"Retry-After": "7"}), FakeResponse(200)]
+        ),
+        sleep=slept.append,
+    )
+    client.call("POST", "workers/w1/heartbeat/")
+    assert len(slept) == 1 and 7 <= slept[0] <= 7.7
+
+
+def test_a_retry_after_longer_than_the_runner_waits_fails_the_call_at_once():
+    client = api(FakeResponse(429, {"detail": "locked out"}, {"Retry-After": "900"}))
+    with pytest.raises(ApiUnavailable) as info:
+        client.call("POST", "token/")
+    assert info.value.status == 429 and len(client.session.calls) == 1

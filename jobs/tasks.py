@@ -9,8 +9,8 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 from django_q.models import Schedule
 
-from jobs import services
 from jobs.models import SchedulerState
+from jobs.scheduling.tick import scheduler_tick
 from jobs.scheduling.triggers import TICK_FUNC
 
 log = logging.getLogger("schedsite.scheduler")
@@ -30,7 +30,7 @@ def tick(trigger: str = "schedule") -> dict:
             SchedulerState.objects.filter(pk=1).update(tick_pending=False)
             # No `now` from here: the tick reads the clock once it holds the planner lock, so a
             # tick that waited behind another one does not act on a stale time.
-            return services.scheduler_tick(trigger=trigger).as_dict()
+            return scheduler_tick(trigger=trigger).as_dict()
         except (OperationalError, InterfaceError) as exc:
             # The database went away (a restart, a failover, a killed session). The tick
             # rolled back whole, and whoever asked for it still needs it: failing here would

@@ -14,6 +14,7 @@ from bench.labgen import LabShape, generate
 from hosts.models import Host, HostEvent, Label, Worker
 from jobs import services
 from jobs.models import Job, Lease, SchedulerTick, Suite
+from jobs.scheduling import tick as tick_module
 
 # PostgreSQL, the production database: SQLite splits bulk writes into batches of 999
 # parameters, so there the count grows with the lab by design.
@@ -62,7 +63,7 @@ def wipe() -> None:
 
 def test_the_tick_takes_as_many_queries_at_400_hosts_as_at_20(monkeypatch) -> None:  # noqa: ANN001
     # Pruning the tick history runs on every 50th tick id, which depends on what ran before.
-    monkeypatch.setattr(services, "_prune_ticks", lambda latest_id: None)
+    monkeypatch.setattr(tick_module, "_prune_ticks", lambda latest_id: None)
     small = tick_query_counts(SMALL)
     wipe()
     big = tick_query_counts(BIG)
@@ -77,7 +78,7 @@ def test_a_tick_that_fills_the_lab_refreshes_the_planner_statistics(monkeypatch)
     """After a tick that makes many leases PostgreSQL knows the lease table is no longer empty."""
     from tests import factories as f
 
-    monkeypatch.setattr(services, "ANALYZE_AFTER_LEASES", 5)
+    monkeypatch.setattr(tick_module, "ANALYZE_AFTER_LEASES", 5)
     for i in range(6):
         f.host(f"h{i}", ["board:x"])
     f.suite("S", 6)

@@ -16,6 +16,7 @@ from hosts import services
 from hosts.choices import EventKind, HostStatus
 from hosts.models import Host, HostEvent, Label, Worker
 from jobs import services as job_services
+from jobs.models import Lease
 from schedsite.errors import Conflict, InvalidInput
 from tests import factories as f
 from tests.jobs.test_triggers import ticks_enqueued
@@ -249,7 +250,7 @@ def test_a_host_with_nothing_on_it_is_deleted_with_its_past_leases():
     host = f.host("h1", ["board:x"])
     f.job("J1")
     job_services.scheduler_tick()
-    lease = job_services.Lease.objects.get()
+    lease = Lease.objects.get()
     job_services.lease_job_complete(lease=lease, result="passed", by="runner")
     services.host_delete(host=host, by="sam")
     assert not Host.objects.exists()

@@ -11,6 +11,7 @@ from hosts import services
 from hosts.choices import HostStatus
 from hosts.models import Host, HostEvent, Label
 from jobs import services as job_services
+from jobs.models import Lease
 from schedsite.errors import Conflict, InvalidInput
 from tests import factories as f
 
@@ -95,10 +96,10 @@ def test_a_worker_coming_back_online_lets_its_hosts_be_leased():
     f.host("h1", ["board:x"], worker=w)
     f.job("J1")
     job_services.scheduler_tick()
-    assert not job_services.Lease.objects.exists()
+    assert not Lease.objects.exists()
     services.worker_heartbeat(worker=w)
     job_services.scheduler_tick()
-    assert job_services.Lease.objects.filter(released_at__isnull=True).count() == 1
+    assert Lease.objects.filter(released_at__isnull=True).count() == 1
 
 
 def test_a_reason_too_long_is_refused_not_cut_short():

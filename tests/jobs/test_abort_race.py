@@ -10,6 +10,7 @@ from django.db import connections
 from jobs import services
 from jobs.choices import JobStatus
 from jobs.models import Job, Lease
+from jobs.scheduling import tick as tick_module
 from tests import factories as f
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -18,7 +19,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 def race_abort_against_a_held_tick(abort) -> None:  # noqa: ANN001
     """Hold a tick open after it leased, start `abort`, then let the tick commit."""
     reached, go_on = threading.Event(), threading.Event()
-    real_fault_point = services.fault_point
+    real_fault_point = tick_module.fault_point
 
     def hold(name: str) -> None:
         if name == "tick.before_commit" and threading.current_thread().name == "tick":
@@ -37,7 +38,8 @@ def race_abort_against_a_held_tick(abort) -> None:  # noqa: ANN001
         finally:
             connections.close_all()
 
-    services.fault_point = hold
+    # Patched where the tick looks it up.
+    tick_module.fault_point = hold
     try:
         tick = threading.Thread(target=run, args=(services.scheduler_tick,), name="tick")
         tick.start()
@@ -50,7 +52,7 @@ def race_abort_against_a_held_tick(abort) -> None:  # noqa: ANN001
         tick.join(30)
         aborter.join(30)
     finally:
-        services.fault_point = real_fault_point
+        tick_module.fault_point = real_fault_point
     assert errors == []
 
 

@@ -15,6 +15,7 @@ from hosts.models import Host, HostEvent
 from jobs import selectors, services
 from jobs.choices import JobStatus, ReleaseReason
 from jobs.models import Job, Lease, SchedulerTick
+from jobs.scheduling import tick as tick_module
 from jobs.scheduling.triggers import request_tick
 from tests import factories as f
 
@@ -233,7 +234,7 @@ def test_tick_requests_coalesce_into_one_enqueued_tick(django_capture_on_commit_
 
 
 def test_only_the_latest_ticks_keep_their_wait_reason_tables(monkeypatch):
-    monkeypatch.setattr(services, "TICKS_WITH_REASONS", 2)
+    monkeypatch.setattr(tick_module, "TICKS_WITH_REASONS", 2)
     f.host("h1", ["board:y"])
     job = f.job("J1")  # never leased: every tick records why it waits
     ids = []

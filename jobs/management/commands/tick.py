@@ -6,7 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from jobs import services
+from jobs.scheduling.tick import scheduler_tick
 
 
 class Command(BaseCommand):
@@ -16,7 +16,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args: object, **options: object) -> None:
-        summary = services.scheduler_tick(trigger="manage.py tick")
+        summary = scheduler_tick(trigger="manage.py tick")
         if options["json"]:
             out = {
                 "leases": [

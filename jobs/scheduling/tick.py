@@ -1,0 +1,392 @@
+"""The scheduler tick: expire, snapshot, plan, and apply the plan under row locks."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, OperationalError, connection, transaction
+from django.db.models import F, Subquery
+from django.utils import timezone
+
+from hosts.choices import EventKind
+from hosts.models import Host, HostEvent
+from jobs import selectors
+from jobs.choices import JobStatus
+from jobs.models import IdempotencyKey, Job, Lease, SchedulerTick
+from jobs.scheduler import planner
+from jobs.scheduling.expiry import job_timeout_overdue, lease_expire_overdue
+
+log = logging.getLogger("schedsite.scheduler")
+
+# Any constant works as long as every process uses the same one.
+TICK_LOCK_KEY = 0x5C4ED517E
+
+
+@dataclass
+class TickSummary:
+    """What one tick did."""
+
+    tick_id: int | None = None
+    started_at: datetime | None = None
+    duration_ms: float = 0.0
+    plan_ms: float = 0.0
+    jobs_considered: int = 0
+    hosts_free: int = 0
+    leases: list[dict] = field(default_factory=list)  # {"job", "suite", "host"}
+    expired: int = 0
+    timed_out: int = 0
+    skipped_assignments: int = 0
+    unchanged: bool = False  # nothing had changed since the previous tick: its plan stands
+
+    def as_dict(self) -> dict:
+        data = asdict(self)
+        data["started_at"] = self.started_at.isoformat() if self.started_at else None
+        return data
+
+
+def fault_point(name: str) -> None:
+    """Stop here forever when SCHEDSITE_FAULT_POINT names this point (fault-injection tests)."""
+    # Like a failpoint: the reliability tests start a tick in a subprocess, wait for the file
+    # that says it reached this point with all its writes made but not committed, and kill -9
+    # it, proving that a tick killed mid-apply leaves nothing behind.
+    if os.environ.get("SCHEDSITE_FAULT_POINT") != name:
+        return
+    marker = os.environ.get("SCHEDSITE_FAULT_FILE")
+    if marker:
+        with open(marker, "w", encoding="utf-8") as fh:
+            fh.write(str(os.getpid()))
+    while True:
+        time.sleep(3600)
+
+
+def _acquire_tick_lock() -> None:
+    # One planner at a time across every process and cluster; released with the transaction.
+    # On SQLite the IMMEDIATE transaction already holds the database's write lock.
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [TICK_LOCK_KEY])
+
+
+def scheduler_tick(*, now: datetime | None = None, trigger: str = "") -> TickSummary:
+    """Expire overdue leases, plan, and lease free hosts to queued jobs in one transaction."""
+    last_error: Exception | None = None
+    for _attempt in range(3):
+        try:
+            summary = _tick_once(now=now, trigger=trigger)
+        except (IntegrityError, OperationalError) as exc:
+            # A write that raced the tick (a reservation, a deadlock victim): the whole tick
+            # rolled back, so nothing is half-applied; plan again from a fresh snapshot.
+            last_error = exc
+            log.warning("tick rolled back and retried: %s", exc)
+        else:
+            _log_tick(summary, trigger=trigger)
+            _refresh_statistics(summary)
+            return summary
+    assert last_error is not None
+    raise last_error
+
+
+# A tick that makes this many leases changes the lease table enough to mislead the planner.
+ANALYZE_AFTER_LEASES = 1000
+
+
+def _refresh_statistics(summary: TickSummary) -> None:
+    """Re-analyse the lease and job tables after a tick that changed them wholesale."""
+    # Right after a cold tick leases thousands of hosts, PostgreSQL still believes the lease
+    # table is empty until autovacuum gets to it (about a minute), and picks plans that make
+    # pages such as the workers list 100× slower meanwhile (docs/performance.md).
+    if len(summary.leases) < ANALYZE_AFTER_LEASES or connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE jobs_lease, jobs_job")
+
+
+def _log_tick(summary: TickSummary, *, trigger: str) -> None:
+    # One line per tick, idle and unchanged ones included ("is the scheduler alive?"); with
+    # LOG_FORMAT=json the extras become fields a log shipper can index.
+    leased = len(summary.leases)
+    queued = summary.jobs_considered - leased
+    log.info(
+        "tick %s: %d leased, %d expired, %d timed out, %d queued, %.1f ms (plan %.1f ms)",
+        summary.tick_id,
+        leased,
+        summary.expired,
+        summary.timed_out,
+        queued,
+        summary.duration_ms,
+        summary.plan_ms,
+        extra={
+            "tick_id": summary.tick_id,
+            "leased": leased,
+            "expired": summary.expired,
+            "timed_out": summary.timed_out,
+            "queued": queued,
+            "jobs_considered": summary.jobs_considered,
+            "hosts_free": summary.hosts_free,
+            "unchanged": summary.unchanged,
+            "duration_ms": round(summary.duration_ms, 1),
+            "plan_ms": round(summary.plan_ms, 1),
+            "trigger": trigger,
+        },
+    )
+
+
+def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
+    start = time.perf_counter()
+    with transaction.atomic():
+        _acquire_tick_lock()
+        now = now or timezone.now()
+        summary = TickSummary(started_at=now)
+        summary.expired = lease_expire_overdue(now=now)
+        summary.timed_out = job_timeout_overdue(now=now)
+        # Taken before the snapshot, so the plan sees at least everything the digest covers: a
+        # write landing in between only makes the next tick plan again, never skip wrongly.
+        fingerprint = selectors.lab_fingerprint(now=now)
+        if fingerprint is not None and _tick_unchanged(
+            summary, fingerprint=fingerprint, trigger=trigger, start=start
+        ):
+            return summary
+        snap = selectors.scheduler_snapshot(now=now)
+        plan_start = time.perf_counter()
+        result = planner.plan(hosts=snap.hosts, jobs=snap.jobs, suites=snap.suites)
+        summary.plan_ms = (time.perf_counter() - plan_start) * 1000
+        summary.jobs_considered = len(snap.jobs)
+        summary.hosts_free = sum(1 for h in snap.hosts if h.schedulable)
+        made = _apply(result.assignments, snap=snap, now=now)
+        summary.skipped_assignments = len(result.assignments) - len(made)
+        summary.leases = made
+        reasons = _reasons_by_class(result)
+        summary.duration_ms = (time.perf_counter() - start) * 1000
+        queued_after = len(snap.jobs) - len(made)
+        oldest = min((j.submitted_at for j in snap.jobs), default=None)
+        tick = SchedulerTick.objects.create(
+            started_at=now,
+            duration_ms=summary.duration_ms,
+            plan_ms=summary.plan_ms,
+            jobs_considered=summary.jobs_considered,
+            hosts_free=summary.hosts_free,
+            hosts_total=len(snap.hosts),
+            hosts_leased=snap.leased_count + len(made),
+            leases_made=len(made),
+            leases_expired=summary.expired,
+            jobs_timed_out=summary.timed_out,
+            queued_after=queued_after,
+            oldest_wait_s=(now - oldest).total_seconds() if oldest and queued_after else 0.0,
+            trigger=trigger[:50],
+            wait_reasons=reasons,
+            fingerprint=fingerprint or "",
+        )
+        summary.tick_id = tick.pk
+        _prune_ticks(tick.pk)
+        fault_point("tick.before_commit")
+    return summary
+
+
+def _tick_unchanged(summary: TickSummary, *, fingerprint: str, trigger: str, start: float) -> bool:
+    """Record a tick that keeps the previous plan if the lab is unchanged; True if it did."""
+    if summary.expired or summary.timed_out:
+        return False
+    previous = SchedulerTick.objects.defer("wait_reasons").order_by("-id").first()
+    if previous is None or previous.fingerprint != fingerprint:
+        return False
+    # The planner is a pure function of what the digest covers, so it would return the same
+    # plan, and that plan leased nothing (a lease changes the digest). The previous tick's
+    # counts and wait reasons therefore still describe the lab: copy them. The reasons are
+    # copied inside the database; at 100,000 queued jobs they are hundreds of kilobytes.
+    now = summary.started_at
+    assert now is not None
+    waited = 0.0
+    if previous.queued_after:
+        waited = previous.oldest_wait_s + (now - previous.started_at).total_seconds()
+    summary.unchanged = True
+    summary.jobs_considered = previous.jobs_considered
+    summary.hosts_free = previous.hosts_free
+    summary.duration_ms = (time.perf_counter() - start) * 1000
+    tick = SchedulerTick.objects.create(
+        started_at=now,
+        duration_ms=summary.duration_ms,
+        jobs_considered=previous.jobs_considered,
+        hosts_free=previous.hosts_free,
+        hosts_total=previous.hosts_total,
+        hosts_leased=previous.hosts_leased,
+        queued_after=previous.queued_after,
+        oldest_wait_s=waited,
+        trigger=trigger[:50],
+        wait_reasons=Subquery(
+            SchedulerTick.objects.filter(pk=previous.pk).values("wait_reasons")[:1]
+        ),
+        fingerprint=fingerprint,
+        unchanged=True,
+    )
+    summary.tick_id = tick.pk
+    _prune_ticks(tick.pk)
+    return True
+
+
+def _apply(
+    assignments: Iterable[planner.Assignment], *, snap: selectors.Snapshot, now: datetime
+) -> list[dict]:
+    """Create the planned leases, keeping only those still valid under row locks."""
+    assignments = list(assignments)
+    if not assignments:
+        return []
+    host_ids = sorted(a.host_id for a in assignments)
+    job_ids = sorted(a.job_id for a in assignments)
+    # id_list: a cold tick filters by 10,000 ids four times; one array parameter each time.
+    hosts_in, jobs_in = selectors.id_list(host_ids), selectors.id_list(job_ids)
+    # Lock order everywhere: hosts, then jobs. Locking first and re-reading in a new statement
+    # means any write that locked these rows before us has committed and is visible now.
+    list(Host.objects.select_for_update().filter(pk__in=hosts_in).values_list("pk", flat=True))
+    list(Job.objects.select_for_update().filter(pk__in=jobs_in).values_list("pk", flat=True))
+    ok_hosts = set(
+        Host.objects.schedulable(now).filter(pk__in=hosts_in).values_list("pk", flat=True)
+    )
+    ok_jobs = set(Job.objects.queued().filter(pk__in=jobs_in).values_list("pk", flat=True))
+    kept = [a for a in assignments if a.host_id in ok_hosts and a.job_id in ok_jobs]
+    if not kept:
+        return []
+    lease_of_host = _insert_leases(kept, now=now)
+    Job.objects.queued().filter(pk__in=selectors.id_list(a.job_id for a in kept)).update(
+        status=JobStatus.LEASED, attempts=F("attempts") + 1, message=""
+    )
+    jobs = snap.jobs_by_id
+    hosts = snap.hosts_by_id
+    suites = snap.suite_names
+    made: list[dict] = []
+    events: list[HostEvent] = []
+    for a in kept:
+        job, host = jobs[a.job_id], hosts[a.host_id]
+        suite_name = suites.get(job.suite_id) if job.suite_id else None
+        made.append({"job": job.name, "job_id": job.id, "suite": suite_name, "host": host.hostname})
+        events.append(
+            HostEvent(
+                host_id=host.id,
+                kind=EventKind.LEASED,
+                actor="scheduler",
+                lease_id=lease_of_host.get(host.id),
+                job_id=job.id,
+                created_at=now,
+                message=f"leased to job {job.name}"
+                + (f" of suite {suite_name}" if suite_name else "")
+                + f" (priority {job.priority})",
+            )
+        )
+    _insert_events(events)
+    return made
+
+
+def _columns(model: type, *names: str) -> str:
+    return ", ".join(connection.ops.quote_name(model._meta.get_field(n).column) for n in names)
+
+
+def _insert_leases(kept: Sequence[planner.Assignment], *, now: datetime) -> dict[int, int]:
+    """Create one lease per assignment; return host id -> lease id."""
+    expires = now + timedelta(seconds=settings.LEASE_TTL)
+    if connection.vendor != "postgresql":
+        leases = Lease.objects.bulk_create(
+            [
+                Lease(
+                    host_id=a.host_id,
+                    job_id=a.job_id,
+                    reason="scheduled",
+                    acquired_at=now,
+                    expires_at=expires,
+                )
+                for a in kept
+            ]
+        )
+        return {lease.host_id: lease.pk for lease in leases if lease.pk is not None}
+    # One INSERT ... SELECT FROM unnest(arrays): bulk_create spends about a second of a cold
+    # tick building and binding 10,000 rows x 7 parameters; two arrays bind in microseconds.
+    # The partial unique constraints still guard every row.
+    table = connection.ops.quote_name(Lease._meta.db_table)
+    columns = _columns(
+        Lease, "host", "job", "reason", "acquired_at", "expires_at", "release_reason", "released_by"
+    )
+    sql = (
+        f"INSERT INTO {table} ({columns}) "
+        "SELECT h, j, 'scheduled', %s, %s, '', '' "
+        "FROM unnest(%s::bigint[], %s::bigint[]) AS u(h, j) "
+        f"RETURNING {_columns(Lease, 'host', 'id')}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [now, expires, [a.host_id for a in kept], [a.job_id for a in kept]])
+        return dict(cursor.fetchall())
+
+
+def _insert_events(events: Sequence[HostEvent]) -> None:
+    """Write the scheduler's lease events in one statement."""
+    if connection.vendor != "postgresql" or not events:
+        HostEvent.objects.bulk_create(events)
+        return
+    # Same reason as _insert_leases: one statement with one array per column.
+    table = connection.ops.quote_name(HostEvent._meta.db_table)
+    columns = _columns(
+        HostEvent, "host", "kind", "actor", "lease_id", "job_id", "created_at", "message"
+    )
+    sql = (
+        f"INSERT INTO {table} ({columns}) "
+        "SELECT h, k, a, l, j, c, m FROM unnest(%s::bigint[], %s::text[], %s::text[], "
+        "%s::bigint[], %s::bigint[], %s::timestamptz[], %s::text[]) AS u(h, k, a, l, j, c, m)"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            sql,
+            [
+                [e.host_id for e in events],
+                [e.kind for e in events],
+                [e.actor for e in events],
+                [e.lease_id for e in events],
+                [e.job_id for e in events],
+                [e.created_at for e in events],
+                [e.message for e in events],
+            ],
+        )
+
+
+def _reasons_by_class(result: planner.Plan) -> dict:
+    return {
+        key: {"code": r.code, "message": r.message, "details": dict(r.details)}
+        for key, r in result.class_reasons.items()
+    }
+
+
+# Ticks that keep their wait-reason tables; only the latest is ever read, the few before it
+# are kept so a reader holding an older tick still resolves its reasons.
+TICKS_WITH_REASONS = 5
+
+
+def _prune_ticks(latest_id: int) -> None:
+    if latest_id % 50 == 0:  # prune now and then, not on every tick
+        tick_history_prune(latest_id=latest_id)
+        idempotency_keys_purge()
+
+
+def tick_history_prune(*, latest_id: int) -> None:
+    """Bound the tick history, and drop the wait-reason tables of all but the latest ticks."""
+    keep = settings.TICK_HISTORY
+    cutoff = SchedulerTick.objects.order_by("-id").values_list("id", flat=True)[keep : keep + 1]
+    cutoff_ids = list(cutoff)
+    if cutoff_ids:
+        SchedulerTick.objects.filter(id__lte=cutoff_ids[0]).delete()
+    # At 100,000 queued jobs a table is hundreds of kilobytes; kept on 2,000 rows it would be
+    # most of the database. The charts need only the counts.
+    SchedulerTick.objects.filter(id__lte=latest_id - TICKS_WITH_REASONS).exclude(
+        wait_reasons={}
+    ).update(wait_reasons={})
+
+
+IDEMPOTENCY_KEY_LIFETIME = timedelta(hours=24)
+
+
+def idempotency_keys_purge(*, now: datetime | None = None) -> int:
+    """Forget Idempotency-Keys older than a day; return how many."""
+    cutoff = (now or timezone.now()) - IDEMPOTENCY_KEY_LIFETIME
+    deleted, _ = IdempotencyKey.objects.filter(created_at__lte=cutoff).delete()
+    return deleted

@@ -1,0 +1,51 @@
+"""State changes of suites, jobs and leases, grouped by who asks for them; each one is atomic.
+
+Callers use `from jobs import services; services.suite_submit(...)`: this package re-exports
+every action, and the scheduler tick from `jobs.scheduling.tick`.
+"""
+
+from jobs.scheduling.expiry import job_timeout_overdue, lease_expire_overdue
+from jobs.scheduling.tick import (
+    IDEMPOTENCY_KEY_LIFETIME,
+    TickSummary,
+    idempotency_keys_purge,
+    scheduler_tick,
+    tick_history_prune,
+)
+from jobs.services.reservations import lease_extend, lease_reserve
+from jobs.services.runner_protocol import (
+    job_complete,
+    job_start,
+    lease_heartbeat,
+    lease_job_abort,
+    lease_job_complete,
+    lease_job_heartbeat,
+    lease_job_start,
+)
+from jobs.services.staff import job_abort, lease_release, suite_abort
+from jobs.services.submission import JobSpec, job_submit, suite_submit
+
+__all__ = [
+    "IDEMPOTENCY_KEY_LIFETIME",
+    "JobSpec",
+    "TickSummary",
+    "idempotency_keys_purge",
+    "job_abort",
+    "job_complete",
+    "job_start",
+    "job_submit",
+    "job_timeout_overdue",
+    "lease_expire_overdue",
+    "lease_extend",
+    "lease_heartbeat",
+    "lease_job_abort",
+    "lease_job_complete",
+    "lease_job_heartbeat",
+    "lease_job_start",
+    "lease_release",
+    "lease_reserve",
+    "scheduler_tick",
+    "suite_abort",
+    "suite_submit",
+    "tick_history_prune",
+]

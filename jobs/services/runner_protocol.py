@@ -1,0 +1,169 @@
+"""The runner protocol: start, heartbeat, complete; by job and by the lease a runner holds."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from hosts.choices import EventKind
+from hosts.models import Host, Worker
+from hosts.services import (
+    Actor,
+    event_record,
+)
+from jobs.choices import ACTIVE_JOB_STATUSES, JobStatus, ReleaseReason
+from jobs.models import Job, Lease
+from jobs.scheduling.triggers import request_tick
+from jobs.services.common import _active_lease_for, _host_needs_repair, _release
+from jobs.services.staff import job_abort
+from schedsite.errors import Conflict, InvalidInput
+
+
+@transaction.atomic
+def job_start(*, job: Job, by: Actor, at: datetime | None = None) -> Job:
+    """Mark a leased job running (the runner has begun the test)."""
+    at = at or timezone.now()
+    lease = _active_lease_for(job)
+    if lease is None:
+        raise Conflict(f"job {job.pk} holds no active lease (status {job.status})")
+    changed = Job.objects.filter(pk=job.pk, status=JobStatus.LEASED).update(
+        status=JobStatus.RUNNING, started_at=at
+    )
+    if not changed:
+        raise Conflict(f"job {job.pk} is {Job.objects.get(pk=job.pk).status}, not leased")
+    Lease.objects.filter(pk=lease.pk).update(
+        heartbeat_at=at, expires_at=at + timedelta(seconds=settings.LEASE_TTL)
+    )
+    event_record(
+        kind=EventKind.STARTED,
+        actor=by,
+        host=lease.host,
+        lease_id=lease.pk,
+        job_id=job.pk,
+        message=f"job {job.name} started",
+        at=at,
+    )
+    job.refresh_from_db()
+    return job
+
+
+@transaction.atomic
+def lease_heartbeat(*, lease: Lease, by: Actor = None, at: datetime | None = None) -> Lease:
+    """Extend an active lease by LEASE_TTL and mark its worker seen."""
+    at = at or timezone.now()
+    ttl = timedelta(seconds=settings.LEASE_TTL)
+    # Compare-and-set: a heartbeat for a released (or already expired) lease changes nothing.
+    changed = (
+        Lease.objects.active()
+        .filter(pk=lease.pk, expires_at__gte=at)
+        .update(heartbeat_at=at, expires_at=at + ttl)
+    )
+    if not changed:
+        raise Conflict(f"lease {lease.pk} is no longer active")
+    lease.refresh_from_db()
+    worker_id = Host.objects.filter(pk=lease.host_id).values_list("worker_id", flat=True).first()
+    if worker_id:
+        Worker.objects.filter(pk=worker_id).update(last_seen=at)
+    return lease
+
+
+@transaction.atomic
+def job_complete(
+    *,
+    job: Job,
+    result: str,
+    by: Actor,
+    message: str = "",
+    host_ok: bool = True,
+    at: datetime | None = None,
+) -> Job:
+    """Record a job's result and release its lease; a broken host goes to needs_repair."""
+    at = at or timezone.now()
+    if result not in (JobStatus.PASSED, JobStatus.FAILED):
+        raise InvalidInput("result must be 'passed' or 'failed'", field="result")
+    lease = _active_lease_for(job)
+    if lease is None:
+        raise Conflict(f"job {job.pk} holds no active lease (status {job.status})")
+    changed = Job.objects.filter(pk=job.pk, status__in=ACTIVE_JOB_STATUSES).update(
+        status=result, finished_at=at, message=(message or "")[:10000]
+    )
+    if not changed:
+        raise Conflict(f"job {job.pk} is no longer running")
+    _release(lease, reason=ReleaseReason.COMPLETED, by=by, at=at)
+    event_record(
+        kind=EventKind.COMPLETED,
+        actor=by,
+        host=lease.host,
+        lease_id=lease.pk,
+        job_id=job.pk,
+        message=f"job {job.name} {result}" + (f": {message[:200]}" if message else ""),
+        at=at,
+    )
+    if not host_ok:
+        _host_needs_repair(
+            lease.host, by=by, why=f"runner reported the host broken after job {job.name}", at=at
+        )
+    request_tick("job completed")
+    job.refresh_from_db()
+    return job
+
+
+# --- the runner protocol addressed by lease (what the REST API calls) -----------------------
+
+
+def _lock_job_lease(lease: Lease) -> Lease:
+    # The lease is what a runner holds: lock it and check it is still active, so a runner whose
+    # lease expired (and whose job was leased again elsewhere) cannot act on the new lease.
+    locked = Lease.objects.select_for_update().filter(pk=lease.pk).first()
+    if locked is None or locked.released_at is not None:
+        why = f" ({locked.release_reason})" if locked and locked.release_reason else ""
+        raise Conflict(f"lease {lease.pk} is no longer active{why}")
+    if locked.job_id is None:
+        raise Conflict(f"lease {lease.pk} is a manual reservation, not a job's lease")
+    return locked
+
+
+@transaction.atomic
+def lease_job_start(*, lease: Lease, by: Actor, at: datetime | None = None) -> Job:
+    """Start the job of a lease the runner holds."""
+    lease = _lock_job_lease(lease)
+    return job_start(job=lease.job, by=by, at=at)
+
+
+@transaction.atomic
+def lease_job_complete(
+    *,
+    lease: Lease,
+    result: str,
+    by: Actor,
+    message: str = "",
+    host_ok: bool = True,
+    at: datetime | None = None,
+) -> Job:
+    """Report the result of the job of a lease the runner holds, and release the lease."""
+    if result not in (JobStatus.PASSED, JobStatus.FAILED):
+        raise InvalidInput("result must be 'passed' or 'failed'", field="result")
+    lease = _lock_job_lease(lease)
+    return job_complete(
+        job=lease.job, result=result, by=by, message=message, host_ok=host_ok, at=at
+    )
+
+
+@transaction.atomic
+def lease_job_heartbeat(*, lease: Lease, by: Actor, at: datetime | None = None) -> Lease:
+    """Heartbeat a job's lease; manual reservations are extended instead, never heartbeated."""
+    # A heartbeat sets expires_at to now + LEASE_TTL, which would cut a reservation short.
+    lease = _lock_job_lease(lease)
+    return lease_heartbeat(lease=lease, by=by, at=at)
+
+
+@transaction.atomic
+def lease_job_abort(
+    *, lease: Lease, by: Actor, reason: str = "", at: datetime | None = None
+) -> Job:
+    """Abort the job of a lease the runner holds (the runner is shutting down)."""
+    lease = _lock_job_lease(lease)
+    return job_abort(job=lease.job, by=by, reason=reason, at=at)

@@ -1,0 +1,148 @@
+"""Staff and tester actions: release a lease, abort a job or a suite."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from hosts.choices import EventKind
+from hosts.models import HostEvent
+from hosts.services import (
+    Actor,
+    actor_name,
+    event_record,
+    reason_clean,
+)
+from jobs.choices import ACTIVE_JOB_STATUSES, JobStatus, ReleaseReason
+from jobs.models import Job, Lease, Suite
+from jobs.scheduling.triggers import request_tick
+from jobs.services.common import _active_lease_for, _release
+from schedsite.errors import Conflict
+
+
+@transaction.atomic
+def lease_release(
+    *, lease: Lease, by: Actor, requeue: bool = True, reason: str = "", at: datetime | None = None
+) -> Lease:
+    """Release a lease by hand; its job is requeued (default) or aborted."""
+    at = at or timezone.now()
+    reason = reason_clean(reason, what="release a lease", required=False)
+    lease = (
+        Lease.objects.select_for_update(of=("self",)).select_related("host", "job").get(pk=lease.pk)
+    )
+    if lease.released_at is not None:
+        raise Conflict(f"lease {lease.pk} is no longer active")
+    _release(lease, reason=ReleaseReason.RELEASED, by=by, at=at)
+    text = reason.strip() or "released by hand"
+    job = lease.job
+    if job is not None:
+        if requeue:
+            Job.objects.filter(pk=job.pk, status__in=ACTIVE_JOB_STATUSES).update(
+                status=JobStatus.QUEUED, started_at=None, message=f"requeued: {text}"
+            )
+            text = f"job {job.name} requeued: {text}"
+        else:
+            Job.objects.filter(pk=job.pk, status__in=ACTIVE_JOB_STATUSES).update(
+                status=JobStatus.ABORTED, finished_at=at, message=f"aborted: {text}"
+            )
+            text = f"job {job.name} aborted: {text}"
+    event_record(
+        kind=EventKind.RELEASED,
+        actor=by,
+        host=lease.host,
+        lease_id=lease.pk,
+        job_id=job.pk if job else None,
+        message=text,
+        at=at,
+    )
+    request_tick("lease released")
+    lease.refresh_from_db()
+    return lease
+
+
+@transaction.atomic
+def job_abort(*, job: Job, by: Actor, reason: str = "", at: datetime | None = None) -> Job:
+    """Abort a queued or running job; a held host is released back to the pool."""
+    at = at or timezone.now()
+    text = (reason or "").strip() or f"aborted by {actor_name(by)}"
+    # Lock the job before reading its lease: a tick that leased it concurrently has then
+    # committed, so its new lease is seen and released here rather than left active under an
+    # aborted job.
+    Job.objects.select_for_update().filter(pk=job.pk).first()
+    lease = _active_lease_for(job)
+    changed = (
+        Job.objects.unfinished()
+        .filter(pk=job.pk)
+        .update(status=JobStatus.ABORTED, finished_at=at, message=text[:10000])
+    )
+    if not changed:
+        raise Conflict(f"job {job.pk} has already finished")
+    if lease is not None:
+        _release(lease, reason=ReleaseReason.ABORTED, by=by, at=at)
+        event_record(
+            kind=EventKind.RELEASED,
+            actor=by,
+            host=lease.host,
+            lease_id=lease.pk,
+            job_id=job.pk,
+            message=f"job {job.name} aborted: {text}",
+            at=at,
+        )
+        request_tick("job aborted")
+    job.refresh_from_db()
+    return job
+
+
+@transaction.atomic
+def suite_abort(*, suite: Suite, by: Actor, at: datetime | None = None) -> int:
+    """Abort every unfinished job of a suite; returns how many were aborted."""
+    at = at or timezone.now()
+    changed = Suite.objects.filter(pk=suite.pk, aborted_at__isnull=True).update(
+        aborted_at=at, aborted_by=actor_name(by)
+    )
+    if not changed:
+        raise Conflict(f"suite {suite.name} is already aborted")
+    text = f"suite aborted by {actor_name(by)}"
+    # Jobs first, in id order as the tick locks them, then their leases: a lease the tick made
+    # while we waited for these rows is committed by then and is released with the rest.
+    list(
+        Job.objects.select_for_update()
+        .unfinished()
+        .filter(suite=suite)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    leases = list(
+        Lease.objects.select_for_update(of=("self",))
+        .active()
+        .filter(job__suite=suite)
+        .select_related("host", "job")
+    )
+    count = (
+        Job.objects.unfinished()
+        .filter(suite=suite)
+        .update(status=JobStatus.ABORTED, finished_at=at, message=text)
+    )
+    if leases:
+        Lease.objects.filter(pk__in=[lease.pk for lease in leases]).update(
+            released_at=at, release_reason=ReleaseReason.ABORTED, released_by=actor_name(by)
+        )
+        HostEvent.objects.bulk_create(
+            [
+                HostEvent(
+                    host=lease.host,
+                    kind=EventKind.RELEASED,
+                    actor=actor_name(by),
+                    lease_id=lease.pk,
+                    job_id=lease.job_id,
+                    created_at=at,
+                    message=f"job {lease.job.name} aborted: {text}",
+                )
+                for lease in leases
+            ]
+        )
+        request_tick("suite aborted")
+    suite.refresh_from_db()
+    return count

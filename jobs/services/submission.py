@@ -1,0 +1,169 @@
+"""Submitting suites and jobs: validation, label fan-out, limits."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from hosts.models import Host
+from hosts.services import (
+    Actor,
+    actor_user,
+    labels_validate,
+)
+from jobs import limits
+from jobs.models import Job, Suite, encode_labels
+from jobs.scheduling.triggers import request_tick
+from schedsite.errors import InvalidInput
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What a tester asks for in one job."""
+
+    name: str
+    labels: Sequence[str] = ()
+    host: Host | None = None  # pinned host
+    priority: int | None = None  # defaults to the suite's
+    max_retries: int = 0
+    timeout: timedelta | None = None
+    estimated_duration: timedelta | None = None
+
+
+def _check_priority(priority: int, field_name: str = "priority") -> None:
+    if isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 100:
+        raise InvalidInput(f"{field_name} must be an integer from 0 to 100", field=field_name)
+
+
+def _job_from_spec(
+    spec: JobSpec, *, suite: Suite | None, owner: Actor, now: datetime, index: int | None = None
+) -> Job:
+    where = f"jobs[{index}]." if index is not None else ""
+    name = (spec.name or "").strip()
+    if not name:
+        raise InvalidInput(f"{where}name is required", field=f"{where}name")
+    if len(name) > 200:
+        raise InvalidInput(f"{where}name: at most 200 characters", field=f"{where}name")
+    priority = spec.priority if spec.priority is not None else (suite.priority if suite else 40)
+    _check_priority(priority, f"{where}priority")
+    if not 0 <= spec.max_retries <= 100:
+        raise InvalidInput(f"{where}max_retries must be 0–100", field=f"{where}max_retries")
+    timeout = spec.timeout or timedelta(seconds=settings.JOB_DEFAULT_TIMEOUT)
+    if timeout <= timedelta(0):
+        raise InvalidInput(f"{where}timeout must be positive", field=f"{where}timeout")
+    labels = labels_validate(spec.labels, field=f"{where}labels")
+    return Job(
+        suite=suite,
+        name=name,
+        priority=priority,
+        label_key=encode_labels(labels),
+        host=spec.host,
+        max_retries=spec.max_retries,
+        timeout=timeout,
+        estimated_duration=spec.estimated_duration,
+        owner=actor_user(owner),
+        created_at=now,
+        submitted_at=suite.created_at if suite else now,
+    )
+
+
+@transaction.atomic
+def suite_submit(
+    *,
+    owner: Actor,
+    name: str,
+    jobs: Sequence[JobSpec] = (),
+    build: str = "",
+    priority: int = 40,
+    min_duts: int = 0,
+    max_duts: int | None = None,
+    fanout_labels: Sequence[str] | None = None,
+    fanout_name: str = "",
+    now: datetime | None = None,
+) -> Suite:
+    """Submit a suite with its jobs, or a fan-out suite with one job per matching host."""
+    now = now or timezone.now()
+    name = (name or "").strip()
+    if not name:
+        raise InvalidInput("name is required", field="name")
+    if len(name) > 200:
+        raise InvalidInput("name: at most 200 characters", field="name")
+    _check_priority(priority)
+    if isinstance(min_duts, bool) or not isinstance(min_duts, int) or min_duts < 0:
+        raise InvalidInput("min_duts must be a whole number ≥ 0", field="min_duts")
+    if max_duts is not None and (not isinstance(max_duts, int) or max_duts < 1):
+        raise InvalidInput("max_duts must be empty or ≥ 1", field="max_duts")
+    if max_duts is not None and min_duts > max_duts:
+        raise InvalidInput("min_duts cannot exceed max_duts", field="min_duts")
+    suite = Suite(
+        name=name,
+        build=(build or "")[:200],
+        priority=priority,
+        min_duts=min_duts,
+        max_duts=max_duts,
+        owner=actor_user(owner),
+        created_at=now,
+        fanout_labels=encode_labels(fanout_labels) if fanout_labels is not None else "",
+    )
+    if fanout_labels is not None:
+        if jobs:
+            raise InvalidInput("a fan-out suite takes labels, not a job list", field="jobs")
+        jobs = _fanout_specs(fanout_labels, fanout_name or name)
+    if not jobs:
+        raise InvalidInput("a suite needs at least one job", field="jobs")
+    if len(jobs) > settings.MAX_JOBS_PER_SUITE:
+        raise InvalidInput(
+            f"a suite may have at most {settings.MAX_JOBS_PER_SUITE} jobs", field="jobs"
+        )
+    rows = [
+        _job_from_spec(spec, suite=suite, owner=owner, now=now, index=i)
+        for i, spec in enumerate(jobs)
+    ]
+    if (user := actor_user(owner)) is not None:
+        limits.submission_check(
+            user=user,
+            priority=priority,
+            job_priorities=[row.priority for row in rows],
+            min_duts=min_duts,
+            new_jobs=len(rows),
+            now=now,
+        )
+    suite.save()  # after the checks: the rate limit counts the user's suites saved before
+    Job.objects.bulk_create(rows)
+    request_tick("suite submitted")
+    return suite
+
+
+def _fanout_specs(labels: Sequence[str], job_name: str) -> list[JobSpec]:
+    names = sorted(set(labels))
+    if not names:
+        raise InvalidInput("fan-out needs at least one label", field="fanout_labels")
+    hosts = Host.objects.all()
+    for name in names:
+        hosts = hosts.filter(labels__name=name)
+    hosts = list(hosts.order_by("hostname").distinct())
+    if not hosts:
+        raise InvalidInput(
+            f"no host carries {', '.join(names)}: a fan-out suite would be empty",
+            field="fanout_labels",
+        )
+    return [JobSpec(name=f"{job_name}@{h.hostname}", labels=names, host=h) for h in hosts]
+
+
+@transaction.atomic
+def job_submit(*, owner: Actor, spec: JobSpec, now: datetime | None = None) -> Job:
+    """Submit a standalone job."""
+    now = now or timezone.now()
+    job = _job_from_spec(spec, suite=None, owner=owner, now=now)
+    if (user := actor_user(owner)) is not None:
+        limits.submission_check(
+            user=user, priority=None, job_priorities=[job.priority], new_jobs=1, now=now
+        )
+    job.save()
+    request_tick("job submitted")
+    return job

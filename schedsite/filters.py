@@ -8,6 +8,8 @@ from django_filters import rest_framework as filters
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 
+from schedsite.booleans import parse_bool
+
 SHOWN_CHARS = 40  # of a refused value, quoted back in the error message
 
 
@@ -39,17 +41,12 @@ class RepeatedCharFilter(filters.MultipleChoiceFilter):
 class StrictNullBooleanField(forms.NullBooleanField):
     """true/false (or 1/0, yes/no, on/off); empty means "any"; anything else is an error."""
 
-    TRUE = {"true", "1", "yes", "on"}
-    FALSE = {"false", "0", "no", "off"}
-
     def to_python(self, value: object) -> bool | None:
         if value in (None, "") or isinstance(value, bool):
             return value if isinstance(value, bool) else None
-        text = str(value).strip().lower()
-        if text in self.TRUE:
-            return True
-        if text in self.FALSE:
-            return False
+        parsed = parse_bool(str(value))
+        if parsed is not None:
+            return parsed
         # The value goes in params, never into the message itself: the message is a %-template
         # (django-filter formats it), so a ?locked=% in it would break the formatting.
         raise forms.ValidationError(

@@ -10,26 +10,21 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from schedsite.booleans import FALSE_WORDS, TRUE_WORDS, parse_bool
+
 BASE_DIR = Path(__file__).resolve().parent.parent
-
-
-TRUE_WORDS = {"1", "true", "yes", "on"}
-FALSE_WORDS = {"0", "false", "no", "off"}
 
 
 def env_bool(name: str, default: bool = False) -> bool:
     value = os.environ.get(name)
     if value is None or value.strip() == "":
         return default
-    word = value.strip().lower()
-    if word in TRUE_WORDS:
-        return True
-    if word in FALSE_WORDS:
-        return False
-    # A typo such as DEBUG=ture must not quietly mean False (or True).
-    raise ImproperlyConfigured(
-        f"{name} must be one of {', '.join(sorted(TRUE_WORDS | FALSE_WORDS))}; got {value!r}"
-    )
+    parsed = parse_bool(value)
+    if parsed is None:
+        # A typo such as DEBUG=ture must not quietly mean False (or True).
+        words = ", ".join(sorted(TRUE_WORDS | FALSE_WORDS))
+        raise ImproperlyConfigured(f"{name} must be one of {words}; got {value!r}")
+    return parsed
 
 
 def env_int(name: str, default: int) -> int:

@@ -67,10 +67,7 @@ def job_abort(*, job: Job, by: Actor, reason: str = "", at: datetime | None = No
     """Abort a queued or running job; a held host is released back to the pool."""
     at = at or timezone.now()
     text = (reason or "").strip() or f"aborted by {actor_name(by)}"
-    # Lock the job before reading its lease: a tick that leased it concurrently has then
-    # committed, so its new lease is seen and released here rather than left active under an
-    # aborted job.
-    Job.objects.select_for_update().filter(pk=job.pk).first()
+    # Lease before job, the order the runner protocol locks them in.
     lease = _active_lease_for(job)
     changed = (
         Job.objects.unfinished()
@@ -79,6 +76,11 @@ def job_abort(*, job: Job, by: Actor, reason: str = "", at: datetime | None = No
     )
     if not changed:
         raise Conflict(f"job {job.pk} has already finished")
+    if lease is None:
+        # A tick leasing this job held its row until it committed, so the update above waited
+        # for it and found the job leased; read its lease now rather than leave it active
+        # under an aborted job. With the job row ours, no later tick can lease it.
+        lease = _active_lease_for(job)
     if lease is not None:
         _release(lease, reason=ReleaseReason.ABORTED, by=by, at=at)
         event_record(
@@ -105,26 +107,22 @@ def suite_abort(*, suite: Suite, by: Actor, at: datetime | None = None) -> int:
     if not changed:
         raise Conflict(f"suite {suite.name} is already aborted")
     text = f"suite aborted by {actor_name(by)}"
-    # Jobs first, in id order as the tick locks them, then their leases: a lease the tick made
-    # while we waited for these rows is committed by then and is released with the rest.
-    list(
-        Job.objects.select_for_update()
-        .unfinished()
-        .filter(suite=suite)
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
-    leases = list(
+    held = (
         Lease.objects.select_for_update(of=("self",))
         .active()
         .filter(job__suite=suite)
         .select_related("host", "job")
     )
+    # Leases before jobs, the order the runner protocol locks them in.
+    list(held.values_list("pk", flat=True))
     count = (
         Job.objects.unfinished()
         .filter(suite=suite)
         .update(status=JobStatus.ABORTED, finished_at=at, message=text)
     )
+    # Read the leases again: a tick that leased some of these jobs held their rows until it
+    # committed, so the update above waited for it, and its leases are visible only now.
+    leases = list(held)
     if leases:
         Lease.objects.filter(pk__in=[lease.pk for lease in leases]).update(
             released_at=at, release_reason=ReleaseReason.ABORTED, released_by=actor_name(by)

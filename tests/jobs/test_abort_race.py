@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from django.db import connections
+from django.db import connections, transaction
 
 from jobs import services
 from jobs.choices import JobStatus
@@ -79,3 +79,44 @@ def test_a_suite_aborted_while_a_tick_leases_its_jobs_has_every_lease_released()
     statuses = set(Job.objects.filter(suite=suite).values_list("status", flat=True))
     assert statuses == {JobStatus.ABORTED}
     assert not Lease.objects.filter(job__suite=suite, released_at__isnull=True).exists()
+
+
+def test_a_staff_abort_and_a_runner_finishing_the_same_job_do_not_deadlock():
+    """Both lock the lease before the job, so one waits for the other instead of a deadlock."""
+    f.host("h1", ["board:x"])
+    job = f.job("j1")
+    services.scheduler_tick()
+    lease = Lease.objects.get(job=job, released_at__isnull=True)
+    runner_has_lease, errors = threading.Event(), []
+
+    def runner() -> None:
+        # What the runner protocol does: lock the lease, then (a moment later) the job.
+        try:
+            with transaction.atomic():
+                Lease.objects.select_for_update().get(pk=lease.pk)
+                runner_has_lease.set()
+                threading.Event().wait(0.5)  # the abort starts meanwhile
+                Job.objects.filter(pk=job.pk).update(message="finishing")
+        except BaseException as exc:  # noqa: BLE001 — reported by the test
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    def staff() -> None:
+        try:
+            runner_has_lease.wait(10)
+            services.job_abort(job=Job.objects.get(pk=job.pk), by="sam")
+        except BaseException as exc:  # noqa: BLE001 — reported by the test
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=runner), threading.Thread(target=staff)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert errors == []
+    job.refresh_from_db()
+    assert job.status == JobStatus.ABORTED
+    assert not Lease.objects.filter(job=job, released_at__isnull=True).exists()

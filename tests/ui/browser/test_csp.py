@@ -50,7 +50,10 @@ def test_the_policy_allows_only_the_sites_own_scripts_and_styles(page, sam, lab)
     assert "unsafe" not in policy
 
 
-def test_every_page_runs_without_a_csp_violation(watched, sam, alice, lab):  # noqa: ANN001
+@pytest.mark.parametrize("debug", [True, False], ids=["DEBUG=1", "DEBUG=0"])
+def test_every_page_runs_without_a_csp_violation(watched, sam, alice, lab, settings, debug):  # noqa: ANN001
+    # `make run` serves with DEBUG=1: the demo must run under the same policy as production.
+    settings.DEBUG = debug
     page = watched
     suite = f.suite("nightly", 4, labels=["board:eve"], owner=alice, min_duts=1)
     services.scheduler_tick()

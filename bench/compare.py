@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from bench.greedy import by_fewest_labels, greedy
 from bench.labgen import LabShape, generate
-from jobs.scheduler.planner import plan
+from jobs.scheduling.planner import plan
 
 # (hosts, jobs, suites, label sets): small and mid-sized labs where jobs and hosts are about
 # as many (where reassigning matters most), then the two sizes of docs/performance.md#targets.

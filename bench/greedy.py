@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 
-from jobs.scheduler.planner import Assignment, HostState, JobState, SuiteState
+from jobs.scheduling.planner import Assignment, HostState, JobState, SuiteState
 
 # For comparison only: the product never uses this. It takes jobs in exactly the planner's
 # order (docs/scheduling.md#order-of-consideration: quota phase, then main phase, max_duts

@@ -9,7 +9,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 
-from jobs.scheduler.planner import HostState, JobState, SuiteState
+from jobs.scheduling.planner import HostState, JobState, SuiteState
 
 # Kept free of Django like the planner: the planner benchmark and the tests of bench/ build
 # labs in plain Python. bench/dbload.py writes a generated lab into a database.

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 from bench.greedy import by_fewest_labels, greedy
 from bench.labgen import LabShape, generate
-from jobs.scheduler.planner import plan
+from jobs.scheduling.planner import plan
 
 # The targets of docs/performance.md#targets, in milliseconds, by (hosts, jobs).
 TARGET_MS = {(10_000, 100_000): 1000.0, (1_000, 10_000): 50.0}

@@ -211,7 +211,7 @@ class SchedulerTick(models.Model):
     # Wait reasons per class of identical jobs (planner.class_key), resolved when read: at
     # 100,000 queued jobs a tick cannot rewrite every job row.
     wait_reasons = models.JSONField(default=dict, blank=True)
-    # A digest of everything the plan depends on (selectors.lab_fingerprint); empty where the
+    # A digest of everything the plan depends on (snapshot.lab_fingerprint); empty where the
     # database cannot compute one. A tick whose digest equals the previous tick's skips the
     # plan: the same input gives the same plan, so that tick's reasons still hold.
     fingerprint = models.CharField(max_length=40, blank=True)

@@ -1,11 +1,10 @@
-"""Reads of suites, jobs, leases and the scheduler's state, shared by the API, UI and tick."""
+"""Reads of suites, jobs, leases and the scheduler's state, shared by the API and the UI."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
+from datetime import datetime
 
 from django.db import connection
 from django.db.models import (
@@ -18,247 +17,21 @@ from django.db.models import (
     QuerySet,
     Subquery,
 )
-from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from hosts.choices import HostStatus
 from hosts.models import Host, Label, Worker
-from hosts.querysets import online_cutoff, seen_online
+from hosts.querysets import online_cutoff
 from jobs.choices import JobStatus
-from jobs.models import Job, Lease, SchedulerTick, Suite, decode_labels
-from jobs.scheduler import planner
-
-
-@dataclass
-class Snapshot:
-    """Everything the planner needs, read with a fixed number of queries."""
-
-    hosts: list[planner.HostState]
-    jobs: list[planner.JobState]
-    suites: list[planner.SuiteState]
-    suite_names: dict[int, str]
-    leased_count: int
-    hosts_by_id: dict[int, planner.HostState] = field(default_factory=dict)
-    jobs_by_id: dict[int, planner.JobState] = field(default_factory=dict)
-
-
-def scheduler_snapshot(*, now: datetime) -> Snapshot:
-    """Read hosts, queued jobs and suites as plain planner data.
-
-    Every host, schedulable or not, with the facts the planner's `host_is_schedulable`
-    decides on: a pinned job's wait reason names what keeps its host from it.
-    """
-    workers = {
-        wid: (paused, not seen_online(last_seen, now))
-        for wid, paused, last_seen in Worker.objects.values_list("id", "paused", "last_seen")
-    }
-    labels: dict[int, set[str]] = {}
-    for host_id, name in Host.labels.through.objects.values_list("host_id", "label__name"):
-        labels.setdefault(host_id, set()).add(name)
-    lease_rows = list(
-        Lease.objects.active().values_list("host_id", "job_id", "job__priority", "job__suite_id")
-    )
-    leased = {host_id: (job_id, prio) for host_id, job_id, prio, _suite in lease_rows}
-    held = Counter(suite_id for _h, _j, _p, suite_id in lease_rows if suite_id is not None)
-
-    # Hosts of one class share one frozenset: less memory, and the planner's dict lookups
-    # on label sets compare by identity first.
-    label_sets: dict[frozenset[str], frozenset[str]] = {}
-    hosts: list[planner.HostState] = []
-    for hid, hostname, status, locked, lock_reason, build, worker_id in Host.objects.values_list(
-        "id", "hostname", "status", "locked", "lock_reason", "current_build", "worker_id"
-    ):
-        paused, offline = workers.get(worker_id, (False, False)) if worker_id else (False, False)
-        lease = leased.get(hid)
-        host_labels = frozenset(labels.get(hid, ()))
-        hosts.append(
-            planner.HostState(
-                id=hid,
-                hostname=hostname,
-                labels=label_sets.setdefault(host_labels, host_labels),
-                current_build=build,
-                ready=status == HostStatus.READY,
-                locked=locked,
-                lock_reason=lock_reason,
-                worker_paused=paused,
-                worker_offline=offline,
-                leased=lease is not None,
-                lease_priority=lease[1] if lease and lease[0] is not None else None,
-            )
-        )
-
-    jobs = _queued_job_states()
-    suites = _suite_states({j.suite_id for j in jobs if j.suite_id is not None}, held=held)
-    return Snapshot(
-        hosts=hosts,
-        jobs=jobs,
-        suites=suites,
-        suite_names={suite.id: suite.name for suite in suites},
-        leased_count=len(lease_rows),
-        hosts_by_id={h.id: h for h in hosts},
-        jobs_by_id={j.id: j for j in jobs},
-    )
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def _suite_states(suite_ids: Iterable[int], *, held: Mapping[int, int]) -> list[planner.SuiteState]:
-    """Read the given suites as planner.SuiteState, with the hosts each holds."""
-    suite_ids = list(suite_ids)
-    if not suite_ids:
-        return []
-    return [
-        planner.SuiteState(
-            id=sid,
-            name=name,
-            priority=prio,
-            created_at=created,
-            min_duts=min_duts,
-            max_duts=max_duts,
-            held=held.get(sid, 0),
-            build=build,
-        )
-        for sid, name, prio, created, min_duts, max_duts, build in Suite.objects.filter(
-            pk__in=id_list(suite_ids)
-        ).values_list("id", "name", "priority", "created_at", "min_duts", "max_duts", "build")
-    ]
-
-
-def _queued_job_states() -> list[planner.JobState]:
-    """Read every queued job as a planner.JobState, lean enough for 100,000 of them."""
-    queued = Job.objects.queued()
-    fields = ("id", "name", "suite_id", "priority", "label_key", "host_id")
-    moments: dict[object, datetime] = {}  # one datetime per distinct submission time
-    if connection.vendor == "postgresql":
-        # Parsing 100,000 timestamptz values costs more than the rest of the snapshot: read
-        # microseconds since the epoch instead (exact, unlike a float) and build one datetime
-        # per distinct value, since the jobs of a suite share its created_at.
-        epoch_us = RawSQL(
-            f'(EXTRACT(EPOCH FROM "{Job._meta.db_table}"."submitted_at") * 1000000)::bigint', ()
-        )
-        rows = queued.annotate(submitted_us=epoch_us).values_list(*fields, "submitted_us")
-
-        def moment(us: object) -> datetime:
-            return _EPOCH + timedelta(microseconds=us)  # type: ignore[arg-type]
-    else:
-        rows = queued.values_list(*fields, "submitted_at")
-
-        def moment(at: object) -> datetime:
-            return at  # type: ignore[return-value]
-
-    # Decode each distinct label key once: a lab has hundreds of label sets, not 100,000.
-    label_sets: dict[str, frozenset[str]] = {}
-    jobs = []
-    for jid, name, suite_id, priority, key, pinned, submitted in rows:
-        job_labels = label_sets.get(key)
-        if job_labels is None:
-            job_labels = label_sets[key] = frozenset(decode_labels(key))
-        at = moments.get(submitted)
-        if at is None:
-            at = moments[submitted] = moment(submitted)
-        jobs.append(
-            planner.JobState(
-                id=jid,
-                name=name,
-                suite_id=suite_id,
-                priority=priority,
-                submitted_at=at,
-                labels=job_labels,
-                pinned_host_id=pinned,
-            )
-        )
-    return jobs
-
-
-def id_list(ids: Iterable[int]) -> list[int] | RawSQL:
-    """Return ids for a `pk__in=` filter: one array parameter on PostgreSQL, not one per id.
-
-    A tick that leases 10,000 hosts filters by 10,000 ids several times; as separate
-    placeholders each statement costs tens of milliseconds just to build and parse.
-    """
-    ids = list(ids)
-    if connection.vendor == "postgresql":
-        return RawSQL("SELECT unnest(%s::bigint[])", (ids,))
-    return ids
-
-
-FINGERPRINT_VERSION = "1"
-
-
-def lab_fingerprint(*, now: datetime) -> str | None:
-    """Digest everything the plan depends on, in one query; None where it cannot be computed.
-
-    Two equal digests mean the planner would get the same input, so the tick can keep the
-    previous plan. Rows are summed as order-free hashes of their id and `xmin` (the id of the
-    transaction that last wrote the row), so ANY write to a queued job, a host, a label or a
-    suite with queued jobs changes the digest, whichever code path made it; no service has to
-    remember to bump a version. Workers are the exception: runners heartbeat them every few
-    seconds, so they count by content (paused, and online at this tick's cutoff, which also
-    catches a worker going offline with no write at all). Active leases count by content too,
-    because heartbeats rewrite them; their expiry is handled before the digest is taken.
-    A write can at worst make an unneeded plan (e.g. a no-op save), never hide a change.
-    """
-    if connection.vendor != "postgresql":
-        return None
-
-    def digest(source: str, value: str, where: str = "TRUE") -> str:
-        # count and sum: a multiset hash that needs no ORDER BY over 100,000 rows.
-        return f"(SELECT count(*) || ':' || coalesce(sum({value}), 0) FROM {source} WHERE {where})"
-
-    by_write = "hashint8extended(t.id, t.xmin::text::bigint)"
-    job, lease = Job._meta.db_table, Lease._meta.db_table
-    parts = [
-        digest(f"{job} t", by_write, "t.status = 'queued'"),
-        digest(f"{Host._meta.db_table} t", by_write),
-        digest(
-            f"{Host.labels.through._meta.db_table} t", "hashint8extended(t.host_id, t.label_id)"
-        ),
-        digest(f"{Label._meta.db_table} t", by_write),
-        digest(
-            f"{Suite._meta.db_table} t",
-            by_write,
-            f"t.id IN (SELECT suite_id FROM {job} WHERE status = 'queued')",
-        ),
-        # The job holding a host gives its priority to the wait reasons ("running priority")
-        # and its suite to the suite's count of hosts held.
-        digest(
-            f"{lease} l LEFT JOIN {job} j ON j.id = l.job_id",
-            "hashint8extended(l.id, hashint8extended(l.host_id, hashint8extended("
-            "coalesce(l.job_id, 0), coalesce(j.suite_id, 0) * 128 + coalesce(j.priority, 0))))",
-            "l.released_at IS NULL",
-        ),
-        digest(
-            f"{Worker._meta.db_table} t",
-            "hashint8extended(t.id, t.paused::int * 2 + "
-            "(t.last_seen IS NOT NULL AND t.last_seen >= %s)::int)",
-        ),
-    ]
-    sql = "SELECT md5(concat_ws('|', " + ", ".join(parts) + "))"
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [online_cutoff(now)])
-        (value,) = cursor.fetchone()
-    return f"{FINGERPRINT_VERSION}:{value}"
-
+from jobs.models import Job, Lease, SchedulerTick, Suite
+from jobs.scheduling import planner, snapshot
 
 # --- wait reasons ---------------------------------------------------------------------------
 
 
 def latest_tick() -> SchedulerTick | None:
     return SchedulerTick.objects.order_by("-id").first()
-
-
-def _job_state(job: Job) -> planner.JobState:
-    return planner.JobState(
-        id=job.pk,
-        name=job.name,
-        suite_id=job.suite_id,
-        priority=job.priority,
-        submitted_at=job.submitted_at,
-        labels=frozenset(job.labels),
-        pinned_host_id=job.host_id,
-    )
 
 
 def wait_reasons_for(jobs: list[Job], tick: SchedulerTick | None = None) -> dict[int, dict]:
@@ -271,7 +44,7 @@ def wait_reasons_for(jobs: list[Job], tick: SchedulerTick | None = None) -> dict
             continue
         reason = None
         if tick is not None and job.created_at <= tick.started_at:
-            reason = table.get(planner.class_key(_job_state(job)))
+            reason = table.get(planner.class_key(snapshot.job_state(job)))
         out[job.pk] = reason or {
             "code": "pending_tick",
             "message": "Waiting for the next scheduler tick.",
@@ -478,9 +251,11 @@ def queue_order_ids() -> QueueOrder:
 
 def _queue_order_ids_uncached() -> QueueOrder:
     """Every queued job id in consideration order, read lean (no model instances)."""
-    states = _queued_job_states()
+    states = snapshot.queued_job_states()
     suite_ids = {s.suite_id for s in states if s.suite_id is not None}
-    suites = _suite_states(suite_ids, held=suite_hosts_held(list(suite_ids)) if suite_ids else {})
+    suites = snapshot.suite_states(
+        suite_ids, held=suite_hosts_held(list(suite_ids)) if suite_ids else {}
+    )
     return QueueOrder(
         ids=planner.consideration_order(jobs=states, suites=suites),
         quota_ids=frozenset(planner.quota_candidates(jobs=states, suites=suites)),

@@ -13,7 +13,7 @@ from hosts.models import Host, HostEvent, Worker
 from hosts.validators import hostname_validator, worker_name_validator
 from jobs.api.fields import LabelListField
 from jobs.api.serializers import ActiveLeaseSerializer
-from jobs.scheduler.planner import host_is_schedulable
+from jobs.scheduling.planner import host_is_schedulable
 from schedsite.api_fields import StrictBooleanField, StrictCharField, username_or_none
 from schedsite.roles import RUNNER_GROUP
 

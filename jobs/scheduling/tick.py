@@ -16,10 +16,9 @@ from django.utils import timezone
 
 from hosts.choices import EventKind
 from hosts.models import Host, HostEvent
-from jobs import selectors
 from jobs.choices import JobStatus
 from jobs.models import IdempotencyKey, Job, Lease, SchedulerTick
-from jobs.scheduler import planner
+from jobs.scheduling import planner, snapshot
 from jobs.scheduling.expiry import job_timeout_overdue, lease_expire_overdue
 
 log = logging.getLogger("schedsite.scheduler")
@@ -147,12 +146,12 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
         summary.timed_out = job_timeout_overdue(now=now)
         # Taken before the snapshot, so the plan sees at least everything the digest covers: a
         # write landing in between only makes the next tick plan again, never skip wrongly.
-        fingerprint = selectors.lab_fingerprint(now=now)
+        fingerprint = snapshot.lab_fingerprint(now=now)
         if fingerprint is not None and _tick_unchanged(
             summary, fingerprint=fingerprint, trigger=trigger, start=start
         ):
             return summary
-        snap = selectors.scheduler_snapshot(now=now)
+        snap = snapshot.scheduler_snapshot(now=now)
         plan_start = time.perf_counter()
         result = planner.plan(hosts=snap.hosts, jobs=snap.jobs, suites=snap.suites)
         summary.plan_ms = (time.perf_counter() - plan_start) * 1000
@@ -230,7 +229,7 @@ def _tick_unchanged(summary: TickSummary, *, fingerprint: str, trigger: str, sta
 
 
 def _apply(
-    assignments: Iterable[planner.Assignment], *, snap: selectors.Snapshot, now: datetime
+    assignments: Iterable[planner.Assignment], *, snap: snapshot.Snapshot, now: datetime
 ) -> list[dict]:
     """Create the planned leases, keeping only those still valid under row locks."""
     assignments = list(assignments)
@@ -239,7 +238,7 @@ def _apply(
     host_ids = sorted(a.host_id for a in assignments)
     job_ids = sorted(a.job_id for a in assignments)
     # id_list: a cold tick filters by 10,000 ids four times; one array parameter each time.
-    hosts_in, jobs_in = selectors.id_list(host_ids), selectors.id_list(job_ids)
+    hosts_in, jobs_in = snapshot.id_list(host_ids), snapshot.id_list(job_ids)
     # Lock order everywhere: hosts, then jobs. Locking first and re-reading in a new statement
     # means any write that locked these rows before us has committed and is visible now.
     list(Host.objects.select_for_update().filter(pk__in=hosts_in).values_list("pk", flat=True))
@@ -252,7 +251,7 @@ def _apply(
     if not kept:
         return []
     lease_of_host = _insert_leases(kept, now=now)
-    Job.objects.queued().filter(pk__in=selectors.id_list(a.job_id for a in kept)).update(
+    Job.objects.queued().filter(pk__in=snapshot.id_list(a.job_id for a in kept)).update(
         status=JobStatus.LEASED, attempts=F("attempts") + 1, message=""
     )
     jobs = snap.jobs_by_id

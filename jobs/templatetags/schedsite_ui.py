@@ -67,7 +67,7 @@ TONES: dict[str, dict[str, str]] = {
     },
 }
 
-# Wait-reason codes (jobs/scheduler/planner.py) grouped by what the tester should do about them.
+# Wait-reason codes (jobs/scheduling/planner/) grouped by what the tester should do about them.
 WAIT_KINDS: dict[str, tuple[str, str]] = {  # code: (tone, short title)
     "pending_tick": ("slate", "Pending"),
     "no_matching_host": ("red", "No such host"),

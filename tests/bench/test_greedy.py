@@ -10,7 +10,7 @@ import pytest
 from bench import planner as planner_bench
 from bench.greedy import by_fewest_labels, by_hostname, greedy
 from bench.labgen import LabShape, generate
-from jobs.scheduler.planner import plan
+from jobs.scheduling.planner import plan
 from tests.scheduler.lab import host, job, suite
 
 # Small heterogeneous labs: few hosts per class, so that where a job goes matters.

@@ -7,7 +7,8 @@ from datetime import timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobs.scheduler.planner import JobState, _job_order_key, _main_phase_order
+from jobs.scheduling.planner import JobState
+from jobs.scheduling.planner.ordering import job_order_key, main_phase_order
 from tests.scheduler.lab import T0
 
 
@@ -30,4 +31,4 @@ def job_lists(draw: st.DrawFn) -> list[JobState]:
 @settings(max_examples=300, deadline=None)
 @given(job_lists())
 def test_the_three_stable_sorts_equal_the_tuple_key_sort(jobs: list[JobState]) -> None:
-    assert _main_phase_order(jobs) == sorted(jobs, key=_job_order_key)
+    assert main_phase_order(jobs) == sorted(jobs, key=job_order_key)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from jobs.scheduler.planner import HostState, JobState, Plan, SuiteState
+from jobs.scheduling.planner import HostState, JobState, Plan, SuiteState
 
 T0 = datetime(2024, 5, 6, 9, 0)
 

@@ -12,7 +12,7 @@ from datetime import timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobs.scheduler.planner import HostState, JobState, Plan, SuiteState, class_key, plan
+from jobs.scheduling.planner import HostState, JobState, Plan, SuiteState, class_key, plan
 from tests.scheduler.lab import T0
 
 LABELS = ["a", "b", "c", "d"]

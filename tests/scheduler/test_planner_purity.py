@@ -22,15 +22,15 @@ def _modules_loaded_by(code: str) -> list[str]:
 
 
 def test_importing_the_planner_loads_no_django_module() -> None:
-    loaded = _modules_loaded_by("import jobs.scheduler.planner")
-    assert "jobs.scheduler.planner" in loaded
+    loaded = _modules_loaded_by("import jobs.scheduling.planner")
+    assert "jobs.scheduling.planner" in loaded
     assert [m for m in loaded if m == "django" or m.startswith("django.")] == []
 
 
 def test_planning_loads_no_django_module() -> None:
     code = (
         "from datetime import datetime\n"
-        "from jobs.scheduler.planner import HostState, JobState, plan\n"
+        "from jobs.scheduling.planner import HostState, JobState, plan\n"
         "h = HostState(id=1, hostname='h1', labels=frozenset({'board:x'}))\n"
         "j = JobState(id=1, name='t', suite_id=None, priority=40,"
         " submitted_at=datetime(2024, 1, 1), labels=frozenset({'board:x'}))\n"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jobs.scheduler.planner import class_key, consideration_order, plan, quota_candidates
+from jobs.scheduling.planner import class_key, consideration_order, plan, quota_candidates
 from tests.scheduler.lab import host, job, leased_per_suite, leases, suite, suite_jobs
 
 # --- matching --------------------------------------------------------------------------------

@@ -1,0 +1,124 @@
+"""Pure scheduling core: decide which queued jobs get which free hosts in one tick.
+
+Callers use `from jobs.scheduling import planner; planner.plan(...)`. The package is split by
+concern: the plain values (`types`), the order jobs are considered in (`ordering`), the
+matching of jobs to hosts (`matching`) and the wait reasons (`explanations`); `plan` below
+runs them in turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from jobs.scheduling.planner.explanations import Explainer, explain_waits
+from jobs.scheduling.planner.matching import Matching, assign_hosts, job_classes
+from jobs.scheduling.planner.ordering import (
+    class_key,
+    class_key_from,
+    consideration_order,
+    jobs_by_suite,
+    labels_key_of,
+    main_phase_order,
+    quota_candidates,
+    quota_suites,
+)
+from jobs.scheduling.planner.types import (
+    Assignment,
+    HostState,
+    JobState,
+    Plan,
+    SuiteState,
+    WaitReason,
+    host_is_schedulable,
+)
+
+# This package must never import Django: the property tests, the benchmarks and any
+# what-if simulator run it on plain data.
+
+__all__ = [
+    "Assignment",
+    "HostState",
+    "JobState",
+    "Plan",
+    "SuiteState",
+    "WaitReason",
+    "class_key",
+    "consideration_order",
+    "host_is_schedulable",
+    "plan",
+    "quota_candidates",
+]
+
+
+def plan(
+    *,
+    hosts: Iterable[HostState],
+    jobs: Iterable[JobState],
+    suites: Iterable[SuiteState],
+) -> Plan:
+    """Lease free hosts to queued jobs (docs/scheduling.md#the-promise)."""
+    hosts = list(hosts)
+    jobs = list(jobs)
+    suites = list(suites)
+    suite_by_id = {suite.id: suite for suite in suites}
+    hosts_by_id = {host.id: host for host in hosts}
+    matching = Matching(
+        [host for host in hosts if host.schedulable],
+        builds={suite.build for suite in suites if suite.build},
+    )
+
+    class_ids, job_class = job_classes(jobs, matching)
+    build_of = {suite.id: suite.build for suite in suites}
+    # Hosts each capped suite may still take this tick; held hosts count against the cap.
+    room = {s.id: s.max_duts - s.held for s in suites if s.max_duts is not None}
+    leased: list[tuple[JobState, int, str]] = []  # (job, job class, build), in lease order
+    leased_ids: set[int] = set()
+
+    def lease(job: JobState) -> bool:
+        """Keep the job if it can be matched together with every job kept so far."""
+        left = room.get(job.suite_id)
+        if left is not None and left <= 0:
+            return False
+        j = job_class[job.id]
+        build = build_of.get(job.suite_id, "")
+        if not matching.add(j, build):
+            return False
+        if left is not None:
+            room[job.suite_id] = left - 1
+        leased.append((job, j, build))
+        leased_ids.add(job.id)
+        return True
+
+    by_suite = jobs_by_suite(jobs)
+    for suite in quota_suites(suites):
+        # The quota counts hosts actually leased, not jobs tried: a job no host can take must
+        # not use up the suite's minimum, its next job may fit (Autotest's min-DUT rule).
+        need = suite.min_duts - suite.held
+        for job in by_suite.get(suite.id, ()):
+            if not need or not matching.free or room.get(suite.id, 1) <= 0:
+                break
+            if lease(job):
+                need -= 1
+
+    dead = matching.dead
+    for job in main_phase_order(jobs):
+        if not matching.free:
+            break  # every schedulable host is leased: the rest can only wait
+        # A dead class cannot take a host for the rest of the tick (see Matching.add), so its
+        # jobs are skipped without a call; in a full lab that is nearly every job.
+        if job.id not in leased_ids and not dead[job_class[job.id]]:
+            lease(job)
+
+    assignments = assign_hosts(matching, leased, hosts_by_id)
+
+    explainer = Explainer(hosts, matching, suite_by_id, room)
+    waiting = [job for job in jobs if job.id not in leased_ids]
+    wait_reasons, by_class = explain_waits(waiting, job_class, explainer)
+
+    labels_keys = {j: labels_key_of(labels) for (labels, _pin), j in class_ids.items()}
+    class_reasons = {
+        class_key_from(labels_keys[j], matching.pinned[j], suite_id): reason
+        for (j, suite_id), reason in by_class.items()
+    }
+
+    return Plan(assignments=assignments, wait_reasons=wait_reasons, class_reasons=class_reasons)

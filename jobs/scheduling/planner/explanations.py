@@ -1,0 +1,261 @@
+"""Wait reasons: why each job a tick left queued still waits, worded once per class."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from jobs.scheduling.planner.matching import Matching, bit_indexes
+from jobs.scheduling.planner.types import HostState, JobState, SuiteState, WaitReason
+
+
+def _blocker(host: HostState) -> str | None:
+    """Return why a host cannot take work now, the most lasting cause first; None if it can."""
+    if host.locked:
+        return "locked"
+    if host.worker_paused:
+        return "paused"
+    if host.worker_offline:
+        return "offline"
+    if not host.ready:
+        return "not_ready"
+    if host.leased:
+        return "busy" if host.lease_priority is not None else "reserved"
+    return None
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _names(labels: Iterable[str]) -> str:
+    return ", ".join(sorted(labels))
+
+
+@dataclass(slots=True)
+class _Tally:
+    """Hosts counted by what keeps them from taking work."""
+
+    total: int = 0
+    counts: Counter[str] = field(default_factory=Counter)
+    max_priority: int | None = None  # highest priority among jobs running on busy hosts
+
+    def add(self, host: HostState) -> None:
+        self.total += 1
+        self.counts[_blocker(host) or "free"] += 1
+        if host.leased and host.lease_priority is not None:
+            self._see_priority(host.lease_priority)
+
+    def merge(self, other: _Tally) -> None:
+        self.total += other.total
+        self.counts.update(other.counts)
+        if other.max_priority is not None:
+            self._see_priority(other.max_priority)
+
+    def _see_priority(self, priority: int) -> None:
+        if self.max_priority is None or priority > self.max_priority:
+            self.max_priority = priority
+
+    def unavailable(self) -> str:
+        """Describe the unusable hosts, e.g. '2 busy (running priority ≤ 70), 1 locked'."""
+        parts = []
+        busy, reserved = self.counts["busy"], self.counts["reserved"]
+        if busy or reserved:
+            notes = []
+            if busy:
+                notes.append(f"running priority ≤ {self.max_priority}")
+            if reserved:
+                notes.append(f"{reserved} reserved manually")
+            parts.append(f"{busy + reserved} busy ({', '.join(notes)})")
+        for key, words in (
+            ("locked", "locked"),
+            ("paused", "on a paused worker"),
+            ("offline", "on an offline worker"),
+            ("not_ready", "not ready"),
+        ):
+            if self.counts[key]:
+                parts.append(f"{self.counts[key]} {words}")
+        return ", ".join(parts)
+
+    def details(self) -> dict[str, object]:
+        return {
+            "matching": self.total,
+            "free_at_start": self.counts["free"],
+            "busy": self.counts["busy"] + self.counts["reserved"],
+            "reserved": self.counts["reserved"],
+            "max_running_priority": self.max_priority,
+            "locked": self.counts["locked"],
+            "paused": self.counts["paused"],
+            "offline": self.counts["offline"],
+            "not_ready": self.counts["not_ready"],
+        }
+
+
+class Explainer:
+    """Word the wait reason of each class of waiting jobs, once per class."""
+
+    def __init__(
+        self,
+        hosts: Sequence[HostState],
+        matching: Matching,
+        suite_by_id: Mapping[int, SuiteState],
+        room: Mapping[int, int],
+    ) -> None:
+        self.matching = matching
+        self.suite_by_id = suite_by_id
+        self.room = room  # hosts each capped suite could still take after this tick
+        self.hosts_by_id = {host.id: host for host in hosts}
+        tallies: dict[frozenset[str], _Tally] = defaultdict(_Tally)
+        for host in hosts:
+            tallies[host.labels].add(host)
+        self.groups = list(tallies.items())
+        self.group_bits: dict[str, int] = defaultdict(int)  # label -> groups carrying it
+        for g, (labels, _tally) in enumerate(self.groups):
+            for label in labels:
+                self.group_bits[label] |= 1 << g
+        self.structural_of: dict[int, WaitReason | None] = {}  # per job class
+        self.availability_of: dict[int, WaitReason] = {}  # per job class
+        self.suite_full_of: dict[int, WaitReason] = {}  # per suite
+
+    def explain(self, job: JobState, j: int) -> WaitReason:
+        """Return the reason a job of class j still waits; equal for its whole class."""
+        # Order matters: a job no host could ever take says so first; then the suite cap, which
+        # blocks it whatever the hosts do; then the state of the matching hosts.
+        if j not in self.structural_of:
+            self.structural_of[j] = self.structural(job)
+        reason = self.structural_of[j]
+        if reason is not None:
+            return reason
+        suite_id = job.suite_id
+        if suite_id is not None and self.room.get(suite_id, 1) <= 0:
+            if suite_id not in self.suite_full_of:
+                self.suite_full_of[suite_id] = self.suite_full(self.suite_by_id[suite_id])
+            return self.suite_full_of[suite_id]
+        if j not in self.availability_of:
+            self.availability_of[j] = self.availability(job, j)
+        return self.availability_of[j]
+
+    def suite_full(self, suite: SuiteState) -> WaitReason:
+        # room = max_duts - held - leased this tick; the suite now holds the rest of its cap.
+        holds = (suite.max_duts or 0) - self.room[suite.id]
+        return WaitReason(
+            "suite_at_max_duts",
+            f"Suite {suite.name} holds {holds} of max {suite.max_duts} hosts",
+            {"suite": suite.name, "suite_id": suite.id, "held": holds, "max_duts": suite.max_duts},
+        )
+
+    def structural(self, job: JobState) -> WaitReason | None:
+        """Return the reason no host could ever take the job as it stands, if there is one."""
+        if job.pinned_host_id is not None:
+            host = self.hosts_by_id.get(job.pinned_host_id)
+            if host is None:
+                return WaitReason(
+                    "pinned_host_missing",
+                    f"Pinned host #{job.pinned_host_id} does not exist",
+                    {"host_id": job.pinned_host_id},
+                )
+            missing = sorted(job.labels - host.labels)
+            if missing:
+                return WaitReason(
+                    "pinned_host_lacks_labels",
+                    f"Pinned host {host.hostname} lacks "
+                    f"{'label' if len(missing) == 1 else 'labels'} {_names(missing)}",
+                    {"host": host.hostname, "missing_labels": missing},
+                )
+            return None
+        if self.tally(job.labels).total:
+            return None
+        missing = sorted(label for label in job.labels if label not in self.group_bits)
+        labels = sorted(job.labels)
+        if not labels:
+            message = "The lab has no hosts"
+        elif missing:
+            message = f"No host has {'label' if len(missing) == 1 else 'labels'} {_names(missing)}"
+        else:
+            message = f"No host has all of {_names(labels)} together"
+        return WaitReason(
+            "no_matching_host", message, {"labels": labels, "missing_labels": missing}
+        )
+
+    def tally(self, labels: frozenset[str]) -> _Tally:
+        """Count every host (usable or not) carrying all the labels, by state."""
+        bits = (1 << len(self.groups)) - 1
+        for label in labels:
+            bits &= self.group_bits.get(label, 0)
+        total = _Tally()
+        for g in bit_indexes(bits):
+            total.merge(self.groups[g][1])
+        return total
+
+    def availability(self, job: JobState, j: int) -> WaitReason:
+        """Return why hosts that could take the job did not (busy, locked, ... or outranked)."""
+        if job.pinned_host_id is not None:
+            return self._pinned(self.hosts_by_id[job.pinned_host_id])
+        tally = self.tally(job.labels)
+        if not tally.counts["free"]:
+            return WaitReason(
+                "hosts_unavailable",
+                f"{_plural(tally.total, 'matching host')}: {tally.unavailable()}",
+                tally.details(),
+            )
+        # Work conservation: every free matching host was leased this tick, to jobs ahead.
+        went = sum(self.matching.used[c] for c in bit_indexes(self.matching.eligible[j]))
+        message = (
+            f"Outranked: {_plural(went, 'matching host')} went to "
+            f"{_plural(went, 'job')} ahead of it this tick"
+        )
+        others = tally.total - tally.counts["free"]
+        if others:
+            message += f"; {_plural(others, 'other')}: {tally.unavailable()}"
+        return WaitReason("outranked", message, {**tally.details(), "outranked_by": went})
+
+    def _pinned(self, host: HostState) -> WaitReason:
+        name = host.hostname
+        blocker = _blocker(host)
+        details: dict[str, object] = {"host": name}
+        if blocker is None:
+            return WaitReason(
+                "outranked",
+                f"Outranked: pinned host {name} went to a job ahead of it this tick",
+                {**details, "outranked_by": 1},
+            )
+        if blocker == "locked":
+            why = f": {host.lock_reason}" if host.lock_reason else ""
+            return WaitReason(
+                "pinned_host_locked",
+                f"Pinned host {name} is locked{why}",
+                {**details, "lock_reason": host.lock_reason},
+            )
+        if blocker in ("busy", "reserved"):
+            note = (
+                f"running priority {host.lease_priority}"
+                if blocker == "busy"
+                else "reserved manually"
+            )
+            return WaitReason(
+                "pinned_host_busy",
+                f"Pinned host {name} is busy ({note})",
+                {**details, "running_priority": host.lease_priority},
+            )
+        words = {
+            "paused": "is on a paused worker",
+            "offline": "is on an offline worker",
+            "not_ready": "is not ready",
+        }
+        return WaitReason(f"pinned_host_{blocker}", f"Pinned host {name} {words[blocker]}", details)
+
+
+def explain_waits(
+    waiting: Iterable[JobState], job_class: Mapping[int, int], explainer: Explainer
+) -> tuple[dict[int, WaitReason], dict[tuple[int, int | None], WaitReason]]:
+    """Say why each waiting job waits; jobs of one class in one suite share one reason."""
+    by_class: dict[tuple[int, int | None], WaitReason] = {}
+    wait_reasons: dict[int, WaitReason] = {}
+    for job in waiting:
+        key = (job_class[job.id], job.suite_id)
+        reason = by_class.get(key)
+        if reason is None:
+            reason = by_class[key] = explainer.explain(job, key[0])
+        wait_reasons[job.id] = reason
+    return wait_reasons, by_class

@@ -1,0 +1,268 @@
+"""Class-level matching of jobs to free hosts, then the concrete host each leased job gets."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+
+from jobs.scheduling.planner.types import Assignment, HostState, JobState
+
+# --- bitsets over host classes ---------------------------------------------------------------
+
+
+def lowest_bit(bits: int) -> int:
+    """Return the index of the lowest set bit (bits must be non-zero)."""
+    return (bits & -bits).bit_length() - 1
+
+
+def bit_indexes(bits: int) -> Iterator[int]:
+    """Yield the indexes of the set bits, lowest first."""
+    while bits:
+        low = bits & -bits
+        yield low.bit_length() - 1
+        bits ^= low
+
+
+# --- class-level matching --------------------------------------------------------------------
+
+
+class Matching:
+    """Grow a matching of jobs to free hosts one job at a time (docs/scheduling.md#matching).
+
+    Hosts with one label set form a host class and jobs with one (labels, pinned host) form a
+    job class; a host class's hosts are interchangeable for every job, so the matching only
+    counts how many jobs of each job class sit in each host class. A pinned job also needs its
+    host not to be taken by another pinned job; inside its class the others can always make
+    room for it. Host classes are indexed by preference (fewer labels, then lowest hostname),
+    so the lowest set bit of a bitset of classes is the preferred one.
+    """
+
+    def __init__(self, free_hosts: Sequence[HostState], builds: set[str]) -> None:
+        groups: dict[frozenset[str], list[HostState]] = defaultdict(list)
+        for host in free_hosts:
+            groups[host.labels].append(host)
+        for members in groups.values():
+            members.sort(key=lambda host: host.hostname)
+        ranked = sorted(groups.values(), key=lambda m: (len(m[0].labels), m[0].hostname))
+        self.hosts: list[list[HostState]] = ranked  # per host class, by hostname
+        self.capacity = [len(members) for members in ranked]
+        self.used = [0] * len(ranked)
+        self.class_of_host = {h.id: c for c, members in enumerate(ranked) for h in members}
+        self.label_bits: dict[str, int] = defaultdict(int)
+        for c, members in enumerate(ranked):
+            for label in members[0].labels:
+                self.label_bits[label] |= 1 << c
+        self.all_bits = (1 << len(ranked)) - 1
+        self.open_bits = self.all_bits  # classes with a free host left
+        # Full classes from which no augmenting path can ever leave (see _augment).
+        self.dead_bits = 0
+        self.free = len(free_hosts)
+        self.occupants: list[dict[int, int]] = [{} for _ in ranked]  # job class -> jobs
+
+        self.eligible: list[int] = []  # per job class: bitset of host classes
+        self.pinned: list[int | None] = []
+        self.dead: list[bool] = []
+        self.pins_taken: set[int] = set()
+
+        # Build affinity at class level: hosts per (class, build) not yet promised to a job of
+        # that build. Augmenting moves do not update it (which job moves is not tracked), so it
+        # only guides the choice; the final assignment matches builds exactly within classes.
+        self.affine_left: dict[tuple[int, str], int] = {}
+        self.affine_bits: dict[str, int] = defaultdict(int)
+        for c, members in enumerate(ranked):
+            for build, n in Counter(h.current_build for h in members).items():
+                if build in builds:
+                    self.affine_left[c, build] = n
+                    self.affine_bits[build] |= 1 << c
+
+    def job_class(self, labels: frozenset[str], pinned_host_id: int | None) -> int:
+        """Register a job class and return its index."""
+        if pinned_host_id is None:
+            bits = self.all_bits
+            for label in labels:
+                bits &= self.label_bits.get(label, 0)
+        else:
+            c = self.class_of_host.get(pinned_host_id)
+            bits = 0 if c is None or not labels <= self.hosts[c][0].labels else 1 << c
+        self.eligible.append(bits)
+        self.pinned.append(pinned_host_id)
+        self.dead.append(not bits)
+        return len(self.eligible) - 1
+
+    def add(self, j: int, build: str) -> bool:
+        """Match one more job of class j, moving earlier jobs if needed; False if impossible."""
+        if self.dead[j]:
+            return False
+        pin = self.pinned[j]
+        if pin is not None and pin in self.pins_taken:
+            # Pins are never released within a tick.
+            self.dead[j] = True
+            return False
+        eligible = self.eligible[j] & ~self.dead_bits
+        open_ = eligible & self.open_bits
+        if open_:
+            affine = open_ & self.affine_bits.get(build, 0) if build else 0
+            start = lowest_bit(affine or open_)
+            self._fill(start)
+        else:
+            start = self._augment(eligible)
+            if start is None:
+                # The kept jobs plus this one cannot be matched. Kept jobs are never dropped, so
+                # every later job of this class meets a superset of them and fails too
+                # (dependent sets stay dependent in a matroid): skip them in O(1).
+                self.dead[j] = True
+                return False
+        self.occupants[start][j] = self.occupants[start].get(j, 0) + 1
+        if build and self.affine_left.get((start, build), 0) > 0:
+            self.affine_left[start, build] -= 1
+            if not self.affine_left[start, build]:
+                self.affine_bits[build] &= ~(1 << start)
+        if pin is not None:
+            self.pins_taken.add(pin)
+        return True
+
+    def _fill(self, c: int) -> None:
+        self.used[c] += 1
+        self.free -= 1
+        if self.used[c] == self.capacity[c]:
+            self.open_bits &= ~(1 << c)
+
+    def _augment(self, eligible: int) -> int | None:
+        """Find room in one of the (full) eligible classes by moving matched jobs along a path.
+
+        Breadth-first over host classes: from a full class, one of its jobs of class j can move
+        to any class eligible for j. Returns the class where the new job goes, or None.
+        """
+        if not eligible:
+            return None
+        parent: dict[int, tuple[int, int] | None] = dict.fromkeys(bit_indexes(eligible))
+        queue = list(parent)
+        visited = eligible
+        expanded: set[int] = set()  # a job class reaches the same classes from anywhere
+        for c in queue:
+            for j in self.occupants[c]:
+                if j in expanded:
+                    continue
+                expanded.add(j)
+                targets = self.eligible[j] & ~visited & ~self.dead_bits
+                if not targets:
+                    continue
+                open_ = targets & self.open_bits
+                if open_:
+                    end = lowest_bit(open_)
+                    parent[end] = (c, j)
+                    return self._shift(end, parent)
+                visited |= targets
+                for t in bit_indexes(targets):
+                    parent[t] = (c, j)
+                    queue.append(t)
+        # Every class reached is full and its jobs can only move among them. No future path
+        # can enter that set (entering means displacing a job that cannot leave), so it stays
+        # full and closed for the rest of the tick: later searches skip it.
+        self.dead_bits |= visited
+        return None
+
+    def _shift(self, end: int, parent: dict[int, tuple[int, int] | None]) -> int:
+        """Move one job along each edge of the path ending at open class `end`; return start."""
+        self._fill(end)
+        c = end
+        while (step := parent[c]) is not None:
+            src, j = step
+            occupants = self.occupants[src]
+            occupants[j] -= 1
+            if not occupants[j]:
+                del occupants[j]
+            self.occupants[c][j] = self.occupants[c].get(j, 0) + 1
+            c = src
+        return c
+
+
+def assign_hosts(
+    matching: Matching,
+    leased: Sequence[tuple[JobState, int, str]],
+    hosts_by_id: Mapping[int, HostState],
+) -> tuple[Assignment, ...]:
+    """Give each leased job a concrete host within the host classes the matching chose.
+
+    Pinned jobs take their host first; then each job whose suite has a build takes a host
+    already on that build (no re-provisioning); the rest take the lowest hostname. Jobs earlier
+    in the order choose first.
+    """
+    slots: dict[tuple[int, int], int] = {}  # (job class, host class) -> jobs to place there
+    slot_bits: dict[int, int] = defaultdict(int)
+    for c, occupants in enumerate(matching.occupants):
+        for j, n in occupants.items():
+            slots[j, c] = n
+            slot_bits[j] |= 1 << c
+    taken: set[int] = set()
+    host_of: dict[int, int] = {}
+
+    def take(job: JobState, j: int, c: int, host: HostState) -> None:
+        slots[j, c] -= 1
+        if not slots[j, c]:
+            slot_bits[j] &= ~(1 << c)
+        taken.add(host.id)
+        host_of[job.id] = host.id
+
+    for job, j, _build in leased:
+        pin = job.pinned_host_id
+        if pin is not None:
+            take(job, j, matching.class_of_host[pin], hosts_by_id[pin])
+
+    _place_on_builds(matching, leased, slot_bits, taken, host_of, take)
+
+    cursor = [0] * len(matching.hosts)
+    for job, j, _build in leased:
+        if job.id in host_of:
+            continue
+        c = lowest_bit(slot_bits[j])
+        members = matching.hosts[c]
+        while members[cursor[c]].id in taken:
+            cursor[c] += 1
+        take(job, j, c, members[cursor[c]])
+    return tuple(Assignment(job.id, host_of[job.id]) for job, _j, _b in leased)
+
+
+def _place_on_builds(
+    matching: Matching,
+    leased: Sequence[tuple[JobState, int, str]],
+    slot_bits: Mapping[int, int],
+    taken: set[int],
+    host_of: Mapping[int, int],
+    take: Callable[[JobState, int, int, HostState], None],
+) -> None:
+    """Give each unplaced job whose suite has a build a free host already on that build."""
+    pools: dict[tuple[int, str], list[HostState]] = {}  # by hostname, descending: pop() lowest
+    pool_bits: dict[str, int] = defaultdict(int)
+    for c, build in matching.affine_left:
+        pools[c, build] = [h for h in reversed(matching.hosts[c]) if h.current_build == build]
+        pool_bits[build] |= 1 << c
+    for job, j, build in leased:
+        if job.id in host_of or not build:
+            continue
+        candidates = slot_bits[j] & pool_bits.get(build, 0)
+        while candidates:
+            c = lowest_bit(candidates)
+            pool = pools[c, build]
+            while pool and pool[-1].id in taken:
+                pool.pop()
+            if pool:
+                take(job, j, c, pool.pop())
+                break
+            pool_bits[build] &= ~(1 << c)
+            candidates &= ~(1 << c)
+
+
+def job_classes(
+    jobs: Iterable[JobState], matching: Matching
+) -> tuple[dict[tuple[frozenset[str], int | None], int], dict[int, int]]:
+    """Give jobs that need the same hosts (labels and pin) one job class of the matching."""
+    class_ids: dict[tuple[frozenset[str], int | None], int] = {}
+    job_class: dict[int, int] = {}
+    for job in jobs:
+        key = (job.labels, job.pinned_host_id)
+        j = class_ids.get(key)
+        if j is None:
+            j = class_ids[key] = matching.job_class(*key)
+        job_class[job.id] = j
+    return class_ids, job_class

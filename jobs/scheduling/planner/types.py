@@ -1,0 +1,100 @@
+"""The planner's plain values: hosts, jobs and suites in; assignments and wait reasons out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+@dataclass(frozen=True, slots=True)
+class HostState:
+    """One host as the tick sees it: labels, build and why (if at all) it cannot take work."""
+
+    id: int
+    hostname: str
+    labels: frozenset[str]
+    current_build: str = ""
+    ready: bool = True  # status == ready
+    locked: bool = False
+    worker_paused: bool = False
+    worker_offline: bool = False
+    leased: bool = False  # holds an active lease (job or manual reservation)
+    lease_priority: int | None = None  # priority of the job holding it; None if free or reserved
+    lock_reason: str = ""  # shown in a pinned job's wait reason
+
+    @property
+    def schedulable(self) -> bool:
+        return host_is_schedulable(
+            ready=self.ready,
+            locked=self.locked,
+            leased=self.leased,
+            worker_paused=self.worker_paused,
+            worker_offline=self.worker_offline,
+        )
+
+
+def host_is_schedulable(
+    *, ready: bool, locked: bool, leased: bool, worker_paused: bool, worker_offline: bool
+) -> bool:
+    """Whether a host may take a lease: ready, unlocked, unleased, its worker (if any) up.
+
+    The rule itself, on plain facts. The snapshot and the API read the facts from the
+    database and ask this function; `Host.objects.schedulable(now)` (hosts/querysets.py) is
+    its SQL twin for counts and filters, held to the same cases by tests/hosts/test_querysets.py.
+    A host with no worker is neither paused nor offline.
+    """
+    return ready and not locked and not leased and not worker_paused and not worker_offline
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteState:
+    """One suite with queued jobs: its ordering keys, quota, cap and hosts already held."""
+
+    id: int
+    name: str
+    priority: int
+    created_at: datetime
+    min_duts: int = 0
+    max_duts: int | None = None
+    held: int = 0  # hosts its jobs hold through active leases right now
+    build: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class JobState:
+    """One queued job: what it needs and where it stands in the order."""
+
+    id: int
+    name: str
+    suite_id: int | None
+    priority: int
+    submitted_at: datetime  # the suite's created_at, or the job's own for a standalone job
+    labels: frozenset[str] = frozenset()
+    pinned_host_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WaitReason:
+    """Why a job is still queued after a tick: a stable code, plain words and the numbers."""
+
+    code: str
+    message: str
+    details: Mapping[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    job_id: int
+    host_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What one tick decided."""
+
+    assignments: tuple[Assignment, ...]
+    wait_reasons: Mapping[int, WaitReason]  # job id -> reason, for every job left queued
+    # class_key(job) -> reason, one entry per class of identical waiting jobs; what a tick at
+    # 100,000 queued jobs stores instead of rewriting every job (docs/scheduling.md#wait-reasons).
+    class_reasons: Mapping[str, WaitReason] = field(default_factory=dict)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shlex
 import signal
 from collections.abc import Sequence
 from typing import Any
@@ -42,14 +43,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--host-broken-exit-code",
         type=int,
         default=None,
-        help="exit status by which the command reports the host broken (→ needs_repair)",
+        help="exit status by which a test reports the host broken (→ needs_repair)",
     )
     parser.add_argument("--output-tail", type=int, default=4000, help="characters of output kept")
+    parser.add_argument(
+        "--verify-cmd",
+        default=env("SCHEDSITE_VERIFY_CMD"),
+        metavar="CMD",
+        help="shell-style command run for verify jobs (env SCHEDSITE_VERIFY_CMD)",
+    )
+    parser.add_argument(
+        "--repair-cmd",
+        default=env("SCHEDSITE_REPAIR_CMD"),
+        metavar="CMD",
+        help="shell-style command run for repair jobs (env SCHEDSITE_REPAIR_CMD)",
+    )
     parser.add_argument("command", nargs="+", help="-- COMMAND [ARGS]: run once per job")
 
 
-def run_from_options(options: dict[str, Any]) -> int:
-    """Build a runner from parsed options, stop it gracefully on SIGTERM/SIGINT, run it."""
+def split_command(option: str, value: str | None) -> list[str]:
+    """A shell-style option value as an argument list; none or blank: no command."""
+    try:
+        return shlex.split(value or "")
+    except ValueError as exc:  # an unclosed quote
+        raise SystemExit(f"run_worker: {option} {value!r}: {exc}") from exc
+
+
+def config_from_options(options: dict[str, Any]) -> RunnerConfig:
+    """The runner's configuration from parsed options; SystemExit names what is wrong."""
     if not options.get("api") or not options.get("token"):
         raise SystemExit(
             "run_worker: --api and --token (or SCHEDSITE_API/SCHEDSITE_TOKEN) are needed"
@@ -59,9 +80,11 @@ def run_from_options(options: dict[str, Any]) -> int:
         command = command[1:]
     if not command:
         raise SystemExit("run_worker: give the command to run after --")
-    config = RunnerConfig(
+    return RunnerConfig(
         worker=options["worker"],
         command=command,
+        verify_command=split_command("--verify-cmd", options.get("verify_cmd")),
+        repair_command=split_command("--repair-cmd", options.get("repair_cmd")),
         api_url=options["api"],
         concurrency=max(1, int(options["concurrency"])),
         poll=max(0.05, float(options["poll"])),
@@ -70,6 +93,11 @@ def run_from_options(options: dict[str, Any]) -> int:
         output_tail=max(200, int(options["output_tail"])),
         host_broken_exit_code=options.get("host_broken_exit_code"),
     )
+
+
+def run_from_options(options: dict[str, Any]) -> int:
+    """Build a runner from parsed options, stop it gracefully on SIGTERM/SIGINT, run it."""
+    config = config_from_options(options)
     runner = Runner(Api(options["api"], options["token"], retries=int(options["retries"])), config)
 
     def on_signal(signum: int, _frame: object) -> None:

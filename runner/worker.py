@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import signal
 import subprocess
 import threading
@@ -17,6 +18,11 @@ log = logging.getLogger("schedsite.runner")
 
 # Environment variables a test command must not see: the runner's credentials.
 SECRET_ENV = ("SCHEDSITE_TOKEN",)
+# What a job is for: a tester's test, or a maintenance job (check or repair its host).
+TEST, VERIFY, REPAIR = "test", "verify", "repair"
+# The option that gives the command for each maintenance kind; `--` COMMAND runs tests.
+MAINTENANCE_OPTIONS = {VERIFY: "--verify-cmd", REPAIR: "--repair-cmd"}
+HAND_BACK_REASON = "runner stopping: handed back before start"
 
 
 @dataclass
@@ -26,6 +32,8 @@ class RunnerConfig:
     worker: str
     command: Sequence[str]
     api_url: str = ""
+    verify_command: Sequence[str] = ()  # runs verify jobs; none: they fail with a message
+    repair_command: Sequence[str] = ()  # runs repair jobs; likewise
     concurrency: int = 4
     poll: float = 2.0  # seconds between looks at the worker's leases
     grace: float = 60.0  # seconds running jobs get to finish after SIGTERM
@@ -33,6 +41,17 @@ class RunnerConfig:
     output_tail: int = 4000  # characters of output sent as the job's message
     host_broken_exit_code: int | None = None  # the command's way to say "the DUT is broken"
     kill_timeout: float = 5.0  # seconds between SIGTERM and SIGKILL for a command
+
+    def command_for(self, kind: str) -> Sequence[str]:
+        """The command that runs a job of this kind; empty when this runner has none."""
+        return {TEST: self.command, VERIFY: self.verify_command, REPAIR: self.repair_command}.get(
+            kind, ()
+        )
+
+
+def job_kind(lease: dict) -> str:
+    """The kind of a lease's job; a server that predates maintenance jobs sends none: a test."""
+    return lease.get("kind") or lease["job"].get("kind") or TEST
 
 
 class Runner:
@@ -49,18 +68,23 @@ class Runner:
         self.lease_ttl = 600.0
         self.offline_timeout = 120.0
         self._last_worker_beat = 0.0
-        self.results: dict[str, int] = {"passed": 0, "failed": 0, "aborted": 0, "lost": 0}
+        outcomes = ("passed", "failed", "aborted", "lost", "handed_back")
+        self.results: dict[str, int] = dict.fromkeys(outcomes, 0)
+        self._warned_kinds: set[str] = set()
+        self._warned_lock = threading.Lock()
 
     # --- the loop ---------------------------------------------------------------------------
 
     def run(self) -> int:
         """Work until asked to stop; return the process exit status."""
         log.info(
-            "runner for worker %s at %s: concurrency %d, command %s",
+            "runner for worker %s at %s: concurrency %d, command %s, verify %s, repair %s",
             self.config.worker,
             self.api.base_url,
             self.config.concurrency,
-            " ".join(self.config.command),
+            shlex.join(self.config.command),
+            shlex.join(self.config.verify_command) or "none",
+            shlex.join(self.config.repair_command) or "none",
         )
         while not self.stopping.is_set():
             try:
@@ -98,11 +122,12 @@ class Runner:
         self.killing.set()
 
     def shutdown(self) -> None:
-        """Abort leases not yet started, wait out the grace period, then kill what still runs."""
+        """Hand back leases not yet started, wait out the grace period, then kill what runs."""
         self._reap()
         for lease in self._unstarted_leases():
-            if self.abort_job(lease, "runner stopped before starting the job"):
-                self.results["aborted"] += 1
+            outcome = self.hand_back(lease)
+            if outcome:
+                self.results[outcome] += 1
         self.waiting.clear()
         if self.runs:
             log.info(
@@ -199,7 +224,13 @@ class Runner:
                 log.info("lease %s: not started: %s", lease["id"], exc)
                 return
             raise
-        log.info("job %s (%s) started on %s", job["id"], job["name"], lease["host"]["hostname"])
+        log.info(
+            "%s job %s (%s) started on %s",
+            job_kind(lease),
+            job["id"],
+            job["name"],
+            lease["host"]["hostname"],
+        )
         run = JobRun(self, lease)
         self.runs[lease["id"]] = run
         run.start()
@@ -216,6 +247,49 @@ class Runner:
                 if exc.status != 409:
                     raise
                 self.waiting.pop(lease_id, None)
+
+    def hand_back(self, lease: dict) -> str | None:
+        """Return a lease whose job nobody started; the job is queued again, using no retry.
+
+        Returns the outcome to count: "handed_back", "aborted" when the server refused the
+        hand-back and the job was aborted instead, or None when the lease had already ended.
+        """
+        try:
+            self.api.call(
+                "POST",
+                f"leases/{lease['id']}/release/",
+                {"requeue": True, "reason": HAND_BACK_REASON},
+            )
+        except ApiError as exc:
+            if exc.status == 409:  # released, expired or aborted meanwhile: nothing to give up
+                log.info("lease %s: already gone, nothing to hand back: %s", lease["id"], exc)
+                return None
+            # A server that does not let runners release (403) still lets them abort.
+            log.warning("lease %s: could not hand back, aborting its job: %s", lease["id"], exc)
+            aborted = self.abort_job(lease, "runner stopped before starting the job")
+            return "aborted" if aborted else None
+        log.info("lease %s: job %s handed back to the queue", lease["id"], lease["job"]["id"])
+        return "handed_back"
+
+    def missing_command(self, kind: str) -> str:
+        """The message failing a job this runner has no command for; logs it once per kind."""
+        option = MAINTENANCE_OPTIONS.get(kind)
+        if option:
+            message = (
+                f"runner on worker {self.config.worker} has no {option}: it cannot {kind} hosts; "
+                f"start the runner with {option}"
+            )
+        else:
+            message = (
+                f"runner on worker {self.config.worker} does not know jobs of kind {kind!r}: "
+                "upgrade the runner"
+            )
+        with self._warned_lock:
+            first = kind not in self._warned_kinds
+            self._warned_kinds.add(kind)
+        if first:
+            log.warning("%s (failing such jobs)", message)
+        return message
 
     def abort_job(self, lease: dict, reason: str) -> bool:
         """Give up a job this worker holds; False if the API refused (it ended already)."""
@@ -237,6 +311,8 @@ class JobRun(threading.Thread):
         self.runner = runner
         self.lease = lease
         self.job = lease["job"]
+        self.kind = job_kind(lease)
+        self.command = list(runner.config.command_for(self.kind))
         self.outcome = "lost"
         self._tail: list[str] = []
         self._tail_len = 0
@@ -251,14 +327,16 @@ class JobRun(threading.Thread):
                 "SCHEDSITE_WORKER": self.runner.config.worker,
                 "SCHEDSITE_LEASE_ID": str(self.lease["id"]),
                 "SCHEDSITE_HOST": host["hostname"],
-                "SCHEDSITE_HOST_LABELS": ",".join(host["labels"]),
+                "SCHEDSITE_HOST_LABELS": ",".join(host.get("labels") or ()),
                 "SCHEDSITE_HOST_BUILD": host.get("current_build") or "",
                 "SCHEDSITE_JOB_ID": str(job["id"]),
+                "SCHEDSITE_JOB_KIND": self.kind,
                 "SCHEDSITE_JOB_NAME": job["name"],
-                "SCHEDSITE_JOB_LABELS": ",".join(job["labels"]),
+                "SCHEDSITE_JOB_LABELS": ",".join(job.get("labels") or ()),
                 "SCHEDSITE_JOB_ATTEMPT": str(job["attempts"]),
                 "SCHEDSITE_JOB_TIMEOUT": str(job["timeout"]),
-                "SCHEDSITE_SUITE_ID": str(job["suite"] or ""),
+                # Maintenance jobs belong to no suite: null, or absent from older answers.
+                "SCHEDSITE_SUITE_ID": str(job.get("suite") or ""),
                 "SCHEDSITE_SUITE": job.get("suite_name") or "",
                 "SCHEDSITE_BUILD": job.get("build") or "",
             }
@@ -272,10 +350,14 @@ class JobRun(threading.Thread):
             log.exception("lease %s: runner error", self.lease["id"])
 
     def _run(self) -> None:
-        config = self.runner.config
+        if not self.command:
+            # Failing at once, rather than leaving the lease to expire, tells the host's
+            # events and the staff which option this runner lacks.
+            self._complete("failed", self.runner.missing_command(self.kind), host_ok=True)
+            return
         try:
             proc = subprocess.Popen(
-                list(config.command),
+                self.command,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -283,7 +365,7 @@ class JobRun(threading.Thread):
                 start_new_session=True,  # its own process group: a kill reaches its children
             )
         except OSError as exc:
-            self._complete("failed", f"could not run {config.command[0]}: {exc}", host_ok=True)
+            self._complete("failed", f"could not run {self.command[0]}: {exc}", host_ok=True)
             return
         reader = threading.Thread(target=self._read, args=(proc,), daemon=True)
         reader.start()
@@ -321,7 +403,13 @@ class JobRun(threading.Thread):
             self._complete("failed", f"{output}\n[{stop_reason}]".lstrip(), host_ok=True)
             return
         result = "passed" if status == 0 else "failed"
-        host_ok = config.host_broken_exit_code is None or status != config.host_broken_exit_code
+        # A maintenance job's result is itself the verdict on the host; only a test can say
+        # "the DUT is broken" besides its own result.
+        host_ok = (
+            self.kind != TEST
+            or config.host_broken_exit_code is None
+            or status != config.host_broken_exit_code
+        )
         self._complete(result, f"{output}\n[exit status {status}]".lstrip(), host_ok=host_ok)
 
     def _read(self, proc: subprocess.Popen) -> None:

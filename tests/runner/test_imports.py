@@ -51,3 +51,4 @@ def test_python_dash_m_runner_starts_the_runner():
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage: python -m runner")
     assert "--worker WORKER" in done.stdout and "--host-broken-exit-code" in done.stdout
+    assert "--verify-cmd CMD" in done.stdout and "--repair-cmd CMD" in done.stdout

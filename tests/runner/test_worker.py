@@ -1,10 +1,13 @@
-"""Running one job: exit status, lost leases, timeouts, the command's environment."""
+"""Running one job: exit status, lost leases, timeouts, the command's environment, job kinds,
+and the leases a stopping runner hands back."""
 
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from runner.client import ApiError
@@ -12,22 +15,38 @@ from runner.worker import JobRun, Runner, RunnerConfig
 
 
 class RecordingApi:
-    """A stand-in API: records calls; heartbeats answer `heartbeat_status`."""
+    """A stand-in API: records calls; heartbeats answer `heartbeat_status`, releases
+    `release_status`; the worker's leases are `leases`."""
 
     base_url = "http://lab/api/"
 
-    def __init__(self, heartbeat_status: int = 200) -> None:
+    def __init__(
+        self, heartbeat_status: int = 200, release_status: int = 200, leases: Sequence[dict] = ()
+    ) -> None:
         self.calls: list[tuple[str, str, Any]] = []
         self.heartbeat_status = heartbeat_status
+        self.release_status = release_status
+        self.leases = list(leases)
 
     def call(self, method: str, path: str, body: dict | None = None) -> Any:
         self.calls.append((method, path, body))
         if "heartbeat" in path and self.heartbeat_status != 200:
             raise ApiError(self.heartbeat_status, {"detail": "gone"}, method, path)
+        if path.endswith("/release/") and self.release_status != 200:
+            raise ApiError(self.release_status, {"detail": "refused"}, method, path)
         return {}
 
+    def pages(self, path: str) -> list[dict]:
+        self.calls.append(("GET", path, None))
+        return self.leases
+
+    def posts(self, suffix: str) -> list[tuple[str, Any]]:
+        return [
+            (path, body) for m, path, body in self.calls if m == "POST" and path.endswith(suffix)
+        ]
+
     def completes(self) -> list[dict]:
-        return [body for _m, path, body in self.calls if path.endswith("/complete/")]
+        return [body for _path, body in self.posts("/complete/")]
 
 
 LEASE = {
@@ -47,9 +66,39 @@ LEASE = {
 }
 
 
-def run_job(command: list[str], fake: RecordingApi, *, timeout: int = 600, **config: Any) -> JobRun:
+# A maintenance job as the server sends it: pinned to its host, in no suite, no labels.
+REPAIR_LEASE = {
+    "id": 8,
+    "kind": "repair",
+    "host": {"hostname": "h1.lab", "labels": [], "current_build": ""},
+    "job": {
+        "id": 43,
+        "kind": "repair",
+        "name": "repair h1.lab",
+        "status": "leased",
+        "labels": [],
+        "attempts": 1,
+        "timeout": 600,
+        "suite": None,
+    },
+}
+PRINT_ENV = [sys.executable, "-c", "import os, json; print(json.dumps(dict(os.environ)))"]
+
+
+def maintenance_lease(kind: str) -> dict:
+    return {**REPAIR_LEASE, "kind": kind, "job": {**REPAIR_LEASE["job"], "kind": kind}}
+
+
+def run_job(
+    command: list[str],
+    fake: RecordingApi,
+    *,
+    timeout: int = 600,
+    lease: dict = LEASE,
+    **config: Any,
+) -> JobRun:
     runner = Runner(fake, RunnerConfig(worker="w1", command=command, **config))  # type: ignore[arg-type]
-    lease = {**LEASE, "job": {**LEASE["job"], "timeout": timeout}}
+    lease = {**lease, "job": {**lease["job"], "timeout": timeout}}
     run = JobRun(runner, lease)
     run.start()
     run.join(30)
@@ -88,9 +137,10 @@ def test_a_chosen_exit_status_reports_the_host_broken():
 def test_the_command_sees_its_job_but_not_the_runners_token(monkeypatch):
     monkeypatch.setenv("SCHEDSITE_TOKEN", "secret-token")
     fake = RecordingApi()
-    run_job([sys.executable, "-c", "import os, json; print(json.dumps(dict(os.environ)))"], fake)
+    run_job(PRINT_ENV, fake)
     env = json.loads(fake.completes()[0]["message"].split("\n")[0])
     assert env["SCHEDSITE_HOST"] == "h1.lab" and env["SCHEDSITE_JOB_ID"] == "42"
+    assert env["SCHEDSITE_JOB_KIND"] == "test"  # a server that sends no kind sends tests
     assert env["SCHEDSITE_HOST_LABELS"] == "board:eve,pool:cq"
     assert (env["SCHEDSITE_SUITE"], env["SCHEDSITE_BUILD"]) == ("bvt", "R2")
     assert "SCHEDSITE_TOKEN" not in env
@@ -116,3 +166,122 @@ def test_a_command_that_cannot_start_fails_the_job():
     run_job(["/nonexistent/test-binary"], fake)
     (body,) = fake.completes()
     assert body["result"] == "failed" and "could not run" in body["message"]
+
+
+# --- maintenance jobs -------------------------------------------------------------------------
+
+
+def test_a_verify_job_runs_the_verify_command_and_tells_it_its_kind():
+    fake = RecordingApi()
+    run_job(["false"], fake, lease=maintenance_lease("verify"), verify_command=PRINT_ENV)
+    (body,) = fake.completes()
+    assert body["result"] == "passed" and body["host_ok"] is True
+    env = json.loads(body["message"].split("\n")[0])
+    assert env["SCHEDSITE_JOB_KIND"] == "verify" and env["SCHEDSITE_JOB_ID"] == "43"
+    # No suite, no build, no labels: empty values, not a crash.
+    assert env["SCHEDSITE_SUITE_ID"] == env["SCHEDSITE_SUITE"] == env["SCHEDSITE_BUILD"] == ""
+    assert env["SCHEDSITE_JOB_LABELS"] == env["SCHEDSITE_HOST_LABELS"] == ""
+
+
+def test_a_repair_job_runs_the_repair_command_not_the_test_or_verify_command():
+    fake = RecordingApi()
+    run_job(
+        ["sh", "-c", "echo test; exit 1"],
+        fake,
+        lease=REPAIR_LEASE,
+        verify_command=["sh", "-c", "echo verify; exit 1"],
+        repair_command=["sh", "-c", 'echo "repairing $SCHEDSITE_HOST as $SCHEDSITE_JOB_KIND"'],
+    )
+    (body,) = fake.completes()
+    assert body["result"] == "passed"
+    assert body["message"] == "repairing h1.lab as repair\n\n[exit status 0]"
+
+
+def test_a_maintenance_job_without_its_command_fails_at_once_naming_the_option(tmp_path, caplog):
+    marker = tmp_path / "test-command-ran"
+    fake = RecordingApi()
+    runner = Runner(fake, RunnerConfig(worker="rack-7", command=["touch", str(marker)]))  # type: ignore[arg-type]
+    with caplog.at_level(logging.WARNING, logger="schedsite.runner"):
+        for lease_id in (8, 9):  # two repairs: each fails, the log warns once
+            run = JobRun(runner, {**REPAIR_LEASE, "id": lease_id})
+            run.start()
+            run.join(30)
+            assert run.outcome == "failed"
+
+    message = (
+        "runner on worker rack-7 has no --repair-cmd: it cannot repair hosts; "
+        "start the runner with --repair-cmd"
+    )
+    assert fake.completes() == [
+        {"lease": 8, "result": "failed", "message": message, "host_ok": True},
+        {"lease": 9, "result": "failed", "message": message, "host_ok": True},
+    ]
+    assert not marker.exists()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "--repair-cmd" in warnings[0]
+
+
+def test_a_job_of_a_kind_the_runner_does_not_know_fails_instead_of_running_the_test(tmp_path):
+    marker = tmp_path / "test-command-ran"
+    fake = RecordingApi()
+    run_job(["touch", str(marker)], fake, lease=maintenance_lease("flash"))
+    (body,) = fake.completes()
+    assert body["result"] == "failed" and "does not know jobs of kind 'flash'" in body["message"]
+    assert not marker.exists()
+
+
+def test_the_host_broken_exit_code_applies_to_tests_only():
+    fake = RecordingApi()
+    broken = ["sh", "-c", "exit 3"]
+    for kind in ("verify", "repair"):
+        run_job(
+            broken,
+            fake,
+            lease=maintenance_lease(kind),
+            verify_command=broken,
+            repair_command=broken,
+            host_broken_exit_code=3,
+        )
+    assert [(b["result"], b["host_ok"]) for b in fake.completes()] == [("failed", True)] * 2
+
+
+# --- stopping ---------------------------------------------------------------------------------
+
+
+def stop_runner(fake: RecordingApi) -> Runner:
+    runner = Runner(fake, RunnerConfig(worker="w1", command=["true"], grace=0))  # type: ignore[arg-type]
+    runner.stop()
+    runner.shutdown()
+    return runner
+
+
+def test_a_stopping_runner_hands_back_the_leases_it_has_not_started():
+    running = {**LEASE, "id": 6, "job": {**LEASE["job"], "id": 41, "status": "running"}}
+    fake = RecordingApi(leases=[LEASE, REPAIR_LEASE, running])
+    runner = stop_runner(fake)
+
+    reason = "runner stopping: handed back before start"
+    assert fake.posts("/release/") == [
+        ("leases/7/release/", {"requeue": True, "reason": reason}),
+        ("leases/8/release/", {"requeue": True, "reason": reason}),
+    ]
+    assert fake.posts("/abort/") == []
+    assert (runner.results["handed_back"], runner.results["aborted"]) == (2, 0)
+
+
+def test_a_server_that_refuses_the_hand_back_gets_the_job_aborted_instead():
+    fake = RecordingApi(release_status=403, leases=[LEASE])
+    runner = stop_runner(fake)
+    assert [path for path, _body in fake.posts("/release/")] == ["leases/7/release/"]
+    assert fake.posts("/abort/") == [
+        ("jobs/42/abort/", {"reason": "runner stopped before starting the job"})
+    ]
+    assert (runner.results["handed_back"], runner.results["aborted"]) == (0, 1)
+
+
+def test_a_lease_gone_before_the_hand_back_is_left_alone():
+    fake = RecordingApi(release_status=409, leases=[LEASE])
+    runner = stop_runner(fake)
+    assert [path for path, _body in fake.posts("/release/")] == ["leases/7/release/"]
+    assert fake.posts("/abort/") == []
+    assert (runner.results["handed_back"], runner.results["aborted"]) == (0, 0)

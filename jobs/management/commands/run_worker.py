@@ -11,8 +11,9 @@ import runner
 
 class Command(BaseCommand):
     help = (
-        "Run COMMAND once for every job leased to the worker's hosts, over the REST API only "
-        "(no database access): heartbeat, start, complete passed/failed by exit status."
+        "Run COMMAND once for every test leased to the worker's hosts (--verify-cmd and "
+        "--repair-cmd for maintenance jobs), over the REST API only (no database access): "
+        "heartbeat, start, complete passed/failed by exit status."
     )
     # The runner runs on lab servers without the database: no checks that could touch it.
     requires_system_checks: list[str] = []

@@ -110,14 +110,20 @@ class Host(models.Model):
 class HostEvent(models.Model):
     """One entry of the audit trail: who did what to a host (or worker), and why."""
 
+    # SET_NULL, not CASCADE: the trail outlives the host or worker it is about, and `subject`
+    # still names it once the row is gone.
     host = models.ForeignKey(
-        Host, null=True, blank=True, on_delete=models.CASCADE, related_name="events"
+        Host, null=True, blank=True, on_delete=models.SET_NULL, related_name="events"
     )
     worker = models.ForeignKey(
-        Worker, null=True, blank=True, on_delete=models.CASCADE, related_name="events"
+        Worker, null=True, blank=True, on_delete=models.SET_NULL, related_name="events"
     )
+    subject = models.CharField(max_length=255, blank=True)  # the hostname or worker name then
     kind = models.CharField(max_length=20, choices=EventKind.choices)
     actor = models.CharField(max_length=150)  # a username, or "scheduler"
+    # The host's status before and after, on `status` events; blank on the others.
+    old_status = models.CharField(max_length=20, choices=HostStatus.choices, blank=True)
+    new_status = models.CharField(max_length=20, choices=HostStatus.choices, blank=True)
     message = models.TextField(blank=True)
     lease_id = models.BigIntegerField(null=True, blank=True)
     job_id = models.BigIntegerField(null=True, blank=True)
@@ -131,5 +137,4 @@ class HostEvent(models.Model):
         ]
 
     def __str__(self) -> str:
-        target = self.host or self.worker
-        return f"{target} {self.kind} by {self.actor}"
+        return f"{self.subject} {self.kind} by {self.actor}"

@@ -8,60 +8,21 @@ from datetime import datetime
 from typing import TypeVar
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
+from django.contrib.auth.models import AbstractBaseUser, Group
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from hosts import audit
+from hosts.audit import Actor, actor_user
 from hosts.choices import EventKind, HostStatus
-from hosts.models import Host, HostEvent, Label, Worker
+from hosts.models import Host, Label, Worker
 from hosts.validators import hostname_validator, label_validator, worker_name_validator
 from jobs.scheduling.triggers import request_tick
 from schedsite.errors import Conflict, InvalidInput, ServiceError
 from schedsite.roles import RUNNER_GROUP
 
-Actor = AbstractBaseUser | AnonymousUser | str | None
-SCHEDULER = "scheduler"
 HostOrWorker = TypeVar("HostOrWorker", Host, Worker)
-
-
-def actor_name(actor: Actor) -> str:
-    """Name the actor for the audit trail: a username, or a system actor's name."""
-    if actor is None:
-        return SCHEDULER
-    if isinstance(actor, str):
-        return actor
-    return actor.get_username() or "anonymous"
-
-
-def actor_user(actor: Actor) -> AbstractBaseUser | None:
-    if actor is None or isinstance(actor, str) or not actor.is_authenticated:
-        return None
-    return actor  # type: ignore[return-value]
-
-
-def event_record(
-    *,
-    kind: str,
-    actor: Actor,
-    message: str = "",
-    host: Host | None = None,
-    worker: Worker | None = None,
-    lease_id: int | None = None,
-    job_id: int | None = None,
-    at: datetime | None = None,
-) -> HostEvent:
-    """Write one audit-trail entry."""
-    return HostEvent.objects.create(
-        host=host,
-        worker=worker,
-        kind=kind,
-        actor=actor_name(actor),
-        message=message,
-        lease_id=lease_id,
-        job_id=job_id,
-        created_at=at or timezone.now(),
-    )
 
 
 def _validate(validator, value: str, field: str) -> None:  # noqa: ANN001
@@ -149,7 +110,7 @@ def _hold_set(hold: Hold, obj: HostOrWorker, *, by: Actor, reason: str) -> HostO
     )
     if not changed:
         raise Conflict(f"{hold.noun} {getattr(obj, hold.name)} is already {hold.set_word}")
-    event_record(kind=hold.set_kind, actor=by, message=reason, at=now, **{hold.noun: obj})
+    audit.record(hold.set_kind, actor=by, message=reason, at=now, **{hold.noun: obj})
     obj.refresh_from_db()
     return obj
 
@@ -162,7 +123,7 @@ def _hold_clear(hold: Hold, obj: HostOrWorker, *, by: Actor) -> HostOrWorker:
     )
     if not changed:
         raise Conflict(f"{hold.noun} {getattr(obj, hold.name)} is not {hold.set_word}")
-    event_record(kind=hold.clear_kind, actor=by, **{hold.noun: obj})
+    audit.record(hold.clear_kind, actor=by, **{hold.noun: obj})
     request_tick(f"{hold.noun} {hold.clear_word}")
     obj.refresh_from_db()
     return obj
@@ -194,7 +155,7 @@ def worker_create(*, name: str, by: Actor, paused: bool = False, reason: str = "
         paused_by=actor_user(by) if paused else None,
         paused_at=timezone.now() if paused else None,
     )
-    event_record(kind=EventKind.CREATED, actor=by, worker=worker, message=f"worker {name} added")
+    audit.record(EventKind.CREATED, actor=by, worker=worker, message=f"worker {name} added")
     return worker
 
 
@@ -216,8 +177,8 @@ def worker_heartbeat(*, worker: Worker, at: datetime | None = None) -> Worker:
     worker.last_seen = at
     if not was_online:
         with transaction.atomic():
-            event_record(
-                kind=EventKind.UPDATED,
+            audit.record(
+                EventKind.UPDATED,
                 actor=worker.name,
                 worker=worker,
                 message="worker online",
@@ -232,6 +193,9 @@ def worker_delete(*, worker: Worker, by: Actor) -> None:
     """Remove a worker that no longer drives any host."""
     if Host.objects.filter(worker=worker).exists():
         raise Conflict(f"worker {worker.name} still has hosts; move or delete them first")
+    audit.record(
+        EventKind.DELETED, actor=by, worker=worker, message=f"worker {worker.name} deleted"
+    )
     worker.delete()
 
 
@@ -266,8 +230,8 @@ def host_create(
         hostname=hostname, worker=worker, status=status, current_build=current_build[:200]
     )
     host.labels.set(labels_get_or_create(labels))
-    event_record(
-        kind=EventKind.CREATED,
+    audit.record(
+        EventKind.CREATED,
         actor=by,
         host=host,
         message=f"labels: {', '.join(host.label_names) or '(none)'}",
@@ -311,7 +275,7 @@ def host_update(
         host.current_build = current_build[:200]
     if changes:
         host.save()
-        event_record(kind=EventKind.UPDATED, actor=by, host=host, message="; ".join(changes))
+        audit.record(EventKind.UPDATED, actor=by, host=host, message="; ".join(changes))
     if status is not None and status != host.status:
         host = host_set_status(host=host, status=status, by=by)
     elif changes:
@@ -331,8 +295,9 @@ def host_set_status(*, host: Host, status: str, by: Actor, message: str = "") ->
     changed = Host.objects.filter(pk=host.pk, status=old).update(status=status)
     if not changed:
         raise Conflict(f"host {host.hostname} changed status concurrently; try again")
-    text = f"{old} → {status}" + (f": {message}" if message else "")
-    event_record(kind=EventKind.STATUS, actor=by, host=host, message=text)
+    audit.record(
+        EventKind.STATUS, actor=by, host=host, old_status=old, new_status=status, message=message
+    )
     host.status = status
     if status == HostStatus.READY:
         request_tick("host ready")
@@ -358,6 +323,7 @@ def host_delete(*, host: Host, by: Actor) -> None:
     if host.pinned_jobs.exists():
         raise Conflict(f"jobs are pinned to {host.hostname}; it cannot be deleted")
     host.leases.all().delete()
+    audit.record(EventKind.DELETED, actor=by, host=host, message=f"host {host.hostname} deleted")
     host.delete()
 
 
@@ -386,7 +352,7 @@ def worker_update(
         changes.append(f"runner {old} → {new}")
     if changes:
         worker.save()
-        event_record(kind=EventKind.UPDATED, actor=by, worker=worker, message="; ".join(changes))
+        audit.record(EventKind.UPDATED, actor=by, worker=worker, message="; ".join(changes))
     return worker
 
 

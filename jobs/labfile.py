@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from hosts import audit
 from hosts import services as hosts_services
 from hosts.choices import EventKind, HostStatus
 from hosts.models import Host, Label, Worker
@@ -452,8 +453,8 @@ def _start_running(job: Job, host: Host, *, actor: str, now: datetime) -> None:
     Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
         status=JobStatus.LEASED, attempts=1
     )
-    hosts_services.event_record(
-        kind=EventKind.LEASED,
+    audit.record(
+        EventKind.LEASED,
         actor=actor,
         host=host,
         lease_id=lease.pk,

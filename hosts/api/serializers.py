@@ -126,11 +126,14 @@ class WorkerHeartbeatSerializer(serializers.Serializer):
 class HostEventSerializer(serializers.ModelSerializer):
     host = serializers.SerializerMethodField()
     worker = serializers.SerializerMethodField()
+    # Blank on events that are not status changes; the schema has to say so.
+    old_status = serializers.ChoiceField(HostStatus.choices, allow_blank=True, read_only=True)
+    new_status = serializers.ChoiceField(HostStatus.choices, allow_blank=True, read_only=True)
 
     class Meta:
         model = HostEvent
         fields = ["id", "created_at", "kind", "actor", "message", "host", "worker"]
-        fields += ["lease_id", "job_id"]
+        fields += ["lease_id", "job_id", "subject", "old_status", "new_status"]
         read_only_fields = fields
 
     @extend_schema_field(serializers.CharField(allow_null=True))

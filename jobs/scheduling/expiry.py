@@ -6,6 +6,8 @@ from datetime import datetime
 
 from django.db.models import F
 
+from hosts import audit
+from hosts.audit import SCHEDULER
 from hosts.choices import EventKind, HostStatus
 from hosts.models import Host, HostEvent
 from jobs.choices import JobStatus, ReleaseReason
@@ -33,12 +35,12 @@ def lease_expire_overdue(*, now: datetime) -> int:
         job = lease.job
         if job is None:
             events.append(
-                HostEvent(
+                audit.entry(
+                    EventKind.EXPIRED,
+                    actor=SCHEDULER,
                     host=lease.host,
-                    kind=EventKind.EXPIRED,
-                    actor="scheduler",
                     lease_id=lease.pk,
-                    created_at=now,
+                    at=now,
                     message="reservation ended",
                 )
             )
@@ -51,13 +53,13 @@ def lease_expire_overdue(*, now: datetime) -> int:
             fail.append(job.pk)
             outcome = f"job {job.name} ended in error after {job.attempts} attempt(s)"
         events.append(
-            HostEvent(
+            audit.entry(
+                EventKind.EXPIRED,
+                actor=SCHEDULER,
                 host=lease.host,
-                kind=EventKind.EXPIRED,
-                actor="scheduler",
                 lease_id=lease.pk,
                 job_id=job.pk,
-                created_at=now,
+                at=now,
                 message=f"no heartbeat since {(lease.heartbeat_at or lease.acquired_at):%H:%M:%S}; "
                 f"{outcome}; host → needs_repair (state unknown)",
             )
@@ -78,7 +80,7 @@ def lease_expire_overdue(*, now: datetime) -> int:
     if broken:
         # The runner vanished mid-job, so nobody knows what state the host is in.
         Host.objects.filter(pk__in=broken).update(status=HostStatus.NEEDS_REPAIR)
-    HostEvent.objects.bulk_create(events)
+    audit.record_many(events)
     return len(overdue)
 
 
@@ -96,19 +98,19 @@ def job_timeout_overdue(*, now: datetime) -> int:
     Job.objects.filter(pk__in=ids, status=JobStatus.RUNNING).update(
         status=JobStatus.ABORTED, finished_at=now, message="timed out: ran longer than its timeout"
     )
-    leases = list(Lease.objects.active().filter(job_id__in=ids).select_related("job"))
+    leases = list(Lease.objects.active().filter(job_id__in=ids).select_related("host", "job"))
     Lease.objects.active().filter(pk__in=[lease.pk for lease in leases]).update(
         released_at=now, release_reason=ReleaseReason.TIMEOUT, released_by="scheduler"
     )
-    HostEvent.objects.bulk_create(
+    audit.record_many(
         [
-            HostEvent(
-                host_id=lease.host_id,
-                kind=EventKind.TIMED_OUT,
-                actor="scheduler",
+            audit.entry(
+                EventKind.TIMED_OUT,
+                actor=SCHEDULER,
+                host=lease.host,
                 lease_id=lease.pk,
                 job_id=lease.job_id,
-                created_at=now,
+                at=now,
                 message=f"job {lease.job.name} aborted after its timeout "
                 f"({lease.job.timeout}); host released",
             )

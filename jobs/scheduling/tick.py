@@ -14,6 +14,8 @@ from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import F, Subquery
 from django.utils import timezone
 
+from hosts import audit
+from hosts.audit import SCHEDULER
 from hosts.choices import EventKind
 from hosts.models import Host, HostEvent
 from jobs.choices import JobStatus
@@ -264,19 +266,20 @@ def _apply(
         suite_name = suites.get(job.suite_id) if job.suite_id else None
         made.append({"job": job.name, "job_id": job.id, "suite": suite_name, "host": host.hostname})
         events.append(
-            HostEvent(
+            audit.entry(
+                EventKind.LEASED,
+                actor=SCHEDULER,
                 host_id=host.id,
-                kind=EventKind.LEASED,
-                actor="scheduler",
+                subject=host.hostname,
                 lease_id=lease_of_host.get(host.id),
                 job_id=job.id,
-                created_at=now,
+                at=now,
                 message=f"leased to job {job.name}"
                 + (f" of suite {suite_name}" if suite_name else "")
                 + f" (priority {job.priority})",
             )
         )
-    _insert_events(events)
+    audit.record_many(events)
     return made
 
 
@@ -317,36 +320,6 @@ def _insert_leases(kept: Sequence[planner.Assignment], *, now: datetime) -> dict
     with connection.cursor() as cursor:
         cursor.execute(sql, [now, expires, [a.host_id for a in kept], [a.job_id for a in kept]])
         return dict(cursor.fetchall())
-
-
-def _insert_events(events: Sequence[HostEvent]) -> None:
-    """Write the scheduler's lease events in one statement."""
-    if connection.vendor != "postgresql" or not events:
-        HostEvent.objects.bulk_create(events)
-        return
-    # Same reason as _insert_leases: one statement with one array per column.
-    table = connection.ops.quote_name(HostEvent._meta.db_table)
-    columns = _columns(
-        HostEvent, "host", "kind", "actor", "lease_id", "job_id", "created_at", "message"
-    )
-    sql = (
-        f"INSERT INTO {table} ({columns}) "
-        "SELECT h, k, a, l, j, c, m FROM unnest(%s::bigint[], %s::text[], %s::text[], "
-        "%s::bigint[], %s::bigint[], %s::timestamptz[], %s::text[]) AS u(h, k, a, l, j, c, m)"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(
-            sql,
-            [
-                [e.host_id for e in events],
-                [e.kind for e in events],
-                [e.actor for e in events],
-                [e.lease_id for e in events],
-                [e.job_id for e in events],
-                [e.created_at for e in events],
-                [e.message for e in events],
-            ],
-        )
 
 
 def _reasons_by_class(result: planner.Plan) -> dict:

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from hosts import audit
+from hosts.audit import Actor, actor_name
 from hosts.choices import EventKind, HostStatus
 from hosts.models import Host
-from hosts.services import (
-    Actor,
-    actor_name,
-    event_record,
-)
 from jobs.models import Job, Lease
 from schedsite.errors import Conflict
 
@@ -36,10 +33,12 @@ def _host_needs_repair(host: Host, *, by: Actor, why: str, at: datetime) -> None
     old = Host.objects.filter(pk=host.pk).values_list("status", flat=True).first()
     if old and old != HostStatus.NEEDS_REPAIR:
         Host.objects.filter(pk=host.pk).update(status=HostStatus.NEEDS_REPAIR)
-        event_record(
-            kind=EventKind.STATUS,
+        audit.record(
+            EventKind.STATUS,
             actor=by,
             host=host,
             at=at,
-            message=f"{old} → needs_repair: {why}",
+            old_status=old,
+            new_status=HostStatus.NEEDS_REPAIR,
+            message=why,
         )

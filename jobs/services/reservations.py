@@ -8,14 +8,11 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from hosts import audit
+from hosts.audit import Actor, actor_user
 from hosts.choices import EventKind
 from hosts.models import Host
-from hosts.services import (
-    Actor,
-    actor_user,
-    event_record,
-    reason_clean,
-)
+from hosts.services import reason_clean
 from jobs.models import Lease
 from schedsite.errors import Conflict, InvalidInput
 
@@ -44,8 +41,8 @@ def lease_reserve(
             )
     except IntegrityError as exc:  # the unique constraint, if a lease slipped in anyway
         raise Conflict(f"host {host.hostname} is already leased") from exc
-    event_record(
-        kind=EventKind.RESERVED,
+    audit.record(
+        EventKind.RESERVED,
         actor=holder,
         host=host,
         lease_id=lease.pk,
@@ -82,8 +79,8 @@ def lease_extend(
     if not changed:
         raise Conflict(f"lease {lease.pk} is no longer active")
     lease.refresh_from_db()
-    event_record(
-        kind=EventKind.EXTENDED,
+    audit.record(
+        EventKind.EXTENDED,
         actor=by,
         host=lease.host,
         lease_id=lease.pk,

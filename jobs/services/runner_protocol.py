@@ -8,12 +8,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from hosts import audit
+from hosts.audit import Actor
 from hosts.choices import EventKind
 from hosts.models import Host, Worker
-from hosts.services import (
-    Actor,
-    event_record,
-)
 from jobs.choices import ACTIVE_JOB_STATUSES, JobStatus, ReleaseReason
 from jobs.models import Job, Lease
 from jobs.scheduling.triggers import request_tick
@@ -37,8 +35,8 @@ def job_start(*, job: Job, by: Actor, at: datetime | None = None) -> Job:
     Lease.objects.filter(pk=lease.pk).update(
         heartbeat_at=at, expires_at=at + timedelta(seconds=settings.LEASE_TTL)
     )
-    event_record(
-        kind=EventKind.STARTED,
+    audit.record(
+        EventKind.STARTED,
         actor=by,
         host=lease.host,
         lease_id=lease.pk,
@@ -93,8 +91,8 @@ def job_complete(
     if not changed:
         raise Conflict(f"job {job.pk} is no longer running")
     _release(lease, reason=ReleaseReason.COMPLETED, by=by, at=at)
-    event_record(
-        kind=EventKind.COMPLETED,
+    audit.record(
+        EventKind.COMPLETED,
         actor=by,
         host=lease.host,
         lease_id=lease.pk,

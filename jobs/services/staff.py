@@ -7,14 +7,10 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from hosts import audit
+from hosts.audit import Actor, actor_name
 from hosts.choices import EventKind
-from hosts.models import HostEvent
-from hosts.services import (
-    Actor,
-    actor_name,
-    event_record,
-    reason_clean,
-)
+from hosts.services import reason_clean
 from jobs.choices import ACTIVE_JOB_STATUSES, JobStatus, ReleaseReason
 from jobs.models import Job, Lease, Suite
 from jobs.scheduling.triggers import request_tick
@@ -48,8 +44,8 @@ def lease_release(
                 status=JobStatus.ABORTED, finished_at=at, message=f"aborted: {text}"
             )
             text = f"job {job.name} aborted: {text}"
-    event_record(
-        kind=EventKind.RELEASED,
+    audit.record(
+        EventKind.RELEASED,
         actor=by,
         host=lease.host,
         lease_id=lease.pk,
@@ -83,8 +79,8 @@ def job_abort(*, job: Job, by: Actor, reason: str = "", at: datetime | None = No
         lease = _active_lease_for(job)
     if lease is not None:
         _release(lease, reason=ReleaseReason.ABORTED, by=by, at=at)
-        event_record(
-            kind=EventKind.RELEASED,
+        audit.record(
+            EventKind.RELEASED,
             actor=by,
             host=lease.host,
             lease_id=lease.pk,
@@ -127,15 +123,15 @@ def suite_abort(*, suite: Suite, by: Actor, at: datetime | None = None) -> int:
         Lease.objects.filter(pk__in=[lease.pk for lease in leases]).update(
             released_at=at, release_reason=ReleaseReason.ABORTED, released_by=actor_name(by)
         )
-        HostEvent.objects.bulk_create(
+        audit.record_many(
             [
-                HostEvent(
+                audit.entry(
+                    EventKind.RELEASED,
+                    actor=by,
                     host=lease.host,
-                    kind=EventKind.RELEASED,
-                    actor=actor_name(by),
                     lease_id=lease.pk,
                     job_id=lease.job_id,
-                    created_at=at,
+                    at=at,
                     message=f"job {lease.job.name} aborted: {text}",
                 )
                 for lease in leases

@@ -10,12 +10,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from hosts.audit import Actor, actor_user
 from hosts.models import Host
-from hosts.services import (
-    Actor,
-    actor_user,
-    labels_validate,
-)
+from hosts.services import labels_validate
 from jobs import limits
 from jobs.models import Job, Suite, encode_labels
 from jobs.scheduling.triggers import request_tick

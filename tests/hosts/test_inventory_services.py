@@ -170,10 +170,11 @@ def test_an_update_with_a_status_writes_a_status_event_after_the_other_changes()
     services.host_update(host=host, by="sam", current_build="R2", status=HostStatus.REPAIRING)
     host.refresh_from_db()
     assert (host.current_build, host.status) == ("R2", HostStatus.REPAIRING)
-    kinds = list(HostEvent.objects.filter(host=host).order_by("pk").values_list("kind", "message"))
+    events = HostEvent.objects.filter(host=host).order_by("pk")
+    kinds = list(events.values_list("kind", "message", "old_status", "new_status"))
     assert kinds[1:] == [
-        (EventKind.UPDATED, "build R1 → R2"),
-        (EventKind.STATUS, "ready → repairing"),
+        (EventKind.UPDATED, "build R1 → R2", "", ""),
+        (EventKind.STATUS, "", HostStatus.READY, HostStatus.REPAIRING),
     ]
 
 
@@ -223,7 +224,7 @@ def test_each_status_move_is_audited_and_only_ready_asks_for_a_tick(
     assert ticks_enqueued(move, django_capture_on_commit_callbacks) == ticks
     assert Host.objects.get().status == new
     event = HostEvent.objects.get(kind=EventKind.STATUS)
-    assert (event.actor, event.message) == ("sam", f"{old} → {new}")
+    assert (event.actor, event.old_status, event.new_status) == ("sam", old, new)
 
 
 def test_setting_the_status_a_host_has_is_not_an_error_and_writes_nothing():

@@ -199,9 +199,8 @@ def test_reimporting_a_changed_lab_audits_each_change(tmp_path):
     assert not Worker.objects.get(name="w2").paused
     assert HostEvent.objects.filter(kind=EventKind.UNLOCKED, host__hostname="h2.lab").exists()
     assert HostEvent.objects.filter(kind=EventKind.RESUMED, worker__name="w2").exists()
-    assert HostEvent.objects.get(kind=EventKind.STATUS, host__hostname="h3.lab").message == (
-        "needs_repair → ready"
-    )
+    status = HostEvent.objects.get(kind=EventKind.STATUS, host__hostname="h3.lab")
+    assert (status.old_status, status.new_status) == ("needs_repair", "ready")
 
 
 def test_a_label_too_long_for_the_inventory_is_rejected_by_name(tmp_path):

@@ -120,7 +120,8 @@ def test_complete_with_a_broken_host_sends_it_to_needs_repair():
     host = Host.objects.get(hostname="h1")
     assert host.status == HostStatus.NEEDS_REPAIR
     status = HostEvent.objects.get(kind=EventKind.STATUS, host=host)
-    assert status.actor == RUNNER and status.message.startswith("ready → needs_repair: ")
+    assert (status.actor, status.old_status, status.new_status) == (RUNNER, "ready", "needs_repair")
+    assert status.message == "runner reported the host broken after job J1"
 
 
 def test_heartbeat_renews_the_lease_and_marks_the_worker_seen(settings):

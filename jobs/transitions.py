@@ -1,0 +1,285 @@
+"""The job, lease and host state machines as tables, and one compare-and-set function per move.
+
+Each table maps (from, to) to the movers allowed to make that move; docs/states.md is the same
+tables for people. A move updates only the rows still in a state the move starts from
+(`UPDATE … WHERE status IN (…)`), so a repeat or a race changes nothing; it writes the host's
+audit events and asks for a tick when it can free a host. Nothing else writes a job's or a
+host's status or releases a lease.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from django.db.models import Q, QuerySet
+from django.db.models.expressions import RawSQL
+from django.utils import timezone
+
+from hosts import audit
+from hosts.audit import Actor, actor_name
+from hosts.choices import EventKind, HostStatus
+from hosts.models import Host
+from jobs.choices import TERMINAL_JOB_STATUSES, JobStatus, ReleaseReason
+from jobs.models import Job, Lease
+from jobs.scheduling.triggers import request_tick
+from schedsite.errors import Conflict
+
+
+class Mover(StrEnum):
+    """The path a move comes through; who may take each path is docs/security.md#roles."""
+
+    SCHEDULER = "scheduler"  # the tick: leasing, lease expiry, job timeouts
+    RUNNER = "runner"  # the runner protocol: a worker's runner, or staff acting for it
+    OWNER = "owner"  # aborting a job or a suite: its owner, or staff
+    STAFF = "staff"  # staff's tools: a host's status, releasing a lease by hand
+    IMPORT = "import_lab"  # a lab file restoring a job it says is running
+
+
+Moves = Mapping[tuple[str, str], frozenset[Mover]]
+
+
+@dataclass(frozen=True)
+class Machine:
+    """One state machine: its states and which mover may make which move."""
+
+    name: str
+    states: tuple[str, ...]
+    moves: Moves
+
+    def allows(self, old: str, new: str, mover: Mover) -> bool:
+        return mover in self.moves.get((old, new), ())
+
+    def sources(self, new: str, mover: Mover) -> tuple[str, ...]:
+        """The states `mover` may move a row to `new` from; Conflict if there are none."""
+        found = tuple(old for old in self.states if self.allows(old, new, mover))
+        if not found:
+            raise Conflict(f"the {mover} may not move a {self.name} to {new}")
+        return found
+
+
+def _by(*movers: Mover) -> frozenset[Mover]:
+    return frozenset(movers)
+
+
+SCHEDULER, RUNNER, OWNER, STAFF = Mover.SCHEDULER, Mover.RUNNER, Mover.OWNER, Mover.STAFF
+IMPORT = Mover.IMPORT
+J = JobStatus
+JOB = Machine(
+    "job",
+    tuple(JobStatus.values),
+    {
+        (J.QUEUED, J.LEASED): _by(SCHEDULER, IMPORT),
+        (J.LEASED, J.RUNNING): _by(RUNNER),
+        (J.LEASED, J.PASSED): _by(RUNNER),
+        (J.LEASED, J.FAILED): _by(RUNNER),
+        (J.RUNNING, J.PASSED): _by(RUNNER),
+        (J.RUNNING, J.FAILED): _by(RUNNER),
+        # Requeued: released by hand, or its lease expired with retries left.
+        (J.LEASED, J.QUEUED): _by(STAFF, SCHEDULER),
+        (J.RUNNING, J.QUEUED): _by(STAFF, SCHEDULER),
+        # Its lease expired with no retries left.
+        (J.LEASED, J.ERROR): _by(SCHEDULER),
+        (J.RUNNING, J.ERROR): _by(SCHEDULER),
+        # Aborted; released by hand without requeue; or (running) past its timeout.
+        (J.QUEUED, J.ABORTED): _by(OWNER),
+        (J.LEASED, J.ABORTED): _by(OWNER, RUNNER, STAFF),
+        (J.RUNNING, J.ABORTED): _by(OWNER, RUNNER, STAFF, SCHEDULER),
+    },
+)
+
+# A lease is active, or released for one of the reasons; a released lease never moves again.
+ACTIVE = "active"
+R = ReleaseReason
+LEASE = Machine(
+    "lease",
+    (ACTIVE, *ReleaseReason.values),
+    {
+        (ACTIVE, R.COMPLETED): _by(RUNNER),
+        (ACTIVE, R.ABORTED): _by(OWNER, RUNNER),
+        (ACTIVE, R.RELEASED): _by(STAFF),
+        (ACTIVE, R.EXPIRED): _by(SCHEDULER),
+        (ACTIVE, R.TIMEOUT): _by(SCHEDULER),
+    },
+)
+
+# The event a release writes on the host's trail, by its reason.
+RELEASE_EVENTS = {
+    R.COMPLETED: EventKind.COMPLETED,
+    R.ABORTED: EventKind.RELEASED,
+    R.RELEASED: EventKind.RELEASED,
+    R.EXPIRED: EventKind.EXPIRED,
+    R.TIMEOUT: EventKind.TIMED_OUT,
+}
+
+# Staff move a host between any two statuses; the system only ever says a host needs repair:
+# a runner that found it broken, or the tick when its job's runner vanished.
+HOST = Machine(
+    "host",
+    tuple(HostStatus.values),
+    {
+        (old, new): _by(STAFF, RUNNER, SCHEDULER) if new == HostStatus.NEEDS_REPAIR else _by(STAFF)
+        for old in HostStatus.values
+        for new in HostStatus.values
+        if old != new
+    },
+)
+
+MACHINES = (JOB, LEASE, HOST)
+
+
+def _status_in(states: Sequence[str]) -> Q:
+    return Q(status=states[0]) if len(states) == 1 else Q(status__in=states)
+
+
+# --- jobs -----------------------------------------------------------------------------------
+
+
+def _job_times(new: str, at: datetime) -> dict[str, datetime | None]:
+    """The timestamps a move to `new` sets: a requeued job starts afresh."""
+    if new == JobStatus.RUNNING:
+        return {"started_at": at}
+    if new == JobStatus.QUEUED:
+        return {"started_at": None}
+    if new in TERMINAL_JOB_STATUSES:
+        return {"finished_at": at}
+    return {}
+
+
+def move_jobs(
+    jobs: QuerySet[Job] | Iterable[int] | RawSQL,
+    *,
+    to: str,
+    mover: Mover,
+    at: datetime,
+    **fields: object,
+) -> int:
+    """Move the given jobs (a queryset, or ids) that are in a state the move starts from."""
+    # One UPDATE however many rows: the tick leases thousands of jobs at a time.
+    rows = jobs if isinstance(jobs, QuerySet) else Job.objects.filter(pk__in=jobs)
+    return rows.filter(_status_in(JOB.sources(to, mover))).update(
+        status=to, **_job_times(to, at), **fields
+    )
+
+
+def move_job(job: Job, *, to: str, mover: Mover, at: datetime, **fields: object) -> None:
+    """Move one job, or raise Conflict saying which status it is in instead."""
+    if move_jobs([job.pk], to=to, mover=mover, at=at, **fields):
+        return
+    status = Job.objects.filter(pk=job.pk).values_list("status", flat=True).first()
+    if status is None:
+        raise Conflict(f"job {job.pk} no longer exists")
+    if status in TERMINAL_JOB_STATUSES:
+        raise Conflict(f"job {job.pk} has already finished")
+    raise Conflict(f"job {job.pk} is {status}, not {' or '.join(JOB.sources(to, mover))}")
+
+
+# --- leases ---------------------------------------------------------------------------------
+
+
+def release_leases(
+    leases: Sequence[Lease],
+    *,
+    reason: str,
+    mover: Mover,
+    by: Actor,
+    at: datetime,
+    message: str | Callable[[Lease], str],
+    trigger: str = "",
+) -> None:
+    """Release active leases and write one event each; Conflict if any has ended already."""
+    LEASE.sources(reason, mover)
+    if not leases:
+        return
+    released = (
+        Lease.objects.active()
+        .filter(pk__in=[lease.pk for lease in leases])
+        .update(released_at=at, release_reason=reason, released_by=actor_name(by))
+    )
+    # The bulk callers hold the leases' row locks, so none can end between their read and this
+    # update; a lease that did end anyway must not get a second ending in its host's trail.
+    if released != len(leases):
+        if len(leases) == 1:
+            raise Conflict(f"lease {leases[0].pk} is no longer active")
+        raise Conflict(f"{len(leases) - released} of {len(leases)} leases are no longer active")
+    text = message if callable(message) else lambda _lease: message
+    audit.record_many(
+        [
+            audit.entry(
+                RELEASE_EVENTS[reason],
+                actor=by,
+                host=lease.host,
+                lease_id=lease.pk,
+                job_id=lease.job_id,
+                at=at,
+                message=text(lease),
+            )
+            for lease in leases
+        ]
+    )
+    # The tick plans right after its own expiries and timeouts: it needs no second tick.
+    if mover != Mover.SCHEDULER:
+        request_tick(trigger or f"lease {reason}")
+
+
+# --- hosts ----------------------------------------------------------------------------------
+
+
+def move_host(
+    host: Host,
+    *,
+    old: str,
+    to: str,
+    mover: Mover,
+    by: Actor,
+    why: str = "",
+    at: datetime | None = None,
+) -> None:
+    """Move a host from the status `old` it was read in to `to`, and audit it."""
+    if not HOST.allows(old, to, mover):
+        raise Conflict(f"the {mover} may not move host {host.hostname} from {old} to {to}")
+    if not Host.objects.filter(pk=host.pk, status=old).update(status=to):
+        raise Conflict(f"host {host.hostname} changed status concurrently; try again")
+    audit.record(
+        EventKind.STATUS, actor=by, host=host, at=at, old_status=old, new_status=to, message=why
+    )
+    if to == HostStatus.READY:
+        request_tick("host ready")
+
+
+def mark_needs_repair(
+    hosts: Iterable[int], *, mover: Mover, by: Actor, why: str, at: datetime | None = None
+) -> int:
+    """Send the hosts (ids) to needs_repair, those not there already; return how many moved."""
+    at = at or timezone.now()
+    sources = HOST.sources(HostStatus.NEEDS_REPAIR, mover)
+    # Locked and read in one statement, in id order like every other host lock, so each
+    # event's old status is the one this update replaces.
+    moving = list(
+        Host.objects.select_for_update()
+        .filter(pk__in=list(hosts))
+        .filter(_status_in(sources))
+        .order_by("pk")
+        .values_list("pk", "hostname", "status")
+    )
+    if not moving:
+        return 0
+    Host.objects.filter(pk__in=[pk for pk, _, _ in moving]).update(status=HostStatus.NEEDS_REPAIR)
+    audit.record_many(
+        [
+            audit.entry(
+                EventKind.STATUS,
+                actor=by,
+                host_id=pk,
+                subject=hostname,
+                at=at,
+                old_status=old,
+                new_status=HostStatus.NEEDS_REPAIR,
+                message=why,
+            )
+            for pk, hostname, old in moving
+        ]
+    )
+    return len(moving)

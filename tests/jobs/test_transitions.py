@@ -1,0 +1,290 @@
+"""The state machines: every allowed move moves, every other one is refused and changes nothing.
+
+Each test walks one (from, to) pair of a machine with every mover, on a real row: the
+compare-and-set in the database is what refuses a move whose row is in another state.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+from django.forms.models import model_to_dict
+from django.utils import timezone
+
+from hosts.choices import EventKind, HostStatus
+from hosts.models import Host, HostEvent
+from jobs import services, transitions
+from jobs.choices import JobStatus, ReleaseReason
+from jobs.models import Job, Lease
+from jobs.transitions import ACTIVE, HOST, JOB, LEASE, MACHINES, RELEASE_EVENTS, Mover
+from schedsite.errors import Conflict
+from tests import factories as f
+from tests.jobs.test_triggers import ticks_enqueued
+
+pytestmark = pytest.mark.django_db
+
+AT = timezone.now().replace(microsecond=0) + timedelta(hours=1)
+
+
+def pairs(states: tuple[str, ...]) -> list[tuple[str, str]]:
+    return list(itertools.product(states, repeat=2))
+
+
+def pair_id(pair: tuple[str, str]) -> str:
+    return f"{pair[0]}->{pair[1]}"
+
+
+def row(model: type, pk: int) -> dict:
+    return model_to_dict(model.objects.get(pk=pk))
+
+
+def try_every_mover(
+    machine: transitions.Machine,
+    pair: tuple[str, str],
+    *,
+    reset: Callable[[], object],
+    state: Callable[[], dict],
+    move: Callable[[Mover], object],
+    moved: Callable[[Mover], None],
+) -> None:
+    """Make the move as each mover from a fresh start: the table says which may, which not."""
+    for mover in Mover:
+        reset()
+        before = (state(), HostEvent.objects.count())
+        if machine.allows(*pair, mover):
+            move(mover)
+            moved(mover)
+        else:
+            with pytest.raises(Conflict):
+                move(mover)
+            assert (state(), HostEvent.objects.count()) == before, mover
+
+
+# --- the tables themselves ------------------------------------------------------------------
+
+
+def test_the_tables_name_only_real_states_and_movers():
+    assert JOB.states == tuple(JobStatus.values)
+    assert LEASE.states == (ACTIVE, *ReleaseReason.values)
+    assert HOST.states == tuple(HostStatus.values)
+    for machine in MACHINES:
+        for (old, new), movers in machine.moves.items():
+            assert {old, new} <= set(machine.states), (machine.name, old, new)
+            assert old != new and movers and movers <= set(Mover), (machine.name, old, new)
+
+
+def test_final_states_are_final():
+    for old in (*JobStatus.values[3:], *ReleaseReason.values):
+        machine = JOB if old in JobStatus.values else LEASE
+        assert not [key for key in machine.moves if key[0] == old], old
+    assert not [key for key in LEASE.moves if key[1] == ACTIVE]
+
+
+# --- jobs -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pair", pairs(JOB.states), ids=pair_id)
+def test_job_move(pair):
+    old, new = pair
+    job = f.job("J1")
+
+    def moved(mover: Mover) -> None:
+        after = Job.objects.get(pk=job.pk)
+        assert (after.status, after.message) == (new, "moved"), mover
+
+    try_every_mover(
+        JOB,
+        pair,
+        reset=lambda: Job.objects.filter(pk=job.pk).update(status=old),
+        state=lambda: row(Job, job.pk),
+        move=lambda mover: transitions.move_job(job, to=new, mover=mover, at=AT, message="moved"),
+        moved=moved,
+    )
+
+
+def test_a_refused_job_move_says_which_status_the_job_is_in():
+    job = f.job("J1")
+    with pytest.raises(Conflict, match=f"job {job.pk} is queued, not leased"):
+        transitions.move_job(job, to=JobStatus.RUNNING, mover=Mover.RUNNER, at=AT)
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.PASSED)
+    with pytest.raises(Conflict, match="has already finished"):
+        transitions.move_job(job, to=JobStatus.ABORTED, mover=Mover.OWNER, at=AT)
+
+
+def test_move_jobs_moves_only_the_jobs_in_a_starting_state_in_one_update(
+    django_assert_num_queries,
+):
+    jobs = [f.job(f"J{i}") for i in range(4)]
+    Job.objects.filter(pk=jobs[1].pk).update(status=JobStatus.RUNNING)
+    Job.objects.filter(pk=jobs[2].pk).update(status=JobStatus.PASSED)
+    with django_assert_num_queries(1):
+        moved = transitions.move_jobs(
+            [j.pk for j in jobs], to=JobStatus.ABORTED, mover=Mover.OWNER, at=AT
+        )
+    assert moved == 3
+    statuses = [Job.objects.get(pk=j.pk).status for j in jobs]
+    assert statuses == [JobStatus.ABORTED, JobStatus.ABORTED, JobStatus.PASSED, JobStatus.ABORTED]
+    assert Job.objects.get(pk=jobs[2].pk).finished_at is None
+
+
+def test_a_move_sets_the_times_of_its_new_status():
+    job = f.job("J1")
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.LEASED)
+    transitions.move_job(job, to=JobStatus.RUNNING, mover=Mover.RUNNER, at=AT)
+    assert Job.objects.get(pk=job.pk).started_at == AT
+    transitions.move_job(job, to=JobStatus.QUEUED, mover=Mover.STAFF, at=AT)
+    assert Job.objects.get(pk=job.pk).started_at is None
+    transitions.move_job(job, to=JobStatus.ABORTED, mover=Mover.OWNER, at=AT)
+    assert Job.objects.get(pk=job.pk).finished_at == AT
+
+
+# --- leases ---------------------------------------------------------------------------------
+
+
+def reservation() -> Lease:
+    return services.lease_reserve(
+        host=f.host("h1"), holder="sam", duration=timedelta(hours=1), reason="manual"
+    )
+
+
+def put_lease_in(lease: Lease, state: str) -> None:
+    if state == ACTIVE:
+        Lease.objects.filter(pk=lease.pk).update(released_at=None, release_reason="")
+    else:
+        Lease.objects.filter(pk=lease.pk).update(released_at=AT, release_reason=state)
+
+
+def release(lease: Lease, new: str, mover: Mover) -> None:
+    transitions.release_leases(
+        [lease],
+        reason=new,
+        mover=mover,
+        by="sam",
+        at=AT,
+        message="let go",
+        trigger="test",
+    )
+
+
+@pytest.mark.parametrize("pair", pairs(LEASE.states), ids=pair_id)
+def test_lease_move(pair):
+    old, new = pair
+    if new == ACTIVE:
+        # Nothing makes a lease active again; a new lease is a new row.
+        assert not any(LEASE.allows(old, new, mover) for mover in Mover)
+        return
+    lease = reservation()
+
+    def moved(mover: Mover) -> None:
+        after = Lease.objects.get(pk=lease.pk)
+        assert (after.released_at, after.release_reason) == (AT, new), mover
+        event = HostEvent.objects.latest("id")
+        assert (event.kind, event.lease_id, event.message) == (
+            RELEASE_EVENTS[new],
+            lease.pk,
+            "let go",
+        )
+
+    try_every_mover(
+        LEASE,
+        pair,
+        reset=lambda: put_lease_in(lease, old),
+        state=lambda: row(Lease, lease.pk),
+        move=lambda mover: release(lease, new, mover),
+        moved=moved,
+    )
+
+
+def test_a_lease_released_by_hand_asks_for_a_tick_and_one_the_tick_expires_does_not(
+    django_capture_on_commit_callbacks,
+):
+    lease = reservation()
+
+    def expire() -> None:
+        transitions.release_leases(
+            [lease],
+            reason=ReleaseReason.EXPIRED,
+            mover=Mover.SCHEDULER,
+            by="scheduler",
+            at=AT,
+            message=lambda _: "ended",
+        )
+
+    assert ticks_enqueued(expire, django_capture_on_commit_callbacks) == 0
+    put_lease_in(lease, ACTIVE)
+    assert (
+        ticks_enqueued(
+            lambda: release(lease, ReleaseReason.RELEASED, Mover.STAFF),
+            django_capture_on_commit_callbacks,
+        )
+        == 1
+    )
+
+
+# --- hosts ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pair", pairs(HOST.states), ids=pair_id)
+def test_host_move(pair):
+    old, new = pair
+    host = f.host("h1")
+
+    def moved(mover: Mover) -> None:
+        assert Host.objects.get(pk=host.pk).status == new, mover
+        event = HostEvent.objects.latest("id")
+        assert (event.kind, event.old_status, event.new_status, event.message) == (
+            EventKind.STATUS,
+            old,
+            new,
+            "checked",
+        )
+
+    try_every_mover(
+        HOST,
+        pair,
+        reset=lambda: Host.objects.filter(pk=host.pk).update(status=old),
+        state=lambda: row(Host, host.pk),
+        move=lambda mover: transitions.move_host(
+            host, old=old, to=new, mover=mover, by="sam", why="checked"
+        ),
+        moved=moved,
+    )
+
+
+def test_a_host_move_from_a_status_it_has_left_is_refused():
+    host = f.host("h1", status=HostStatus.REPAIRING)
+    with pytest.raises(Conflict, match="changed status concurrently"):
+        transitions.move_host(
+            host, old=HostStatus.READY, to=HostStatus.REPAIR_FAILED, mover=Mover.STAFF, by="sam"
+        )
+    assert Host.objects.get(pk=host.pk).status == HostStatus.REPAIRING
+
+
+@pytest.mark.parametrize(
+    ("new", "ticks"), [(HostStatus.READY, 1), (HostStatus.REPAIRING, 0)], ids=["ready", "other"]
+)
+def test_only_a_host_made_ready_asks_for_a_tick(new, ticks, django_capture_on_commit_callbacks):
+    host = f.host("h1", status=HostStatus.NEEDS_REPAIR)
+
+    def move() -> None:
+        transitions.move_host(host, old=HostStatus.NEEDS_REPAIR, to=new, mover=Mover.STAFF, by="s")
+
+    assert ticks_enqueued(move, django_capture_on_commit_callbacks) == ticks
+
+
+def test_mark_needs_repair_moves_the_others_and_records_where_each_came_from():
+    hosts = [f.host(f"h{i}", status=s) for i, s in enumerate(HostStatus.values)]
+    moved = transitions.mark_needs_repair(
+        [h.pk for h in hosts], mover=Mover.SCHEDULER, by="scheduler", why="lease expired", at=AT
+    )
+    assert moved == 3
+    assert set(Host.objects.values_list("status", flat=True)) == {HostStatus.NEEDS_REPAIR}
+    events = HostEvent.objects.filter(kind=EventKind.STATUS).order_by("subject")
+    assert [(e.subject, e.old_status, e.new_status, e.message) for e in events] == [
+        (h.hostname, h.status, HostStatus.NEEDS_REPAIR, "lease expired")
+        for h in hosts
+        if h.status != HostStatus.NEEDS_REPAIR
+    ]

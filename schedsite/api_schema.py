@@ -36,7 +36,26 @@ ERRORS = {
 
 
 class AutoSchema(SpectacularAutoSchema):
-    """drf-spectacular's AutoSchema, plus the 4xx answers of docs/api.md#conventions."""
+    """drf-spectacular's AutoSchema, plus the 4xx answers of docs/api.md#conventions.
+
+    Summaries and request bodies come from a viewset's action tables (ActionTablesMixin).
+    """
+
+    def get_summary(self) -> str | None:
+        summaries = getattr(self.view, "action_summaries", {})
+        return summaries.get(getattr(self.view, "action", None)) or super().get_summary()
+
+    def get_request_serializer(self) -> object:
+        inputs = getattr(self.view, "action_inputs", {})
+        action = getattr(self.view, "action", None)
+        return inputs[action] if action in inputs else super().get_request_serializer()
+
+    def get_override_parameters(self) -> list:
+        # A name in the path (a hostname, a worker name) is described once, on its viewset.
+        parameter = getattr(self.view, "lookup_parameter", None)
+        if parameter is not None and f"{{{parameter.name}}}" in self.path:
+            return [*super().get_override_parameters(), parameter]
+        return super().get_override_parameters()
 
     def map_parsers(self) -> list[str]:
         # Request bodies are documented as JSON only. Form data still works for quick curl calls

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
 from django.http import Http404, HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -10,6 +11,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.authtoken.models import Token
 from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.decorators import action
 from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -26,6 +28,43 @@ def valid(serializer_class: type[Serializer], request: Request) -> dict:
     serializer = serializer_class(data=request.data)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
+
+
+class ActionTablesMixin:
+    """A viewset that states per action, in tables, what its endpoints differ in.
+
+    `action_summaries` name each endpoint in the OpenAPI schema (schedsite.api_schema reads
+    them) and `action_inputs` the serializer that checks its body (None: it takes none).
+    `changes` map an action on one object to the service it calls; each one the viewset has
+    no method for becomes a POST action that runs through the viewset's `change(service)`.
+    """
+
+    action_summaries: ClassVar[Mapping[str, str]] = {}
+    action_inputs: ClassVar[Mapping[str, type[Serializer] | None]] = {}
+    changes: ClassVar[Mapping[str, Callable[..., Any]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, service in cls.changes.items():
+            if not hasattr(cls, name):
+                setattr(cls, name, _change_action(name, service))
+
+    def action_input(self) -> dict:
+        """The request body, checked by this action's input serializer ({} if it takes none)."""
+        serializer_class = self.action_inputs.get(self.action)  # type: ignore[attr-defined]
+        return valid(serializer_class, self.request) if serializer_class else {}  # type: ignore[attr-defined]
+
+    def change(self, service: Callable[..., Any]) -> Response:
+        raise NotImplementedError  # each viewset with `changes` says how one runs
+
+
+def _change_action(name: str, service: Callable[..., Any]) -> Callable[..., Response]:
+    def change(self: ActionTablesMixin, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return self.change(service)
+
+    # DRF routes an action, and dispatches to it, by the function's name.
+    change.__name__ = change.__qualname__ = name
+    return action(detail=True, methods=["post"])(change)
 
 
 class NameLookupMixin:

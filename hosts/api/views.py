@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from collections.abc import Callable
+from typing import Any
+
+from django.db.models import Model, QuerySet
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import Serializer
 
 from hosts import services
 from hosts.api import serializers as s
@@ -24,111 +28,116 @@ from schedsite.api_permissions import (
     RolePermissionsMixin,
     RunsObjectWorker,
 )
-from schedsite.api_views import NameLookupMixin, valid
+from schedsite.api_views import ActionTablesMixin, NameLookupMixin
 from schedsite.errors import Conflict
 
 STAFF = (IsLabStaff,)
 RUNNER = (IsStaffOrRunner, RunsObjectWorker)
+# Anyone may read the inventory; only staff add to it, change it or delete from it.
+STAFF_WRITES = {"create": STAFF, "partial_update": STAFF, "destroy": STAFF}
 
 
-name_parameter = OpenApiParameter("name", str, OpenApiParameter.PATH, description="Worker name.")
-hostname_parameter = OpenApiParameter(
-    "hostname", str, OpenApiParameter.PATH, description="Hostname (dots allowed)."
-)
-
-
-@extend_schema_view(
-    list=extend_schema(summary="List workers with their online state and host counts"),
-    retrieve=extend_schema(summary="One worker", parameters=[name_parameter]),
-)
-class WorkerViewSet(
-    RolePermissionsMixin, NameLookupMixin, mixins.ListModelMixin, viewsets.GenericViewSet
+class InventoryViewSet(
+    RolePermissionsMixin,
+    NameLookupMixin,
+    ActionTablesMixin,
+    mixins.ListModelMixin,
+    viewsets.GenericViewSet,
 ):
+    """Workers and hosts: read by anyone, changed through hosts.services.
+
+    `changes` name the services behind `partial_update` and `destroy` too; each service takes
+    the object by its model's name (`worker=`, `host=`) and who asks (`by=`).
+    """
+
+    def _render(self, obj: Model, code: int = status.HTTP_200_OK) -> Response:
+        fresh = self.get_queryset().get(pk=obj.pk)  # with what a listed one shows
+        return Response(self.get_serializer(fresh).data, status=code)
+
+    def _target(self) -> dict[str, Any]:
+        """The object and who asks, as hosts.services take them (404 or 403 first)."""
+        obj = self.get_object()
+        return {obj._meta.model_name: obj, "by": self.request.user}
+
+    def change(self, service: Callable[..., Model]) -> Response:
+        return self._render(service(**self._target(), **self.action_input()))
+
+    def retrieve(self, request: Request, **lookup: str) -> Response:
+        return Response(self.get_serializer(self.get_object()).data)
+
+    def partial_update(self, request: Request, **lookup: str) -> Response:
+        return self.change(self.changes["partial_update"])
+
+    def destroy(self, request: Request, **lookup: str) -> Response:
+        self.changes["destroy"](**self._target())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(responses=s.HostEventSerializer(many=True), filters=False)
+    @action(detail=True, methods=["get"])
+    def events(self, request: Request, **lookup: str) -> Response:
+        obj = self.get_object()
+        events = HostEvent.objects.filter(**{obj._meta.model_name: obj})
+        page = self.paginate_queryset(events.select_related("host", "worker"))
+        data = s.HostEventSerializer(page, many=True, context=self.get_serializer_context()).data
+        return self.get_paginated_response(data)
+
+
+class WorkerViewSet(InventoryViewSet):
     """Lab servers that drive hosts (addressed by name)."""
 
     serializer_class = s.WorkerSerializer
     filterset_class = WorkerFilterSet
     lookup_field = "name"
+    lookup_parameter = OpenApiParameter(
+        "name", str, OpenApiParameter.PATH, description="Worker name."
+    )
     action_permissions = {
-        "create": STAFF,
-        "partial_update": STAFF,
-        "destroy": STAFF,
+        **STAFF_WRITES,
         "pause": STAFF,
         "resume": STAFF,
         "heartbeat": RUNNER,
         "leases": RUNNER,
     }
-
-    def get_queryset(self) -> QuerySet[Worker]:
-        return selectors.workers_with_host_counts()
+    action_summaries = {
+        "list": "List workers with their online state and host counts",
+        "retrieve": "One worker",
+        "create": "Add a worker (staff)",
+        "partial_update": "Rename a worker or set its runner account (staff)",
+        "destroy": "Delete a worker that has no hosts (staff)",
+        "pause": "Pause: no new leases on its hosts; running leases continue (staff)",
+        "resume": "Resume a paused worker (staff)",
+        "heartbeat": "Runner protocol: mark the worker seen (its runner, or staff)",
+        "leases": "Runner protocol: the worker's active job leases (its runner, or staff)",
+        "events": "The worker's event log (added, paused, resumed, back online), newest first",
+    }
+    action_inputs = {
+        "create": s.WorkerCreateInputSerializer,
+        "partial_update": s.WorkerUpdateInputSerializer,
+        "pause": s.WorkerPauseInputSerializer,
+        "resume": None,
+        "heartbeat": None,
+    }
+    changes = {
+        "partial_update": services.worker_update,
+        "destroy": services.worker_delete,
+        "pause": services.worker_pause,
+        "resume": services.worker_resume,
+    }
 
     def runner_id_of(self, worker: Worker) -> int | None:
         return worker.runner_id
 
-    def _render(self, worker: Worker, code: int = status.HTTP_200_OK) -> Response:
-        fresh = self.get_queryset().get(pk=worker.pk)  # with its host counts
-        return Response(self.get_serializer(fresh).data, status=code)
+    def get_queryset(self) -> QuerySet[Worker]:
+        return selectors.workers_with_host_counts()
 
-    def retrieve(self, request: Request, name: str) -> Response:
-        return Response(self.get_serializer(self.get_object()).data)
-
-    @extend_schema(
-        summary="Add a worker (staff)",
-        request=s.WorkerCreateInputSerializer,
-        responses={201: s.WorkerSerializer},
-    )
     def create(self, request: Request) -> Response:
-        data = valid(s.WorkerCreateInputSerializer, request)
+        data = self.action_input()
         worker = services.worker_create(
             name=data["name"], by=request.user, paused=data["paused"], reason=data["paused_reason"]
         )
         return self._render(worker, status.HTTP_201_CREATED)
 
-    @extend_schema(
-        summary="Rename a worker or set its runner account (staff)",
-        request=s.WorkerUpdateInputSerializer,
-        responses=s.WorkerSerializer,
-        parameters=[name_parameter],
-    )
-    def partial_update(self, request: Request, name: str) -> Response:
-        worker = self.get_object()
-        data = valid(s.WorkerUpdateInputSerializer, request)
-        worker = services.worker_update(worker=worker, by=request.user, **data)
-        return self._render(worker)
-
-    @extend_schema(summary="Delete a worker that has no hosts (staff)", parameters=[name_parameter])
-    def destroy(self, request: Request, name: str) -> Response:
-        services.worker_delete(worker=self.get_object(), by=request.user)
-        return Response(status=status.HTTP_204_NO_CONTENT)
-
-    @extend_schema(
-        summary="Pause: no new leases on its hosts; running leases continue (staff)",
-        request=s.WorkerPauseInputSerializer,
-        responses=s.WorkerSerializer,
-        parameters=[name_parameter],
-    )
-    @action(detail=True, methods=["post"])
-    def pause(self, request: Request, name: str) -> Response:
-        worker = self.get_object()
-        data = valid(s.WorkerPauseInputSerializer, request)
-        return self._render(services.worker_pause(worker=worker, by=request.user, **data))
-
-    @extend_schema(
-        summary="Resume a paused worker (staff)",
-        request=None,
-        responses=s.WorkerSerializer,
-        parameters=[name_parameter],
-    )
-    @action(detail=True, methods=["post"])
-    def resume(self, request: Request, name: str) -> Response:
-        return self._render(services.worker_resume(worker=self.get_object(), by=request.user))
-
-    @extend_schema(
-        summary="Runner protocol: mark the worker seen (its runner, or staff)",
-        request=None,
-        responses=s.WorkerHeartbeatSerializer,
-        parameters=[name_parameter],
-    )
+    @extend_schema(responses=s.WorkerHeartbeatSerializer)
     @action(detail=True, methods=["post"])
     def heartbeat(self, request: Request, name: str) -> Response:
         worker = services.worker_heartbeat(worker=self.get_object(), at=timezone.now())
@@ -136,12 +145,7 @@ class WorkerViewSet(
             s.WorkerHeartbeatSerializer(s.WorkerHeartbeatSerializer.payload(worker)).data
         )
 
-    @extend_schema(
-        summary="Runner protocol: the worker's active job leases (its runner, or staff)",
-        responses=RunnerLeaseSerializer(many=True),
-        parameters=[name_parameter],
-        filters=False,
-    )
+    @extend_schema(responses=RunnerLeaseSerializer(many=True), filters=False)
     @action(detail=True, methods=["get"])
     def leases(self, request: Request, name: str) -> Response:
         worker = self.get_object()
@@ -149,43 +153,39 @@ class WorkerViewSet(
         data = RunnerLeaseSerializer(page, many=True, context=self.get_serializer_context()).data
         return self.get_paginated_response(data)
 
-    @extend_schema(
-        summary="The worker's event log (added, paused, resumed, back online), newest first",
-        responses=s.HostEventSerializer(many=True),
-        parameters=[name_parameter],
-        filters=False,
-    )
-    @action(detail=True, methods=["get"])
-    def events(self, request: Request, name: str) -> Response:
-        worker = self.get_object()
-        events = HostEvent.objects.filter(worker=worker).select_related("host", "worker")
-        page = self.paginate_queryset(events)
-        data = s.HostEventSerializer(page, many=True, context=self.get_serializer_context()).data
-        return self.get_paginated_response(data)
 
-
-@extend_schema_view(
-    list=extend_schema(summary="List hosts (filter by label, status, locked, leased, worker, q)"),
-    retrieve=extend_schema(
-        summary="One host, with its active lease and recent events",
-        parameters=[hostname_parameter],
-    ),
-)
-class HostViewSet(
-    RolePermissionsMixin, NameLookupMixin, mixins.ListModelMixin, viewsets.GenericViewSet
-):
+class HostViewSet(InventoryViewSet):
     """Devices under test (addressed by hostname)."""
 
-    serializer_class = s.HostSerializer
     filterset_class = HostFilterSet
     lookup_field = "hostname"
-    action_permissions = {
-        "create": STAFF,
-        "partial_update": STAFF,
-        "destroy": STAFF,
-        "lock": STAFF,
-        "unlock": STAFF,
-        "release": STAFF,
+    lookup_parameter = OpenApiParameter(
+        "hostname", str, OpenApiParameter.PATH, description="Hostname (dots allowed)."
+    )
+    action_permissions = {**STAFF_WRITES, "lock": STAFF, "unlock": STAFF, "release": STAFF}
+    action_summaries = {
+        "list": "List hosts (filter by label, status, locked, leased, worker, q)",
+        "retrieve": "One host, with its active lease and recent events",
+        "create": "Add a host (staff)",
+        "partial_update": "Change a host's labels, status, worker or build (staff)",
+        "destroy": "Delete a host with no active lease and no pinned job (staff)",
+        "lock": "Lock a host out of scheduling, with a reason (staff)",
+        "unlock": "Unlock a host (staff)",
+        "release": "Release the host's active lease; its job is requeued or aborted (staff)",
+        "events": "The host's event log, newest first",
+    }
+    action_inputs = {
+        "create": s.HostCreateInputSerializer,
+        "partial_update": s.HostUpdateInputSerializer,
+        "lock": s.HostLockInputSerializer,
+        "unlock": None,
+        "release": s.HostReleaseInputSerializer,
+    }
+    changes = {
+        "partial_update": services.host_update,
+        "destroy": services.host_delete,
+        "lock": services.host_lock,
+        "unlock": services.host_unlock,
     }
 
     def get_queryset(self) -> QuerySet[Host]:
@@ -193,98 +193,25 @@ class HostViewSet(
             "labels", selectors.active_lease_prefetch()
         )
 
+    def get_serializer_class(self) -> type[Serializer]:
+        # The list shows hosts; everything else answers with one host in detail.
+        return s.HostSerializer if self.action == "list" else s.HostDetailSerializer
+
     def get_serializer_context(self) -> dict:
         return {**super().get_serializer_context(), "now": timezone.now()}
 
-    def _render(self, host: Host, code: int = status.HTTP_200_OK) -> Response:
-        fresh = self.get_queryset().get(pk=host.pk)
-        return Response(
-            s.HostDetailSerializer(fresh, context=self.get_serializer_context()).data, status=code
-        )
-
-    @extend_schema(responses=s.HostDetailSerializer)
-    def retrieve(self, request: Request, hostname: str) -> Response:
-        host = self.get_object()
-        return Response(s.HostDetailSerializer(host, context=self.get_serializer_context()).data)
-
-    @extend_schema(
-        summary="Add a host (staff)",
-        request=s.HostCreateInputSerializer,
-        responses={201: s.HostDetailSerializer},
-    )
     def create(self, request: Request) -> Response:
-        data = valid(s.HostCreateInputSerializer, request)
-        host = services.host_create(by=request.user, **data)
+        host = services.host_create(by=request.user, **self.action_input())
         return self._render(host, status.HTTP_201_CREATED)
 
-    @extend_schema(
-        summary="Change a host's labels, status, worker or build (staff)",
-        request=s.HostUpdateInputSerializer,
-        responses=s.HostDetailSerializer,
-        parameters=[hostname_parameter],
-    )
-    def partial_update(self, request: Request, hostname: str) -> Response:
-        host = self.get_object()
-        data = valid(s.HostUpdateInputSerializer, request)
-        return self._render(services.host_update(host=host, by=request.user, **data))
-
-    @extend_schema(
-        summary="Delete a host with no active lease and no pinned job (staff)",
-        parameters=[hostname_parameter],
-    )
-    def destroy(self, request: Request, hostname: str) -> Response:
-        services.host_delete(host=self.get_object(), by=request.user)
-        return Response(status=status.HTTP_204_NO_CONTENT)
-
-    @extend_schema(
-        summary="Lock a host out of scheduling, with a reason (staff)",
-        request=s.HostLockInputSerializer,
-        responses=s.HostDetailSerializer,
-        parameters=[hostname_parameter],
-    )
-    @action(detail=True, methods=["post"])
-    def lock(self, request: Request, hostname: str) -> Response:
-        host = self.get_object()
-        data = valid(s.HostLockInputSerializer, request)
-        return self._render(services.host_lock(host=host, by=request.user, **data))
-
-    @extend_schema(
-        summary="Unlock a host (staff)",
-        request=None,
-        responses=s.HostDetailSerializer,
-        parameters=[hostname_parameter],
-    )
-    @action(detail=True, methods=["post"])
-    def unlock(self, request: Request, hostname: str) -> Response:
-        return self._render(services.host_unlock(host=self.get_object(), by=request.user))
-
-    @extend_schema(
-        summary="Release the host's active lease; its job is requeued or aborted (staff)",
-        request=s.HostReleaseInputSerializer,
-        responses=LeaseSerializer,
-        parameters=[hostname_parameter],
-    )
+    @extend_schema(responses=LeaseSerializer)
     @action(detail=True, methods=["post"])
     def release(self, request: Request, hostname: str) -> Response:
         host = self.get_object()
-        data = valid(s.HostReleaseInputSerializer, request)
+        data = self.action_input()
         lease = Lease.objects.active().filter(host=host).first()
         if lease is None:
             raise Conflict(f"host {host.hostname} holds no active lease")
         lease = job_services.lease_release(lease=lease, by=request.user, **data)
         lease = Lease.objects.select_related("host__worker", "job", "holder").get(pk=lease.pk)
         return Response(LeaseSerializer(lease, context=self.get_serializer_context()).data)
-
-    @extend_schema(
-        summary="The host's event log, newest first",
-        responses=s.HostEventSerializer(many=True),
-        parameters=[hostname_parameter],
-        filters=False,
-    )
-    @action(detail=True, methods=["get"])
-    def events(self, request: Request, hostname: str) -> Response:
-        host = self.get_object()
-        events = HostEvent.objects.filter(host=host).select_related("host", "worker")
-        page = self.paginate_queryset(events)
-        data = s.HostEventSerializer(page, many=True, context=self.get_serializer_context()).data
-        return self.get_paginated_response(data)

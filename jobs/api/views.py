@@ -7,13 +7,12 @@ from datetime import timedelta
 
 from django.db.models import QuerySet
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.serializers import Serializer
 
 from jobs import selectors, services
 from jobs.api import idempotency
@@ -29,7 +28,7 @@ from schedsite.api_permissions import (
     RolePermissionsMixin,
     RunsObjectWorker,
 )
-from schedsite.api_views import valid
+from schedsite.api_views import ActionTablesMixin
 from schedsite.errors import Conflict
 
 STAFF = (IsLabStaff,)
@@ -40,6 +39,19 @@ TOO_MANY = OpenApiResponse(
 )
 
 
+def idempotent_create(responses: dict) -> Callable[[Callable], Callable]:
+    """A create that honours an Idempotency-Key, documented with the header and its conflict."""
+
+    def decorate(create: Callable) -> Callable:
+        schema = extend_schema(
+            parameters=[idempotency.PARAMETER],
+            responses={**responses, 409: idempotency.CONFLICT},
+        )
+        return schema(idempotency.idempotent(create))
+
+    return decorate
+
+
 def runner_id_of_lease(lease: Lease) -> int | None:
     """The account that runs the worker of the lease's host (None: no worker, or no runner)."""
     worker = lease.host.worker
@@ -47,7 +59,11 @@ def runner_id_of_lease(lease: Lease) -> int | None:
 
 
 class ReadViewSet(
-    RolePermissionsMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+    RolePermissionsMixin,
+    ActionTablesMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    viewsets.GenericViewSet,
 ):
     """List and detail for any authenticated user; writes are actions with their own roles."""
 
@@ -55,15 +71,18 @@ class ReadViewSet(
 # --- suites ---------------------------------------------------------------------------------
 
 
-@extend_schema_view(
-    list=extend_schema(summary="List suites with job counts, hosts held and status"),
-    retrieve=extend_schema(summary="One suite with its job counts by status and hosts held"),
-)
 class SuiteViewSet(ReadViewSet):
     """Groups of jobs submitted together; list a suite's jobs with /api/jobs/?suite=ID."""
 
     serializer_class = s.SuiteSerializer
     filterset_class = SuiteFilterSet
+    action_summaries = {
+        "list": "List suites with job counts, hosts held and status",
+        "retrieve": "One suite with its job counts by status and hosts held",
+        "create": "Submit a suite with its jobs, or a fan-out suite over every matching host",
+        "abort": "Abort every unfinished job of the suite (its owner, or staff)",
+    }
+    action_inputs = {"create": s.SuiteCreateInputSerializer, "abort": None}
 
     def get_queryset(self) -> QuerySet[Suite]:
         return Suite.objects.select_related("owner")
@@ -86,15 +105,9 @@ class SuiteViewSet(ReadViewSet):
         suite = self.get_object()
         return Response(s.SuiteSerializer(suite, context=self._context([suite])).data)
 
-    @extend_schema(
-        summary="Submit a suite with its jobs, or a fan-out suite over every matching host",
-        request=s.SuiteCreateInputSerializer,
-        parameters=[idempotency.PARAMETER],
-        responses={201: s.SuiteSerializer, 409: idempotency.CONFLICT, 429: TOO_MANY},
-    )
-    @idempotency.idempotent
+    @idempotent_create({201: s.SuiteSerializer, 429: TOO_MANY})
     def create(self, request: Request) -> Response:
-        data = valid(s.SuiteCreateInputSerializer, request)
+        data = self.action_input()
         fanout = data.get("fanout")
         suite = services.suite_submit(
             owner=request.user,
@@ -111,11 +124,7 @@ class SuiteViewSet(ReadViewSet):
         body = s.SuiteSerializer(suite, context=self._context([suite])).data
         return Response(body, status=status.HTTP_201_CREATED)
 
-    @extend_schema(
-        summary="Abort every unfinished job of the suite (its owner, or staff)",
-        request=None,
-        responses=s.SuiteAbortResultSerializer,
-    )
+    @extend_schema(responses=s.SuiteAbortResultSerializer)
     @action(detail=True, methods=["post"])
     def abort(self, request: Request, pk: str) -> Response:
         suite = self.get_object()
@@ -130,10 +139,6 @@ class SuiteViewSet(ReadViewSet):
 # --- jobs -----------------------------------------------------------------------------------
 
 
-@extend_schema_view(
-    list=extend_schema(summary="List jobs (filter status, suite, label, host, owner, q)"),
-    retrieve=extend_schema(summary="One job, with its wait reason and active lease"),
-)
 class JobViewSet(ReadViewSet):
     """Tests that each need one host; `start` and `complete` are the runner protocol."""
 
@@ -141,6 +146,21 @@ class JobViewSet(ReadViewSet):
     filterset_class = JobFilterSet
     # Which worker a runner acts for depends on the job's lease: checked in _runner_lease.
     action_permissions = {"start": (IsStaffOrRunner,), "complete": (IsStaffOrRunner,)}
+    action_summaries = {
+        "list": "List jobs (filter status, suite, label, host, owner, q)",
+        "retrieve": "One job, with its wait reason and active lease",
+        "create": "Submit a standalone job",
+        "start": "Runner protocol: the test has begun (leased → running)",
+        "complete": "Runner protocol: report passed/failed; releases the lease",
+        "abort": "Abort a queued or running job (its owner, staff, or the runner holding it)",
+    }
+    action_inputs = {
+        "create": s.JobCreateInputSerializer,
+        "start": s.JobStartInputSerializer,
+        "complete": s.JobCompleteInputSerializer,
+        "abort": s.JobAbortInputSerializer,
+    }
+    changes = {"start": services.lease_job_start, "complete": services.lease_job_complete}
 
     def get_queryset(self) -> QuerySet[Job]:
         return Job.objects.select_related("suite", "host", "owner").prefetch_related(
@@ -166,21 +186,15 @@ class JobViewSet(ReadViewSet):
     def retrieve(self, request: Request, pk: str) -> Response:
         return Response(self._render([self.get_object()])[0])
 
-    @extend_schema(
-        summary="Submit a standalone job",
-        request=s.JobCreateInputSerializer,
-        parameters=[idempotency.PARAMETER],
-        responses={201: s.JobSerializer, 409: idempotency.CONFLICT, 429: TOO_MANY},
-    )
-    @idempotency.idempotent
+    @idempotent_create({201: s.JobSerializer, 429: TOO_MANY})
     def create(self, request: Request) -> Response:
-        data = valid(s.JobCreateInputSerializer, request)
-        job = services.job_submit(owner=request.user, spec=data["spec"])
+        job = services.job_submit(owner=request.user, spec=self.action_input()["spec"])
         return self._render_one(job, status.HTTP_201_CREATED)
 
-    def _protocol_input(self, serializer_class: type[s.JobStartInputSerializer]) -> dict:
+    def _protocol_input(self) -> dict:
         """Validate a start or complete body; `lease` is required unless the caller is staff."""
         lease_required = not roles.is_staff(self.request.user)
+        serializer_class = self.action_inputs[self.action]
         serializer = serializer_class(data=self.request.data, lease_required=lease_required)
         serializer.is_valid(raise_exception=True)
         return serializer.validated_data
@@ -205,42 +219,17 @@ class JobViewSet(ReadViewSet):
             raise PermissionDenied("This job's lease is on a worker you are not the runner of.")
         return lease
 
-    def _protocol_step(
-        self, input_class: type[s.JobStartInputSerializer], service: Callable[..., Job]
-    ) -> Response:
+    def change(self, service: Callable[..., Job]) -> Response:
         """One runner-protocol step: the job, its checked body, the lease it acts through."""
         job = self.get_object()
-        data = self._protocol_input(input_class)
+        data = self._protocol_input()
         lease = self._runner_lease(job, data.pop("lease", None))
         return self._render_one(service(lease=lease, by=self.request.user, **data))
 
-    @extend_schema(
-        summary="Runner protocol: the test has begun (leased → running)",
-        request=s.JobStartInputSerializer,
-        responses=s.JobSerializer,
-    )
-    @action(detail=True, methods=["post"])
-    def start(self, request: Request, pk: str) -> Response:
-        return self._protocol_step(s.JobStartInputSerializer, services.lease_job_start)
-
-    @extend_schema(
-        summary="Runner protocol: report passed/failed; releases the lease",
-        request=s.JobCompleteInputSerializer,
-        responses=s.JobSerializer,
-    )
-    @action(detail=True, methods=["post"])
-    def complete(self, request: Request, pk: str) -> Response:
-        return self._protocol_step(s.JobCompleteInputSerializer, services.lease_job_complete)
-
-    @extend_schema(
-        summary="Abort a queued or running job (its owner, staff, or the runner holding it)",
-        request=s.JobAbortInputSerializer,
-        responses=s.JobSerializer,
-    )
     @action(detail=True, methods=["post"])
     def abort(self, request: Request, pk: str) -> Response:
         job = self.get_object()
-        data = valid(s.JobAbortInputSerializer, request)
+        data = self.action_input()
         user = request.user
         if roles.can_manage(user, job.owner_id):
             return self._render_one(services.job_abort(job=job, by=user, reason=data["reason"]))
@@ -258,10 +247,6 @@ class JobViewSet(ReadViewSet):
 # --- leases ---------------------------------------------------------------------------------
 
 
-@extend_schema_view(
-    list=extend_schema(summary="List leases (filter active, worker, host, job, manual)"),
-    retrieve=extend_schema(summary="One lease"),
-)
 class LeaseViewSet(ReadViewSet):
     """Every hold on a host: jobs' leases and manual reservations."""
 
@@ -272,6 +257,25 @@ class LeaseViewSet(ReadViewSet):
         "release": STAFF,
         "extend": STAFF,
         "heartbeat": (IsStaffOrRunner, RunsObjectWorker),
+    }
+    action_summaries = {
+        "list": "List leases (filter active, worker, host, job, manual)",
+        "retrieve": "One lease",
+        "create": "Reserve a free host for manual work, for a duration (staff)",
+        "heartbeat": "Runner protocol: keep a job's lease alive (its worker's runner, or staff)",
+        "release": "Release a lease; its job is requeued (default) or aborted (staff)",
+        "extend": "Extend a manual reservation to now + duration (staff)",
+    }
+    action_inputs = {
+        "create": s.LeaseReserveInputSerializer,
+        "heartbeat": None,
+        "release": s.LeaseReleaseInputSerializer,
+        "extend": s.LeaseExtendInputSerializer,
+    }
+    changes = {
+        "heartbeat": services.lease_job_heartbeat,
+        "release": services.lease_release,
+        "extend": services.lease_extend,
     }
 
     def get_queryset(self) -> QuerySet[Lease]:
@@ -284,23 +288,14 @@ class LeaseViewSet(ReadViewSet):
         fresh = self.get_queryset().get(pk=lease.pk)
         return Response(self.get_serializer(fresh).data, status=code)
 
-    def _change(
-        self, service: Callable[..., Lease], input_class: type[Serializer] | None = None
-    ) -> Response:
+    def change(self, service: Callable[..., Lease]) -> Response:
         """One change of a lease: found (404 or 403 first), its body checked, then the service."""
         lease = self.get_object()
-        data = valid(input_class, self.request) if input_class is not None else {}
-        return self._render_one(service(lease=lease, by=self.request.user, **data))
+        return self._render_one(service(lease=lease, by=self.request.user, **self.action_input()))
 
-    @extend_schema(
-        summary="Reserve a free host for manual work, for a duration (staff)",
-        request=s.LeaseReserveInputSerializer,
-        parameters=[idempotency.PARAMETER],
-        responses={201: s.LeaseSerializer, 409: idempotency.CONFLICT},
-    )
-    @idempotency.idempotent
+    @idempotent_create({201: s.LeaseSerializer})
     def create(self, request: Request) -> Response:
-        data = valid(s.LeaseReserveInputSerializer, request)
+        data = self.action_input()
         lease = services.lease_reserve(
             host=data["host"],
             holder=request.user,
@@ -308,33 +303,6 @@ class LeaseViewSet(ReadViewSet):
             reason=data["reason"],
         )
         return self._render_one(lease, status.HTTP_201_CREATED)
-
-    @extend_schema(
-        summary="Runner protocol: keep a job's lease alive (its worker's runner, or staff)",
-        request=None,
-        responses=s.LeaseSerializer,
-    )
-    @action(detail=True, methods=["post"])
-    def heartbeat(self, request: Request, pk: str) -> Response:
-        return self._change(services.lease_job_heartbeat)
-
-    @extend_schema(
-        summary="Release a lease; its job is requeued (default) or aborted (staff)",
-        request=s.LeaseReleaseInputSerializer,
-        responses=s.LeaseSerializer,
-    )
-    @action(detail=True, methods=["post"])
-    def release(self, request: Request, pk: str) -> Response:
-        return self._change(services.lease_release, s.LeaseReleaseInputSerializer)
-
-    @extend_schema(
-        summary="Extend a manual reservation to now + duration (staff)",
-        request=s.LeaseExtendInputSerializer,
-        responses=s.LeaseSerializer,
-    )
-    @action(detail=True, methods=["post"])
-    def extend(self, request: Request, pk: str) -> Response:
-        return self._change(services.lease_extend, s.LeaseExtendInputSerializer)
 
 
 # --- the queue and the scheduler ------------------------------------------------------------
@@ -369,22 +337,20 @@ class QueueView(RolePermissionsMixin, generics.GenericAPIView):
         )
 
 
-@extend_schema_view(
-    list=extend_schema(summary="Recent scheduler ticks, newest first: timings and counts"),
-    retrieve=extend_schema(summary="One scheduler tick"),
-)
 class SchedulerViewSet(ReadViewSet):
     """The record of scheduler ticks; staff may run one now."""
 
     serializer_class = s.SchedulerTickSerializer
     queryset = SchedulerTick.objects.defer("wait_reasons")
     action_permissions = {"tick": STAFF}
+    action_summaries = {
+        "list": "Recent scheduler ticks, newest first: timings and counts",
+        "retrieve": "One scheduler tick",
+        "tick": "Run one scheduler tick now and return what it did (staff)",
+    }
+    action_inputs = {"tick": None}
 
-    @extend_schema(
-        summary="Run one scheduler tick now and return what it did (staff)",
-        request=None,
-        responses=s.TickSummarySerializer,
-    )
+    @extend_schema(responses=s.TickSummarySerializer)
     @action(detail=False, methods=["post"])
     def tick(self, request: Request) -> Response:
         summary = services.scheduler_tick(trigger=f"api: {request.user.get_username()}")

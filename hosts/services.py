@@ -18,7 +18,9 @@ from hosts.audit import Actor, actor_user
 from hosts.choices import EventKind, HostStatus
 from hosts.models import Host, Label, Worker
 from hosts.validators import hostname_validator, label_validator, worker_name_validator
+from jobs import transitions
 from jobs.scheduling.triggers import request_tick
+from jobs.transitions import Mover
 from schedsite.errors import Conflict, InvalidInput, ServiceError
 from schedsite.roles import RUNNER_GROUP
 
@@ -274,7 +276,8 @@ def host_update(
         changes.append(f"build {host.current_build or '(none)'} → {current_build or '(none)'}")
         host.current_build = current_build[:200]
     if changes:
-        host.save()
+        # Not the status: that moves only through host_set_status, below.
+        host.save(update_fields=["worker", "current_build", "updated_at"])
         audit.record(EventKind.UPDATED, actor=by, host=host, message="; ".join(changes))
     if status is not None and status != host.status:
         host = host_set_status(host=host, status=status, by=by)
@@ -292,15 +295,8 @@ def host_set_status(*, host: Host, status: str, by: Actor, message: str = "") ->
         raise Conflict(f"host {host.hostname} no longer exists")
     if old == status:
         return host
-    changed = Host.objects.filter(pk=host.pk, status=old).update(status=status)
-    if not changed:
-        raise Conflict(f"host {host.hostname} changed status concurrently; try again")
-    audit.record(
-        EventKind.STATUS, actor=by, host=host, old_status=old, new_status=status, message=message
-    )
+    transitions.move_host(host, old=old, to=status, mover=Mover.STAFF, by=by, why=message)
     host.status = status
-    if status == HostStatus.READY:
-        request_tick("host ready")
     return host
 
 

@@ -21,10 +21,12 @@ from hosts.choices import EventKind, HostStatus
 from hosts.models import Host, Label, Worker
 from hosts.validators import hostname_validator, label_validator, worker_name_validator
 from jobs import services as jobs_services
+from jobs import transitions
 from jobs.choices import JobStatus, Priority
 from jobs.models import Job, Lease, Suite, decode_labels, encode_labels
 from jobs.scheduling.triggers import request_tick
 from jobs.services import JobSpec
+from jobs.transitions import Mover
 from schedsite.errors import InvalidInput, ServiceError
 
 PRIORITY_NAMES = {p.label: p.value for p in Priority}
@@ -450,9 +452,7 @@ def _start_running(job: Job, host: Host, *, actor: str, now: datetime) -> None:
         heartbeat_at=now,
         expires_at=now + timedelta(seconds=settings.LEASE_TTL),
     )
-    Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
-        status=JobStatus.LEASED, attempts=1
-    )
+    transitions.move_jobs([job.pk], to=JobStatus.LEASED, mover=Mover.IMPORT, at=now, attempts=1)
     audit.record(
         EventKind.LEASED,
         actor=actor,

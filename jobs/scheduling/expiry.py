@@ -6,12 +6,23 @@ from datetime import datetime
 
 from django.db.models import F
 
-from hosts import audit
 from hosts.audit import SCHEDULER
-from hosts.choices import EventKind, HostStatus
-from hosts.models import Host, HostEvent
+from jobs import transitions
 from jobs.choices import JobStatus, ReleaseReason
 from jobs.models import Job, Lease
+from jobs.transitions import Mover
+
+
+def _expired_message(lease: Lease) -> str:
+    job = lease.job
+    if job is None:
+        return "reservation ended"
+    if job.attempts <= job.max_retries:
+        outcome = f"job {job.name} requeued (attempt {job.attempts} of {job.max_retries + 1})"
+    else:
+        outcome = f"job {job.name} ended in error after {job.attempts} attempt(s)"
+    # The host's move to needs_repair is its own status event, with the status it left.
+    return f"no heartbeat since {(lease.heartbeat_at or lease.acquired_at):%H:%M:%S}; {outcome}"
 
 
 def lease_expire_overdue(*, now: datetime) -> int:
@@ -24,63 +35,42 @@ def lease_expire_overdue(*, now: datetime) -> int:
     )
     if not overdue:
         return 0
-    ids = [lease.pk for lease in overdue]
-    # Compare-and-set on every row: a lease completed meanwhile is not expired.
-    Lease.objects.active().filter(pk__in=ids).update(
-        released_at=now, release_reason=ReleaseReason.EXPIRED, released_by="scheduler"
+    transitions.release_leases(
+        overdue,
+        reason=ReleaseReason.EXPIRED,
+        mover=Mover.SCHEDULER,
+        by=SCHEDULER,
+        at=now,
+        message=_expired_message,
     )
-    events: list[HostEvent] = []
-    requeue, fail, broken = [], [], []
-    for lease in overdue:
-        job = lease.job
-        if job is None:
-            events.append(
-                audit.entry(
-                    EventKind.EXPIRED,
-                    actor=SCHEDULER,
-                    host=lease.host,
-                    lease_id=lease.pk,
-                    at=now,
-                    message="reservation ended",
-                )
-            )
-            continue
-        broken.append(lease.host_id)
-        if job.attempts <= job.max_retries:
-            requeue.append(job.pk)
-            outcome = f"job {job.name} requeued (attempt {job.attempts} of {job.max_retries + 1})"
-        else:
-            fail.append(job.pk)
-            outcome = f"job {job.name} ended in error after {job.attempts} attempt(s)"
-        events.append(
-            audit.entry(
-                EventKind.EXPIRED,
-                actor=SCHEDULER,
-                host=lease.host,
-                lease_id=lease.pk,
-                job_id=job.pk,
-                at=now,
-                message=f"no heartbeat since {(lease.heartbeat_at or lease.acquired_at):%H:%M:%S}; "
-                f"{outcome}; host → needs_repair (state unknown)",
-            )
-        )
-    active = (JobStatus.LEASED, JobStatus.RUNNING)
+    held = [lease for lease in overdue if lease.job is not None]
+    requeue = [lease.job_id for lease in held if lease.job.attempts <= lease.job.max_retries]
+    fail = [lease.job_id for lease in held if lease.job.attempts > lease.job.max_retries]
     if requeue:
-        Job.objects.filter(pk__in=requeue, status__in=active).update(
-            status=JobStatus.QUEUED,
-            started_at=None,
+        transitions.move_jobs(
+            requeue,
+            to=JobStatus.QUEUED,
+            mover=Mover.SCHEDULER,
+            at=now,
             message="lease expired (runner stopped heartbeating); requeued",
         )
     if fail:
-        Job.objects.filter(pk__in=fail, status__in=active).update(
-            status=JobStatus.ERROR,
-            finished_at=now,
+        transitions.move_jobs(
+            fail,
+            to=JobStatus.ERROR,
+            mover=Mover.SCHEDULER,
+            at=now,
             message="lease expired (runner stopped heartbeating); no retries left",
         )
-    if broken:
+    if held:
         # The runner vanished mid-job, so nobody knows what state the host is in.
-        Host.objects.filter(pk__in=broken).update(status=HostStatus.NEEDS_REPAIR)
-    audit.record_many(events)
+        transitions.mark_needs_repair(
+            [lease.host_id for lease in held],
+            mover=Mover.SCHEDULER,
+            by=SCHEDULER,
+            why="its job's runner stopped heartbeating: state unknown",
+            at=now,
+        )
     return len(overdue)
 
 
@@ -90,31 +80,28 @@ def job_timeout_overdue(*, now: datetime) -> int:
         Job.objects.select_for_update(skip_locked=True)
         .filter(status=JobStatus.RUNNING, started_at__isnull=False)
         .filter(started_at__lt=now - F("timeout"))
-        .values_list("id", "name", "timeout")
+        .values_list("id", flat=True)
     )
     if not candidates:
         return 0
-    ids = [c[0] for c in candidates]
-    Job.objects.filter(pk__in=ids, status=JobStatus.RUNNING).update(
-        status=JobStatus.ABORTED, finished_at=now, message="timed out: ran longer than its timeout"
+    transitions.move_jobs(
+        candidates,
+        to=JobStatus.ABORTED,
+        mover=Mover.SCHEDULER,
+        at=now,
+        message="timed out: ran longer than its timeout",
     )
-    leases = list(Lease.objects.active().filter(job_id__in=ids).select_related("host", "job"))
-    Lease.objects.active().filter(pk__in=[lease.pk for lease in leases]).update(
-        released_at=now, release_reason=ReleaseReason.TIMEOUT, released_by="scheduler"
+    leases = list(
+        Lease.objects.active().filter(job_id__in=candidates).select_related("host", "job")
     )
-    audit.record_many(
-        [
-            audit.entry(
-                EventKind.TIMED_OUT,
-                actor=SCHEDULER,
-                host=lease.host,
-                lease_id=lease.pk,
-                job_id=lease.job_id,
-                at=now,
-                message=f"job {lease.job.name} aborted after its timeout "
-                f"({lease.job.timeout}); host released",
-            )
-            for lease in leases
-        ]
+    transitions.release_leases(
+        leases,
+        reason=ReleaseReason.TIMEOUT,
+        mover=Mover.SCHEDULER,
+        by=SCHEDULER,
+        at=now,
+        message=lambda lease: (
+            f"job {lease.job.name} aborted after its timeout ({lease.job.timeout}); host released"
+        ),
     )
     return len(candidates)

@@ -18,10 +18,12 @@ from hosts import audit
 from hosts.audit import SCHEDULER
 from hosts.choices import EventKind
 from hosts.models import Host, HostEvent
+from jobs import transitions
 from jobs.choices import JobStatus
 from jobs.models import IdempotencyKey, Job, Lease, SchedulerTick
 from jobs.scheduling import planner, snapshot
 from jobs.scheduling.expiry import job_timeout_overdue, lease_expire_overdue
+from jobs.transitions import Mover
 
 log = logging.getLogger("schedsite.scheduler")
 
@@ -253,8 +255,13 @@ def _apply(
     if not kept:
         return []
     lease_of_host = _insert_leases(kept, now=now)
-    Job.objects.queued().filter(pk__in=snapshot.id_list(a.job_id for a in kept)).update(
-        status=JobStatus.LEASED, attempts=F("attempts") + 1, message=""
+    transitions.move_jobs(
+        snapshot.id_list(a.job_id for a in kept),
+        to=JobStatus.LEASED,
+        mover=Mover.SCHEDULER,
+        at=now,
+        attempts=F("attempts") + 1,
+        message="",
     )
     jobs = snap.jobs_by_id
     hosts = snap.hosts_by_id

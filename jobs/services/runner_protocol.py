@@ -12,11 +12,12 @@ from hosts import audit
 from hosts.audit import Actor
 from hosts.choices import EventKind
 from hosts.models import Host, Worker
-from jobs.choices import ACTIVE_JOB_STATUSES, JobStatus, ReleaseReason
+from jobs import transitions
+from jobs.choices import JobStatus, ReleaseReason
 from jobs.models import Job, Lease
-from jobs.scheduling.triggers import request_tick
-from jobs.services.common import _active_lease_for, _host_needs_repair, _release
+from jobs.services.common import active_lease_for
 from jobs.services.staff import job_abort
+from jobs.transitions import Mover
 from schedsite.errors import Conflict, InvalidInput
 
 
@@ -24,14 +25,10 @@ from schedsite.errors import Conflict, InvalidInput
 def job_start(*, job: Job, by: Actor, at: datetime | None = None) -> Job:
     """Mark a leased job running (the runner has begun the test)."""
     at = at or timezone.now()
-    lease = _active_lease_for(job)
+    lease = active_lease_for(job)
     if lease is None:
         raise Conflict(f"job {job.pk} holds no active lease (status {job.status})")
-    changed = Job.objects.filter(pk=job.pk, status=JobStatus.LEASED).update(
-        status=JobStatus.RUNNING, started_at=at
-    )
-    if not changed:
-        raise Conflict(f"job {job.pk} is {Job.objects.get(pk=job.pk).status}, not leased")
+    transitions.move_job(job, to=JobStatus.RUNNING, mover=Mover.RUNNER, at=at)
     Lease.objects.filter(pk=lease.pk).update(
         heartbeat_at=at, expires_at=at + timedelta(seconds=settings.LEASE_TTL)
     )
@@ -82,29 +79,27 @@ def job_complete(
     at = at or timezone.now()
     if result not in (JobStatus.PASSED, JobStatus.FAILED):
         raise InvalidInput("result must be 'passed' or 'failed'", field="result")
-    lease = _active_lease_for(job)
+    lease = active_lease_for(job)
     if lease is None:
         raise Conflict(f"job {job.pk} holds no active lease (status {job.status})")
-    changed = Job.objects.filter(pk=job.pk, status__in=ACTIVE_JOB_STATUSES).update(
-        status=result, finished_at=at, message=(message or "")[:10000]
-    )
-    if not changed:
-        raise Conflict(f"job {job.pk} is no longer running")
-    _release(lease, reason=ReleaseReason.COMPLETED, by=by, at=at)
-    audit.record(
-        EventKind.COMPLETED,
-        actor=by,
-        host=lease.host,
-        lease_id=lease.pk,
-        job_id=job.pk,
-        message=f"job {job.name} {result}" + (f": {message[:200]}" if message else ""),
+    transitions.move_job(job, to=result, mover=Mover.RUNNER, at=at, message=(message or "")[:10000])
+    transitions.release_leases(
+        [lease],
+        reason=ReleaseReason.COMPLETED,
+        mover=Mover.RUNNER,
+        by=by,
         at=at,
+        message=f"job {job.name} {result}" + (f": {message[:200]}" if message else ""),
+        trigger="job completed",
     )
     if not host_ok:
-        _host_needs_repair(
-            lease.host, by=by, why=f"runner reported the host broken after job {job.name}", at=at
+        transitions.mark_needs_repair(
+            [lease.host_id],
+            mover=Mover.RUNNER,
+            by=by,
+            why=f"runner reported the host broken after job {job.name}",
+            at=at,
         )
-    request_tick("job completed")
     job.refresh_from_db()
     return job
 
@@ -164,4 +159,4 @@ def lease_job_abort(
 ) -> Job:
     """Abort the job of a lease the runner holds (the runner is shutting down)."""
     lease = _lock_job_lease(lease)
-    return job_abort(job=lease.job, by=by, reason=reason, at=at)
+    return job_abort(job=lease.job, by=by, reason=reason, at=at, mover=Mover.RUNNER)

@@ -6,9 +6,11 @@ compare-and-set in the database is what refuses a move whose row is in another s
 
 from __future__ import annotations
 
+import ast
 import itertools
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.forms.models import model_to_dict
@@ -81,6 +83,33 @@ def test_final_states_are_final():
         machine = JOB if old in JobStatus.values else LEASE
         assert not [key for key in machine.moves if key[0] == old], old
     assert not [key for key in LEASE.moves if key[1] == ACTIVE]
+
+
+MOVES_HEADER = "| from | to | movers |"
+
+
+def documented_moves() -> list[list[str]]:
+    """The rows of each Moves table in docs/states.md, in the order the page has them."""
+    lines = (ROOT / "docs" / "states.md").read_text().splitlines()
+    tables = []
+    for i, line in enumerate(lines):
+        if line == MOVES_HEADER:
+            rows = itertools.takewhile(lambda text: text.startswith("|"), lines[i + 2 :])
+            tables.append(list(rows))
+    return tables
+
+
+def rendered_moves(machine: transitions.Machine) -> list[str]:
+    """The machine's table as docs/states.md writes it: one row per move, movers in order."""
+    return [
+        f"| `{old}` | `{new}` | {', '.join(m for m in Mover if m in movers)} |"
+        for old, new in pairs(machine.states)
+        if (movers := machine.moves.get((old, new)))
+    ]
+
+
+def test_docs_states_shows_each_table_as_it_is():
+    assert documented_moves() == [rendered_moves(HOST), rendered_moves(JOB), rendered_moves(LEASE)]
 
 
 # --- jobs -----------------------------------------------------------------------------------
@@ -288,3 +317,32 @@ def test_mark_needs_repair_moves_the_others_and_records_where_each_came_from():
         for h in hosts
         if h.status != HostStatus.NEEDS_REPAIR
     ]
+
+
+# --- nothing else writes a status -----------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+STATE_FIELDS = {"status", "released_at", "release_reason"}
+
+
+def status_updates(path: Path) -> list[int]:
+    """Lines of `.update(...)` calls in the file that write a status or release a lease."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path)))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "update"
+        and STATE_FIELDS & {kw.arg for kw in node.keywords}
+    ]
+
+
+def test_only_the_transitions_module_writes_a_status():
+    found = {
+        str(path.relative_to(ROOT)): lines
+        for package in ("hosts", "jobs")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if "migrations" not in path.parts and path.name != "transitions.py"
+        if (lines := status_updates(path))
+    }
+    assert found == {}

@@ -132,5 +132,6 @@ def test_a_tick_killed_before_commit_leaves_nothing_behind_and_the_next_tick_car
     assert after["ticks"] == before["ticks"] + 1
     assert after["jobs"] == {JobStatus.LEASED: 3, JobStatus.QUEUED: 2, JobStatus.ERROR: 1}
     assert after["leases"] == before["leases"] + 3
-    # One expiry event and one event per lease: exactly one tick's worth, none from the dead one.
-    assert after["events"] == before["events"] + 4
+    # The expiry and its host's move to needs_repair, and one event per lease: exactly one
+    # tick's worth, none from the dead one.
+    assert after["events"] == before["events"] + 5

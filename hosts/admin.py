@@ -127,8 +127,8 @@ class HostAdmin(GuardedDeleteAdmin):
 class HostEventAdmin(ViewOnlyAdmin):
     """The audit trail: read here, written only by the services."""
 
-    list_display = ["created_at", "host", "worker", "kind", "actor", "message"]
+    # `subject` still names a host or worker after it is deleted.
+    list_display = ["created_at", "subject", "kind", "old_status", "new_status", "actor", "message"]
     list_filter = ["kind", "actor"]
-    search_fields = ["host__hostname", "worker__name", "message", "actor"]
-    list_select_related = ["host", "worker"]
+    search_fields = ["subject", "worker__name", "message", "actor"]  # a worker may be renamed
     date_hierarchy = "created_at"

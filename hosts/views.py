@@ -28,10 +28,11 @@ from schedsite.errors import InvalidInput, ServiceError
 from schedsite.ui.htmx import (
     action_response,
     clean_query,
+    current_list_query,
+    detail_view,
     live_url,
     page_or_fragment,
     paginate,
-    query_from_current_url,
     refresh_seconds,
     staff_only,
     ui_login_required,
@@ -135,7 +136,7 @@ def _host_bulk(request: HttpRequest) -> HttpResponse:
     if denied := staff_only(request, "lock or unlock hosts"):
         return denied
     list_path = reverse("hosts:host_list")
-    query = clean_query(query_from_current_url(request, list_path))
+    query = current_list_query(request, list_path)
     form = BulkHostsForm(request.POST)
     form.is_valid()
     data = form.cleaned_data
@@ -204,17 +205,8 @@ def host_detail_context(request: HttpRequest, host: Host, **extra: Any) -> dict:
     return context
 
 
-@ui_login_required
-@require_GET
-def host_detail(request: HttpRequest, hostname: str) -> HttpResponse:
-    """One host: its state, lease, reservation and event timeline."""
-    host = get_object_or_404(Host, hostname=hostname)
-    return page_or_fragment(
-        request,
-        "hosts/host_detail.html",
-        "hosts/partials/host_detail_body.html",
-        host_detail_context(request, host),
-    )
+# One host: its state, lease, reservation and event timeline.
+host_detail = detail_view(Host, host_detail_context)
 
 
 # --- workers --------------------------------------------------------------------------------
@@ -259,17 +251,8 @@ def worker_detail_context(request: HttpRequest, worker: Worker, **extra: Any) ->
     return context
 
 
-@ui_login_required
-@require_GET
-def worker_detail(request: HttpRequest, name: str) -> HttpResponse:
-    """One worker: online and pause state, its hosts and its recent events."""
-    worker = get_object_or_404(Worker, name=name)
-    return page_or_fragment(
-        request,
-        "hosts/worker_detail.html",
-        "hosts/partials/worker_detail_body.html",
-        worker_detail_context(request, worker),
-    )
+# One worker: online and pause state, its hosts and its recent events.
+worker_detail = detail_view(Worker, worker_detail_context)
 
 
 # --- lock, unlock, pause, resume ------------------------------------------------------------

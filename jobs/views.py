@@ -39,11 +39,12 @@ from schedsite.errors import InvalidInput, LimitExceeded, ServiceError
 from schedsite.ui.htmx import (
     action_response,
     clean_query,
+    current_list_query,
+    detail_view,
     error_response,
     live_url,
     page_or_fragment,
     paginate,
-    query_from_current_url,
     refresh_seconds,
     staff_only,
     toast_html,
@@ -173,17 +174,8 @@ def suite_detail_context(request: HttpRequest, suite: Suite, **extra: Any) -> di
     return context
 
 
-@ui_login_required
-@require_GET
-def suite_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    """One suite and its jobs: status, hosts, attempts and why the queued ones wait."""
-    suite = get_object_or_404(Suite, pk=pk)
-    return page_or_fragment(
-        request,
-        "jobs/suite_detail.html",
-        "jobs/partials/suite_detail_body.html",
-        suite_detail_context(request, suite),
-    )
+# One suite and its jobs: status, hosts, attempts and why the queued ones wait.
+suite_detail = detail_view(Suite, suite_detail_context)
 
 
 @ui_login_required
@@ -356,7 +348,8 @@ def lease_list(request: HttpRequest) -> HttpResponse:
     """Active leases and reservations; POST reserves a free host (staff)."""
     if request.method == "POST":
         return _lease_reserve(request)
-    context = lease_list_context(request, clean_query(request.GET), request.GET.get("page"))
+    query = clean_query(request.GET)
+    context = lease_list_context(request, query, request.GET.get("page"))
     context["durations"] = RESERVE_DURATIONS
     return page_or_fragment(
         request, "jobs/lease_list.html", "jobs/partials/lease_table.html", context
@@ -417,7 +410,7 @@ def _lease_reserve(request: HttpRequest) -> HttpResponse:
     if error is None and getattr(request, "htmx", False):
         # Success: the table of leases changes too; swap it out of band with its filters.
         list_path = reverse("jobs:lease_list")
-        query = clean_query(query_from_current_url(request, list_path))
+        query = current_list_query(request, list_path)
         table = lease_list_context(request, query, query.get("page"))
         table["oob"] = True
         html = render(request, "jobs/partials/reserve_form.html", context).content.decode()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
@@ -18,42 +20,34 @@ SUITES_ON_DASHBOARD = 8
 
 def dashboard_charts(ticks: list[SchedulerTick]) -> list[Chart]:
     """Queue length, hosts leased and oldest wait over the recent ticks."""
-    times = [t.started_at for t in ticks]
-    last = ticks[-1] if ticks else None
-    queued = [t.queued_after for t in ticks]
-    leased = [t.hosts_leased for t in ticks]
-    total = [t.hosts_total for t in ticks]
-    wait = [t.oldest_wait_s for t in ticks]
-    util = round(100 * last.hosts_leased / last.hosts_total) if last and last.hosts_total else 0
-    tz = timezone.get_current_timezone()
+    chart = partial(
+        line_chart, times=[t.started_at for t in ticks], tz=timezone.get_current_timezone()
+    )
+    queued_now = leased_now = oldest_now = ""
+    if ticks:
+        last = ticks[-1]
+        util = round(100 * last.hosts_leased / last.hosts_total) if last.hosts_total else 0
+        queued_now = f"{last.queued_after} queued now"
+        leased_now = f"{last.hosts_leased} of {last.hosts_total} ({util}%)"
+        oldest_now = f"{human_duration(last.oldest_wait_s)} now"
+    queued = Series("Queued jobs", [t.queued_after for t in ticks], tone="indigo", area=True)
+    leased = Series("Leased", [t.hosts_leased for t in ticks], tone="blue", area=True)
+    total = Series("All hosts", [t.hosts_total for t in ticks], tone="slate", dashed=True)
+    wait = Series("Oldest queued job", [t.oldest_wait_s for t in ticks], tone="amber", area=True)
     return [
-        line_chart(
-            chart_id="chart-queue",
-            title="Queue length",
-            times=times,
-            series=[Series("Queued jobs", queued, tone="indigo", area=True)],
-            tz=tz,
-            summary=f"{last.queued_after} queued now" if last else "",
-        ),
-        line_chart(
+        chart(chart_id="chart-queue", title="Queue length", series=[queued], summary=queued_now),
+        chart(
             chart_id="chart-leased",
             title="Hosts leased",
-            times=times,
-            series=[
-                Series("Leased", leased, tone="blue", area=True),
-                Series("All hosts", total, tone="slate", dashed=True),
-            ],
-            tz=tz,
-            summary=f"{last.hosts_leased} of {last.hosts_total} ({util}%)" if last else "",
+            series=[leased, total],
+            summary=leased_now,
         ),
-        line_chart(
+        chart(
             chart_id="chart-wait",
             title="Oldest wait",
-            times=times,
-            series=[Series("Oldest queued job", wait, tone="amber", area=True)],
+            series=[wait],
             seconds=True,
-            tz=tz,
-            summary=f"{human_duration(last.oldest_wait_s)} now" if last else "",
+            summary=oldest_now,
         ),
     ]
 

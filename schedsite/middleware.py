@@ -35,27 +35,31 @@ class ThrottleMiddleware:
         if match is None or match.namespace == "api":
             return None  # DRF throttles its own views (docs/security.md#throttles-and-lockout)
         if match.view_name in LOGIN_FORMS:
-            throttle = LoginThrottle()
-            if throttle.allow_request(request, None):
-                return None
-            seconds = retry_after(throttle)
-            message = (
-                f"Too many sign-in attempts from your address. Try again in {wait_words(seconds)}."
-            )
-            return too_many_attempts(request, message, seconds)
-        if request.method in SAFE_METHODS or not request.user.is_authenticated:
+            throttle, refusal = LoginThrottle(), refuse_sign_in
+        elif request.method not in SAFE_METHODS and request.user.is_authenticated:
+            throttle, refusal = WriteThrottle(), refuse_write
+        else:
             return None
-        throttle = WriteThrottle()
         if throttle.allow_request(request, None):
             return None
-        seconds = retry_after(throttle)
-        message = (
-            f"Too many changes in a short time: nothing was changed. Try again in "
-            f"{wait_words(seconds)}."
-        )
-        response = error_response(request, message, 429)
-        response["Retry-After"] = str(seconds)
-        return response
+        return refusal(request, retry_after(throttle))
+
+
+def refuse_sign_in(request: HttpRequest, seconds: int) -> HttpResponse:
+    """The page that says the sign-in form is closed to this address for a while."""
+    message = f"Too many sign-in attempts from your address. Try again in {wait_words(seconds)}."
+    return too_many_attempts(request, message, seconds)
+
+
+def refuse_write(request: HttpRequest, seconds: int) -> HttpResponse:
+    """A 429 that says nothing was changed, as a toast (htmx) or an error page."""
+    message = (
+        f"Too many changes in a short time: nothing was changed. Try again in "
+        f"{wait_words(seconds)}."
+    )
+    response = error_response(request, message, 429)
+    response["Retry-After"] = str(seconds)
+    return response
 
 
 def retry_after(throttle: LoginThrottle | WriteThrottle) -> int:

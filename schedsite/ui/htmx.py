@@ -11,11 +11,13 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.paginator import Page, Paginator
+from django.db.models import Model
 from django.http import HttpRequest, HttpResponse, QueryDict
-from django.shortcuts import redirect, render, resolve_url
+from django.shortcuts import get_object_or_404, redirect, render, resolve_url
 from django.template.loader import render_to_string
 from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET
 from django_htmx.http import HttpResponseClientRedirect
 
 from schedsite import roles
@@ -64,14 +66,11 @@ def clean_query(data: QueryDict, *, drop: Iterable[str] = ("page",)) -> QueryDic
     return cleaned
 
 
-def query_from_current_url(request: HttpRequest, path: str) -> QueryDict:
-    """The query string of the page an htmx action came from, if it is the given list page."""
+def current_list_query(request: HttpRequest, path: str) -> QueryDict:
+    """The filters of the page an htmx action came from, if it is the given list page."""
     current = request.htmx.current_url_abs_path if getattr(request, "htmx", False) else None
-    if current:
-        parts = urlsplit(current)
-        if parts.path == path:
-            return QueryDict(parts.query)
-    return QueryDict()
+    parts = urlsplit(current or "")
+    return clean_query(QueryDict(parts.query if current and parts.path == path else ""))
 
 
 def paginate(items: Any, page_number: str | None, per_page: int) -> Page:
@@ -154,3 +153,26 @@ def page_or_fragment(
         # A filter form sends its empty fields too; put the clean address in the location bar.
         response["HX-Push-Url"] = context["live_url"]
     return response
+
+
+def detail_view(model: type[Model], context: Callable[..., dict[str, Any]]) -> View:
+    """The page of one object, found by the URL's lookup, or only its body when htmx asks.
+
+    Django's DetailView names: `<app>/<model>_detail.html` around the body partial
+    `<app>/partials/<model>_detail_body.html`, rendered with `context(request, obj)`.
+    """
+    meta = model._meta
+    page = f"{meta.app_label}/{meta.model_name}_detail.html"
+    body = f"{meta.app_label}/partials/{meta.model_name}_detail_body.html"
+
+    @ui_login_required
+    @require_GET
+    def view(request: HttpRequest, **lookup: Any) -> HttpResponse:
+        return page_or_fragment(
+            request, page, body, context(request, get_object_or_404(model, **lookup))
+        )
+
+    # Named like the function it stands for, where it is used (logs, Django's debug pages).
+    view.__name__ = view.__qualname__ = f"{meta.model_name}_detail"
+    view.__module__ = context.__module__
+    return view

@@ -2,14 +2,34 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+import pytest
+from django.test import Client
 from django.utils import timezone
 
 from hosts import services as host_services
 from hosts.models import Host, Worker
 from jobs import services
 from jobs.models import Job, Suite
+
+
+def signed_in(user: object | None, **kwargs: object) -> Client:
+    """A browser client, signed in as the user (or anonymous for None)."""
+    client = Client(**kwargs)
+    if user is not None:
+        client.force_login(user)
+    return client
+
+
+def client_fixture(actor: str | None, sign_in: Callable[[object | None], object]) -> Callable:
+    """A fixture: `sign_in(user)` for the user fixture named `actor` (None: nobody)."""
+
+    @pytest.fixture
+    def client(request: pytest.FixtureRequest) -> object:
+        return sign_in(request.getfixturevalue(actor) if actor else None)
+
+    return client
 
 
 def worker(name: str = "w1", *, online: bool = True, paused: bool = False) -> Worker:

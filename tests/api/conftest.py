@@ -35,29 +35,11 @@ def runner_2(django_user_model):  # noqa: ANN001, ANN201
     return user
 
 
-@pytest.fixture
-def staff_client(sam) -> APIClient:  # noqa: ANN001
-    return token_client(sam)
-
-
-@pytest.fixture
-def alice_client(alice) -> APIClient:  # noqa: ANN001
-    return token_client(alice)
-
-
-@pytest.fixture
-def bob_client(bob) -> APIClient:  # noqa: ANN001
-    return token_client(bob)
-
-
-@pytest.fixture
-def runner_client(runner_user) -> APIClient:  # noqa: ANN001
-    return token_client(runner_user)
-
-
-@pytest.fixture
-def anon_client() -> APIClient:
-    return APIClient()
+staff_client = f.client_fixture("sam", token_client)
+alice_client = f.client_fixture("alice", token_client)
+bob_client = f.client_fixture("bob", token_client)
+runner_client = f.client_fixture("runner_user", token_client)
+anon_client = f.client_fixture(None, token_client)
 
 
 @dataclass

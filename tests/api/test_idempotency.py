@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 import pytest
-from django.db import DatabaseError, connections
+from django.db import DatabaseError
 from django.utils import timezone
 
 from jobs import services
 from jobs.models import IdempotencyKey, Job, Lease, Suite
 from tests import factories as f
 from tests.api.conftest import token_client
+from tests.threads import race
 
 pytestmark = pytest.mark.django_db
 
@@ -149,23 +149,9 @@ def test_the_schema_documents_the_header_and_the_409_on_each_creating_post(staff
 @pytest.mark.django_db(transaction=True)
 def test_two_concurrent_posts_with_one_key_create_one_suite(django_user_model):
     alice = django_user_model.objects.create_user("alice")
-    barrier = threading.Barrier(2)
-    answers: list[tuple[int, dict]] = []
-
-    def one() -> None:
-        try:
-            client = token_client(alice)
-            barrier.wait()
-            response = post(client, "/api/suites/", SUITE, "same")
-            answers.append((response.status_code, response.json()))
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=one) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
+    clients = [token_client(alice), token_client(alice)]
+    responses = race(*[lambda c=c: post(c, "/api/suites/", SUITE, "same") for c in clients])
+    answers = [(response.status_code, response.json()) for response in responses]
     assert [code for code, _ in answers] == [201, 201]
     assert answers[0][1]["id"] == answers[1][1]["id"]
     assert Suite.objects.count() == 1

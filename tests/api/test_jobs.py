@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from rest_framework.test import APIClient
 
 from hosts import services as host_services
-from hosts.models import Host, HostEvent
+from hosts.models import Host, HostEvent, Worker
 from jobs import services
 from jobs.models import Job, Lease
 from tests import factories as f
@@ -148,15 +149,12 @@ def test_naming_another_jobs_lease_is_a_400(runner_client, lab):
     assert "not a lease of job" in response.json()["lease"][0]
 
 
-def test_a_late_complete_after_expiry_is_a_conflict_even_once_the_job_runs_elsewhere(
-    runner_client, runner_user, runner_2, sam
-):
-    """runner-1's lease expired, the job was leased again on w2, then runner-1 reports late."""
-    w1, w2 = f.worker("w1"), f.worker("w2")
-    host_services.worker_update(worker=w1, by=sam, runner=runner_user)
-    host_services.worker_update(worker=w2, by=sam, runner=runner_2)
-    a = f.host("a", ["board:x"], worker=w1)
-    b = host_services.host_lock(host=f.host("b", ["board:x"], worker=w2), by=sam, reason="x")
+def leased_again_after_expiry(
+    runner_client: APIClient, sam: object, first: Worker, second: Worker
+) -> tuple[Job, Lease, Lease]:
+    """Job J started on host a (first worker), expired, and leased again on host b (second)."""
+    a = f.host("a", ["board:x"], worker=first)
+    b = host_services.host_lock(host=f.host("b", ["board:x"], worker=second), by=sam, reason="x")
     job = f.job("J", max_retries=1)
     services.scheduler_tick()
     old = Lease.objects.get(job=job, host=a)
@@ -166,6 +164,17 @@ def test_a_late_complete_after_expiry_is_a_conflict_even_once_the_job_runs_elsew
     services.scheduler_tick()
     new = Lease.objects.get(job=job, released_at=None)
     assert new.host == b
+    return job, old, new
+
+
+def test_a_late_complete_after_expiry_is_a_conflict_even_once_the_job_runs_elsewhere(
+    runner_client, runner_user, runner_2, sam
+):
+    """runner-1's lease expired, the job was leased again on w2, then runner-1 reports late."""
+    w1, w2 = f.worker("w1"), f.worker("w2")
+    host_services.worker_update(worker=w1, by=sam, runner=runner_user)
+    host_services.worker_update(worker=w2, by=sam, runner=runner_2)
+    job, old, new = leased_again_after_expiry(runner_client, sam, w1, w2)
 
     response = runner_client.post(
         f"/api/jobs/{job.pk}/complete/", {"result": "passed", "lease": old.pk}
@@ -187,17 +196,7 @@ def test_a_runner_must_name_its_lease_so_a_late_call_never_touches_a_newer_attem
     """runner-1's lease expired and the job was leased again on w1; the old run reports late."""
     w1 = f.worker("w1")
     host_services.worker_update(worker=w1, by=sam, runner=runner_user)
-    a = f.host("a", ["board:x"], worker=w1)
-    b = host_services.host_lock(host=f.host("b", ["board:x"], worker=w1), by=sam, reason="x")
-    job = f.job("J", max_retries=1)
-    services.scheduler_tick()
-    old = Lease.objects.get(job=job, host=a)
-    assert runner_client.post(f"/api/jobs/{job.pk}/start/", {"lease": old.pk}).status_code == 200
-    services.scheduler_tick(now=old.expires_at + timedelta(seconds=1))  # expires: requeued
-    host_services.host_unlock(host=b, by=sam)
-    services.scheduler_tick()
-    new = Lease.objects.get(job=job, released_at=None)
-    assert new.host == b
+    job, old, new = leased_again_after_expiry(runner_client, sam, w1, w1)
 
     events = HostEvent.objects.count()
 

@@ -20,9 +20,14 @@ ROLES = ("anonymous", "tester", "other_tester", "runner", "other_runner", "staff
 class Action:
     name: str
     method: str
-    url: Callable[[Lab], str]
+    url: str | Callable[[Lab], str]  # a function where it names one of the lab's objects
     expected: tuple[int, int, int, int, int, int]  # one status per role, in ROLES order
-    body: Callable[[Lab], dict] | None = None
+    body: dict | Callable[[Lab], dict] | None = None
+
+    def request(self, lab: Lab) -> tuple[str, dict | None]:
+        """The URL and the body to send, for this lab."""
+        url = self.url(lab) if callable(self.url) else self.url
+        return url, self.body(lab) if callable(self.body) else self.body
 
 
 READ = (401, 200, 200, 200, 200, 200)
@@ -40,86 +45,48 @@ def one_tick(lab: Lab) -> str:
     return f"/api/scheduler/{SchedulerTick.objects.latest('id').pk}/"
 
 
+# The bodies of the creates: a valid one, so each role's answer is about the role alone.
+NEW_HOST = {"hostname": "new.lab", "labels": ["board:x"], "worker": "w1"}
+NEW_SUITE = {"name": "bvt", "jobs": [{"name": "t1", "labels": ["board:x"]}]}
+NEW_JOB = {"name": "solo", "labels": ["board:x"]}
+RESERVATION = {"host": "free.lab", "duration": 3600, "reason": "manual debugging"}
+
 ACTIONS = [
-    Action("api root", "get", lambda lab: "/api/", READ),
-    Action("me", "get", lambda lab: "/api/me/", READ),
-    Action("schema", "get", lambda lab: "/api/schema/", (200,) * 6),
-    Action("docs", "get", lambda lab: "/api/docs/", (200,) * 6),
+    Action("api root", "get", "/api/", READ),
+    Action("me", "get", "/api/me/", READ),
+    Action("schema", "get", "/api/schema/", (200,) * 6),
+    Action("docs", "get", "/api/docs/", (200,) * 6),
     # workers
-    Action("worker list", "get", lambda lab: "/api/workers/", READ),
-    Action("worker detail", "get", lambda lab: "/api/workers/w1/", READ),
-    Action(
-        "worker create", "post", lambda lab: "/api/workers/", staff(201), lambda lab: {"name": "w9"}
-    ),
-    Action(
-        "worker update",
-        "patch",
-        lambda lab: "/api/workers/w2/",
-        staff(200),
-        lambda lab: {"name": "w2-renamed"},
-    ),
-    Action("worker delete", "delete", lambda lab: "/api/workers/w3/", staff(204)),
-    Action(
-        "worker pause",
-        "post",
-        lambda lab: "/api/workers/w1/pause/",
-        staff(200),
-        lambda lab: {"reason": "rack move"},
-    ),
-    Action("worker resume", "post", lambda lab: "/api/workers/w3/resume/", staff(200)),
-    Action("worker heartbeat", "post", lambda lab: "/api/workers/w1/heartbeat/", RUNNER_OF_W1),
-    Action("worker leases", "get", lambda lab: "/api/workers/w1/leases/", RUNNER_OF_W1),
+    Action("worker list", "get", "/api/workers/", READ),
+    Action("worker detail", "get", "/api/workers/w1/", READ),
+    Action("worker create", "post", "/api/workers/", staff(201), {"name": "w9"}),
+    Action("worker update", "patch", "/api/workers/w2/", staff(200), {"name": "w2-renamed"}),
+    Action("worker delete", "delete", "/api/workers/w3/", staff(204)),
+    Action("worker pause", "post", "/api/workers/w1/pause/", staff(200), {"reason": "rack move"}),
+    Action("worker resume", "post", "/api/workers/w3/resume/", staff(200)),
+    Action("worker heartbeat", "post", "/api/workers/w1/heartbeat/", RUNNER_OF_W1),
+    Action("worker leases", "get", "/api/workers/w1/leases/", RUNNER_OF_W1),
     # hosts
-    Action("host list", "get", lambda lab: "/api/hosts/", READ),
-    Action("host detail", "get", lambda lab: "/api/hosts/h1.lab/", READ),
-    Action("host events", "get", lambda lab: "/api/hosts/h1.lab/events/", READ),
-    Action(
-        "host create",
-        "post",
-        lambda lab: "/api/hosts/",
-        staff(201),
-        lambda lab: {"hostname": "new.lab", "labels": ["board:x"], "worker": "w1"},
-    ),
-    Action(
-        "host update",
-        "patch",
-        lambda lab: "/api/hosts/free.lab/",
-        staff(200),
-        lambda lab: {"labels": ["board:q"]},
-    ),
-    Action("host delete", "delete", lambda lab: "/api/hosts/free.lab/", staff(204)),
-    Action(
-        "host lock",
-        "post",
-        lambda lab: "/api/hosts/free.lab/lock/",
-        staff(200),
-        lambda lab: {"reason": "debugging"},
-    ),
-    Action("host unlock", "post", lambda lab: "/api/hosts/locked.lab/unlock/", staff(200)),
+    Action("host list", "get", "/api/hosts/", READ),
+    Action("host detail", "get", "/api/hosts/h1.lab/", READ),
+    Action("host events", "get", "/api/hosts/h1.lab/events/", READ),
+    Action("host create", "post", "/api/hosts/", staff(201), NEW_HOST),
+    Action("host update", "patch", "/api/hosts/free.lab/", staff(200), {"labels": ["board:q"]}),
+    Action("host delete", "delete", "/api/hosts/free.lab/", staff(204)),
+    Action("host lock", "post", "/api/hosts/free.lab/lock/", staff(200), {"reason": "debugging"}),
+    Action("host unlock", "post", "/api/hosts/locked.lab/unlock/", staff(200)),
     Action(
         "host release", "post", lambda lab: f"/api/hosts/{lab.h2.hostname}/release/", staff(200)
     ),
     # suites
-    Action("suite list", "get", lambda lab: "/api/suites/", READ),
+    Action("suite list", "get", "/api/suites/", READ),
     Action("suite detail", "get", lambda lab: f"/api/suites/{lab.suite.pk}/", READ),
-    Action(
-        "suite create",
-        "post",
-        lambda lab: "/api/suites/",
-        ANY_USER_CREATES,
-        lambda lab: {"name": "bvt", "jobs": [{"name": "t1", "labels": ["board:x"]}]},
-    ),
+    Action("suite create", "post", "/api/suites/", ANY_USER_CREATES, NEW_SUITE),
     Action("suite abort", "post", lambda lab: f"/api/suites/{lab.suite.pk}/abort/", OWNER_OR_STAFF),
     # jobs
-    Action("job list", "get", lambda lab: "/api/jobs/", READ),
+    Action("job list", "get", "/api/jobs/", READ),
     Action("job detail", "get", lambda lab: f"/api/jobs/{lab.queued.pk}/", READ),
-    Action(
-        "job create",
-        "post",
-        lambda lab: "/api/jobs/",
-        ANY_USER_CREATES,
-        lambda lab: {"name": "solo", "labels": ["board:x"]},
-    ),
+    Action("job create", "post", "/api/jobs/", ANY_USER_CREATES, NEW_JOB),
     Action(
         "job start",
         "post",
@@ -148,15 +115,9 @@ ACTIONS = [
         (401, 200, 403, 200, 403, 200),
     ),
     # leases
-    Action("lease list", "get", lambda lab: "/api/leases/", READ),
+    Action("lease list", "get", "/api/leases/", READ),
     Action("lease detail", "get", lambda lab: f"/api/leases/{lab.reservation.pk}/", READ),
-    Action(
-        "lease reserve",
-        "post",
-        lambda lab: "/api/leases/",
-        staff(201),
-        lambda lab: {"host": "free.lab", "duration": 3600, "reason": "manual debugging"},
-    ),
+    Action("lease reserve", "post", "/api/leases/", staff(201), RESERVATION),
     Action(
         "lease heartbeat",
         "post",
@@ -168,20 +129,20 @@ ACTIONS = [
         "post",
         lambda lab: f"/api/leases/{active_lease(lab.leased).pk}/release/",
         staff(200),
-        lambda lab: {"requeue": True},
+        {"requeue": True},
     ),
     Action(
         "lease extend",
         "post",
         lambda lab: f"/api/leases/{lab.reservation.pk}/extend/",
         staff(200),
-        lambda lab: {"duration": 7200},
+        {"duration": 7200},
     ),
     # the queue and the scheduler
-    Action("queue", "get", lambda lab: "/api/queue/", READ),
-    Action("tick list", "get", lambda lab: "/api/scheduler/", READ),
+    Action("queue", "get", "/api/queue/", READ),
+    Action("tick list", "get", "/api/scheduler/", READ),
     Action("tick detail", "get", one_tick, READ),
-    Action("tick now", "post", lambda lab: "/api/scheduler/tick/", staff(200)),
+    Action("tick now", "post", "/api/scheduler/tick/", staff(200)),
 ]
 
 
@@ -208,9 +169,9 @@ def test_each_role_gets_exactly_the_documented_status(lab, users, action):
         # Every role meets the same lab: its request runs in a savepoint rolled back after it.
         with transaction.atomic():
             client = token_client(users[role])
-            body = action.body(lab) if action.body else None
+            url, body = action.request(lab)
             before = active_leases()
-            response = getattr(client, action.method)(action.url(lab), body, format="json")
+            response = getattr(client, action.method)(url, body, format="json")
             got[role] = response.status_code
             if response.status_code == 401:
                 assert response["WWW-Authenticate"] == "Token"

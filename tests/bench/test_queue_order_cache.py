@@ -6,8 +6,6 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from bench import dbload
@@ -16,18 +14,13 @@ from hosts.models import Host, HostEvent, Label, Worker
 from jobs import selectors, services
 from jobs.choices import JobStatus
 from jobs.models import Job, Lease, SchedulerTick, Suite
+from tests.bench.support import queries
 
 # PostgreSQL only: the digest keying the cache is SQL; elsewhere every read recomputes.
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 SMALL = LabShape(20, 80, 4, 8, seed=5, pinned=0.05, quota=0.5, capped=0.3)
 BIG = LabShape(300, 1500, 30, 30, seed=5, pinned=0.05, quota=0.5, capped=0.3)
-
-
-def queries(fn: Callable[[], object]) -> tuple[int, object]:
-    with CaptureQueriesContext(connection) as ctx:
-        result = fn()
-    return len(ctx.captured_queries), result
 
 
 def assert_fresh() -> None:

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 from django.db import connection
-from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from bench import dbload
@@ -15,6 +12,7 @@ from hosts.models import Host, HostEvent, Label, Worker
 from jobs import services
 from jobs.models import Job, Lease, SchedulerTick, Suite
 from jobs.scheduling import tick as tick_module
+from tests.bench.support import queries
 
 # PostgreSQL, the production database: SQLite splits bulk writes into batches of 999
 # parameters, so there the count grows with the lab by design.
@@ -22,12 +20,6 @@ pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 SMALL = LabShape(20, 80, 4, 8, seed=3, pinned=0.05, quota=0.5, capped=0.3)
 BIG = LabShape(400, 2400, 40, 40, seed=3, pinned=0.05, quota=0.5, capped=0.3)
-
-
-def queries(fn: Callable[[], object]) -> tuple[int, object]:
-    with CaptureQueriesContext(connection) as ctx:
-        result = fn()
-    return len(ctx.captured_queries), result
 
 
 def tick_query_counts(shape: LabShape) -> dict[str, int]:

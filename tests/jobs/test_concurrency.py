@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 from django.db.models import Count
 
 from hosts.models import Host
@@ -15,29 +14,14 @@ from jobs.choices import JobStatus
 from jobs.models import Job, Lease
 from schedsite.errors import Conflict
 from tests import factories as f
+from tests.threads import race
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 
 def run_threads(*targets) -> list[BaseException]:  # noqa: ANN002
-    errors: list[BaseException] = []
-    barrier = threading.Barrier(len(targets))
-
-    def wrap(target) -> None:  # noqa: ANN001
-        try:
-            barrier.wait()
-            target()
-        except BaseException as exc:  # noqa: BLE001 — reported by the test
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=wrap, args=(t,)) for t in targets]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    return errors
+    """Race the targets; the errors they raised."""
+    return [r for r in race(*targets) if isinstance(r, BaseException)]
 
 
 def assert_invariants() -> None:

@@ -141,29 +141,42 @@ def test_aborting_a_suite_aborts_its_jobs_and_frees_its_hosts():
         services.suite_abort(suite=suite, by="sam")
 
 
-def test_locking_a_locked_host_is_a_conflict_and_a_lock_needs_a_reason():
-    host = f.host("h1")
-    with pytest.raises(InvalidInput):
-        host_services.host_lock(host=host, by="sam", reason="")
-    host_services.host_lock(host=host, by="sam", reason="debugging")
-    with pytest.raises(Conflict):
-        host_services.host_lock(host=host, by="sam", reason="again")
-    host_services.host_unlock(host=host, by="sam")
-    with pytest.raises(Conflict):
-        host_services.host_unlock(host=host, by="sam")
-    kinds = list(HostEvent.objects.filter(host=host).values_list("kind", flat=True))
-    assert kinds.count("locked") == 1 and kinds.count("unlocked") == 1
+# A host's lock and a worker's pause: the object, its two services, and the events they
+# write (the first is also the object's flag).
+HOLDS = [
+    (
+        lambda: f.host("h1"),
+        host_services.host_lock,
+        host_services.host_unlock,
+        "locked",
+        "unlocked",
+    ),
+    (
+        lambda: f.worker("w1"),
+        host_services.worker_pause,
+        host_services.worker_resume,
+        "paused",
+        "resumed",
+    ),
+]
 
 
-def test_pausing_and_resuming_a_worker():
-    w = f.worker("w1")
+@pytest.mark.parametrize(("make", "hold", "release", "held", "freed"), HOLDS, ids=["lock", "pause"])
+def test_a_hold_needs_a_reason_and_holding_or_releasing_twice_is_a_conflict(
+    make, hold, release, held, freed
+):
+    subject = make()
+    target = {subject._meta.model_name: subject}
     with pytest.raises(InvalidInput):
-        host_services.worker_pause(worker=w, by="sam", reason="")
-    host_services.worker_pause(worker=w, by="sam", reason="rack move")
+        hold(**target, by="sam", reason="")
+    hold(**target, by="sam", reason="debugging")
     with pytest.raises(Conflict):
-        host_services.worker_pause(worker=w, by="sam", reason="again")
-    w = host_services.worker_resume(worker=w, by="sam")
-    assert not w.paused
+        hold(**target, by="sam", reason="again")
+    assert not getattr(release(**target, by="sam"), held)
+    with pytest.raises(Conflict):
+        release(**target, by="sam")
+    kinds = list(HostEvent.objects.filter(**target).values_list("kind", flat=True))
+    assert kinds.count(held) == 1 and kinds.count(freed) == 1
 
 
 def test_bad_submissions_are_rejected_whole():

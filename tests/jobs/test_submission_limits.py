@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Group
-from django.db import connections
-from django.test import Client
 from django.utils import timezone
 
 from jobs import services
 from jobs.models import Job, SubmitLimit, Suite
 from schedsite.errors import InvalidInput, LimitExceeded
 from tests.api.conftest import token_client
+from tests.factories import signed_in
+from tests.threads import race
 
 pytestmark = pytest.mark.django_db
 
@@ -31,12 +30,17 @@ def submit(owner: object, *, jobs: int = 1, now: object = None, **kwargs: object
 # --- priority and min_duts ------------------------------------------------------------------
 
 
-def test_a_tester_may_submit_at_cq_priority_but_not_above(alice):
-    assert submit(alice, priority=70).priority == 70
+@pytest.mark.parametrize(
+    ("field", "most"),
+    [("priority", 70), ("min_duts", 4)],
+    ids=["up to cq priority", "up to four min_duts"],
+)
+def test_a_tester_may_submit_up_to_the_limit_but_not_above(alice, field, most):
+    assert getattr(submit(alice, **{field: most}), field) == most
     with pytest.raises(InvalidInput) as refused:
-        submit(alice, priority=80)
-    assert refused.value.field == "priority"
-    assert "at most 70" in refused.value.message
+        submit(alice, **{field: most + 1})
+    assert refused.value.field == field
+    assert f"at most {most}" in refused.value.message
     assert Suite.objects.count() == 1
 
 
@@ -54,14 +58,6 @@ def test_a_standalone_job_above_the_priority_limit_is_refused(alice):
         services.job_submit(owner=alice, spec=spec)
     assert refused.value.field == "priority"
     assert not Job.objects.exists()
-
-
-def test_a_tester_may_ask_for_at_most_four_min_duts(alice):
-    assert submit(alice, min_duts=4).min_duts == 4
-    with pytest.raises(InvalidInput) as refused:
-        submit(alice, min_duts=5)
-    assert refused.value.field == "min_duts"
-    assert "at most 4" in refused.value.message
 
 
 def test_lab_staff_are_not_limited(sam, django_user_model):
@@ -153,12 +149,11 @@ def test_the_api_answers_400_for_priority_and_429_with_retry_after_for_the_rate(
     assert Job.objects.count() == 1
 
 
-def test_the_submit_form_shows_the_limit_next_to_the_priority(alice):
-    client = Client()
-    client.force_login(alice)
-    data = {
-        "name": "S",
-        "priority": "80",
+def submit_form(name: str, priority: int) -> dict:
+    """The submit form as a browser posts it: one job."""
+    return {
+        "name": name,
+        "priority": str(priority),
         "min_duts": "0",
         "max_retries": "0",
         "mode": "jobs",
@@ -166,7 +161,10 @@ def test_the_submit_form_shows_the_limit_next_to_the_priority(alice):
         "job_labels": ["board:x"],
         "job_host": [""],
     }
-    response = client.post("/suites/new/", data)
+
+
+def test_the_submit_form_shows_the_limit_next_to_the_priority(alice):
+    response = signed_in(alice).post("/suites/new/", submit_form("S", 80))
     assert response.status_code == 400
     assert "Priority 80 is above your limit: you may submit at most 70 (cq)" in (
         response.content.decode()
@@ -177,19 +175,7 @@ def test_the_submit_form_shows_the_limit_next_to_the_priority(alice):
 def test_the_submit_form_answers_429_with_retry_after_past_the_rate(alice, settings):
     settings.SUBMIT_RATE_PER_MINUTE = 1
     submit(alice)
-    client = Client()
-    client.force_login(alice)
-    data = {
-        "name": "S2",
-        "priority": "40",
-        "min_duts": "0",
-        "max_retries": "0",
-        "mode": "jobs",
-        "job_name": ["t"],
-        "job_labels": ["board:x"],
-        "job_host": [""],
-    }
-    response = client.post("/suites/new/", data)
+    response = signed_in(alice).post("/suites/new/", submit_form("S2", 40))
     assert response.status_code == 429
     assert int(response["Retry-After"]) >= 1
     assert "at most 1 per minute" in response.content.decode()
@@ -207,26 +193,11 @@ def test_fifty_concurrent_submits_never_overshoot_the_queued_jobs_limit(
     settings.SUBMIT_MAX_QUEUED_JOBS = 10
     settings.SUBMIT_RATE_PER_MINUTE = 1000
     alice = django_user_model.objects.create_user("alice")
-    barrier = threading.Barrier(50)
-    outcomes: list[str] = []
-
-    def one() -> None:
-        try:
-            barrier.wait()
-            submit(alice)
-            outcomes.append("created")
-        except InvalidInput:
-            outcomes.append("refused")
-        except BaseException as exc:  # noqa: BLE001 — reported by the assertion below
-            outcomes.append(repr(exc))
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=one) for _ in range(50)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
+    results = race(*[lambda: submit(alice)] * 50)
+    outcomes = [
+        "created" if isinstance(r, Suite) else "refused" if isinstance(r, InvalidInput) else repr(r)
+        for r in results
+    ]
     assert sorted(set(outcomes)) == ["created", "refused"], outcomes
     assert outcomes.count("created") == 10
     assert Job.objects.filter(owner=alice, status="queued").count() == 10

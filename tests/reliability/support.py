@@ -12,12 +12,17 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote
 
 import pytest
 from django.db import connection
+from django.utils import timezone
+from django_q.models import Schedule
+
+from tests import factories as f
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = os.environ.get("RELIABILITY_REDIS_URL", "redis://127.0.0.1:6379/5")
@@ -72,38 +77,32 @@ def subprocess_env(**overrides: str) -> dict[str, str]:
     return env
 
 
+def other_sessions(columns: str, where: str = "", *params: object) -> list[tuple]:
+    """`SELECT columns` over the other sessions on the test database (and `AND where`)."""
+    sql = f"SELECT {columns} FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()"
+    with connection.cursor() as cursor:
+        cursor.execute(sql + where, [connection.settings_dict["NAME"], *params])
+        return cursor.fetchall()
+
+
 def backends(*, application_name: str | None = None) -> list[int]:
     """PIDs of the other sessions on the test database (optionally one application's)."""
-    sql = "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()"
-    params: list[object] = [connection.settings_dict["NAME"]]
-    if application_name is not None:
-        sql += " AND application_name LIKE %s"
-        params.append(application_name)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return [row[0] for row in cursor.fetchall()]
+    if application_name is None:
+        rows = other_sessions("pid")
+    else:
+        rows = other_sessions("pid", " AND application_name LIKE %s", application_name)
+    return [row[0] for row in rows]
 
 
 def activity() -> str:
     """The other sessions on the test database and what they wait for (for failure messages)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pid, application_name, state, wait_event_type, wait_event, left(query, 120)"
-            " FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
-            [connection.settings_dict["NAME"]],
-        )
-        return "\n".join(" | ".join(str(v) for v in row) for row in cursor.fetchall())
+    columns = "pid, application_name, state, wait_event_type, wait_event, left(query, 120)"
+    return "\n".join(" | ".join(str(v) for v in row) for row in other_sessions(columns))
 
 
 def terminate_backends() -> int:
     """Cut every other session on the test database (ours only): a database outage, locally."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-            "WHERE datname = %s AND pid <> pg_backend_pid()",
-            [connection.settings_dict["NAME"]],
-        )
-        return cursor.fetchone()[0]
+    return other_sessions("count(pg_terminate_backend(pid))")[0][0]
 
 
 @contextmanager
@@ -237,3 +236,21 @@ def cluster_env(*, app: str, queue: RedisQueue | None, **extra: str) -> dict[str
     if queue is not None:
         env.update(REDIS_URL=queue.url, Q_NAME=queue.name)
     return env
+
+
+def cluster_lab(request: pytest.FixtureRequest, broker: str, hostnames: list[str]) -> tuple:
+    """A lab for qcluster tests: the queue and the process starter, and w1 with the hosts.
+
+    The queue is Redis's (None for the ORM broker); only ticks that events ask for run.
+    """
+    # The queue first, so that teardown stops the clusters before it removes the queue.
+    queue = request.getfixturevalue("redis_queue") if broker == "redis" else None
+    processes = request.getfixturevalue("processes")
+    # Only the ticks that events ask for may rescue the lab here, not the safety-net schedule.
+    Schedule.objects.filter(func="jobs.tasks.tick").update(
+        next_run=timezone.now() + timedelta(days=1)
+    )
+    w1 = f.worker("w1")
+    for hostname in hostnames:
+        f.host(hostname, ["board:x"], worker=w1)
+    return queue, processes

@@ -11,12 +11,11 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 from django_q.brokers import get_broker
-from django_q.models import Schedule
 
 from jobs.choices import JobStatus
 from jobs.models import Job, SchedulerState
 from tests import factories as f
-from tests.reliability.support import Proc, activity, backends, cluster_env, wait_until
+from tests.reliability.support import Proc, activity, backends, cluster_env, cluster_lab, wait_until
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -41,16 +40,7 @@ def queued(*names: str) -> int:
 def test_a_cluster_killed_mid_tick_holds_up_the_next_submission_only_seconds(
     broker: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    # The queue first, so that teardown stops the clusters before it removes the queue.
-    queue = request.getfixturevalue("redis_queue") if broker == "redis" else None
-    processes = request.getfixturevalue("processes")
-    # Only the ticks that events ask for may rescue the lab here, not the safety-net schedule.
-    Schedule.objects.filter(func="jobs.tasks.tick").update(
-        next_run=timezone.now() + timedelta(days=1)
-    )
-    w1 = f.worker("w1")
-    for i in range(3):
-        f.host(f"h{i}", ["board:x"], worker=w1)
+    queue, processes = cluster_lab(request, broker, [f"h{i}" for i in range(3)])
 
     # One task worker, whose every tick stops before it commits: the crash comes mid-tick.
     marker = tmp_path / "reached"

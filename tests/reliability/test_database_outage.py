@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import time
-from datetime import timedelta
 
 import pytest
-from django.utils import timezone
-from django_q.models import Schedule
 
 from jobs.choices import JobStatus
 from jobs.models import Job, SchedulerState
@@ -17,6 +14,7 @@ from tests.reliability.support import (
     activity,
     backends,
     cluster_env,
+    cluster_lab,
     database_down,
     terminate_backends,
     wait_until,
@@ -54,16 +52,7 @@ def wait_leased(cluster: Proc, *suites: str, what: str) -> None:
 @pytest.fixture
 def cluster(request: pytest.FixtureRequest) -> Proc:
     """One qcluster on the test database, with Redis (production) or the ORM broker (embedded)."""
-    # The queue first, so that teardown stops the cluster before it removes the queue.
-    queue = request.getfixturevalue("redis_queue") if request.param == "redis" else None
-    processes = request.getfixturevalue("processes")
-    # Only the ticks that events ask for may rescue the lab here, not the safety-net schedule.
-    Schedule.objects.filter(func="jobs.tasks.tick").update(
-        next_run=timezone.now() + timedelta(days=1)
-    )
-    w1 = f.worker("w1")
-    for i in range(24):
-        f.host(f"h{i:02}", ["board:x"], worker=w1)
+    queue, processes = cluster_lab(request, request.param, [f"h{i:02}" for i in range(24)])
     proc = processes("qcluster", "qcluster", env=cluster_env(app=APP, queue=queue))
     f.suite("before", 2)
     wait_leased(proc, "before", what="the first suite")

@@ -193,11 +193,16 @@ def first_fit_keep(hosts: list[HostState]) -> Keep:
 PROPERTY = settings(max_examples=200, deadline=None)
 
 
+def planned(lab: tuple[list, list, list]) -> tuple[list, list, list, Plan]:
+    """The lab's hosts, jobs and suites, and the planner's result for them."""
+    hosts, jobs, suites = lab
+    return hosts, jobs, suites, plan(hosts=hosts, jobs=jobs, suites=suites)
+
+
 @PROPERTY
 @given(labs())
 def test_every_lease_is_valid(lab: tuple[list, list, list]) -> None:
-    hosts, jobs, suites = lab
-    result = plan(hosts=hosts, jobs=jobs, suites=suites)
+    hosts, jobs, suites, result = planned(lab)
     host_by_id = {h.id: h for h in hosts}
     job_by_id = {j.id: j for j in jobs}
     job_ids = [a.job_id for a in result.assignments]
@@ -215,8 +220,7 @@ def test_every_lease_is_valid(lab: tuple[list, list, list]) -> None:
 @PROPERTY
 @given(labs())
 def test_every_queued_job_is_leased_or_told_why_it_waits(lab: tuple[list, list, list]) -> None:
-    hosts, jobs, suites = lab
-    result = plan(hosts=hosts, jobs=jobs, suites=suites)
+    hosts, jobs, suites, result = planned(lab)
     leased = {a.job_id for a in result.assignments}
     assert leased.isdisjoint(result.wait_reasons)
     assert leased | set(result.wait_reasons) == {j.id for j in jobs}
@@ -239,8 +243,7 @@ def test_every_queued_job_is_leased_or_told_why_it_waits(lab: tuple[list, list, 
 @PROPERTY
 @given(labs())
 def test_it_is_work_conserving(lab: tuple[list, list, list]) -> None:
-    hosts, jobs, suites = lab
-    result = plan(hosts=hosts, jobs=jobs, suites=suites)
+    hosts, jobs, suites, result = planned(lab)
     leased_hosts = {a.host_id for a in result.assignments}
     leased_jobs = {a.job_id for a in result.assignments}
     suite_by_id = {s.id: s for s in suites}
@@ -259,8 +262,7 @@ def test_it_is_work_conserving(lab: tuple[list, list, list]) -> None:
 @PROPERTY
 @given(labs())
 def test_the_leased_set_is_the_ordered_greedy_of_spec_4(lab: tuple[list, list, list]) -> None:
-    hosts, jobs, suites = lab
-    result = plan(hosts=hosts, jobs=jobs, suites=suites)
+    hosts, jobs, suites, result = planned(lab)
     expected = ordered_greedy(hosts, jobs, suites, matroid_keep(hosts))
     assert {a.job_id for a in result.assignments} == {j.id for j in expected}
 
@@ -270,8 +272,7 @@ def test_the_leased_set_is_the_ordered_greedy_of_spec_4(lab: tuple[list, list, l
 def test_without_caps_it_leases_a_maximum_matching(lab: tuple[list, list, list]) -> None:
     # With max_duts a kept job can cost a later lease (see the scenario test); without, every
     # job is tried and kept when it fits, so the kept set is a largest possible one.
-    hosts, jobs, suites = lab
-    result = plan(hosts=hosts, jobs=jobs, suites=suites)
+    hosts, jobs, suites, result = planned(lab)
     first_fit = ordered_greedy(hosts, jobs, suites, first_fit_keep(hosts))
     assert len(result.assignments) == max_matching(jobs, hosts) >= len(first_fit)
 

@@ -7,7 +7,6 @@ from types import SimpleNamespace
 
 import pytest
 from django.db.models import Model
-from django.test import Client
 from rest_framework.authtoken.models import Token
 
 from hosts import services as host_services
@@ -28,14 +27,6 @@ def snapshot() -> dict[str, list[tuple]]:
         model.__name__: [tuple(row.values()) for row in model.objects.order_by("pk").values()]
         for model in WATCHED
     }
-
-
-def signed_in(user: object | None, **kwargs: object) -> Client:
-    """A browser client, signed in as the user (or anonymous for None)."""
-    client = Client(**kwargs)
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 @pytest.fixture

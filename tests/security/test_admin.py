@@ -14,7 +14,8 @@ from hosts.models import Host, HostEvent, Label, Worker
 from jobs import services
 from jobs.models import Job, Lease, SchedulerTick, Suite
 from tests import factories as f
-from tests.security.conftest import signed_in, snapshot
+from tests.factories import signed_in
+from tests.security.conftest import snapshot
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,8 @@ import pytest
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
-from tests.security.conftest import HTMX, signed_in, snapshot
+from tests.factories import signed_in
+from tests.security.conftest import HTMX, snapshot
 from tests.security.test_ui_permissions import ACTIONS, PAGES
 
 pytestmark = pytest.mark.django_db

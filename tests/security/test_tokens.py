@@ -9,7 +9,8 @@ import pytest
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
-from tests.security.conftest import HTMX, signed_in
+from tests.factories import signed_in
+from tests.security.conftest import HTMX
 
 pytestmark = pytest.mark.django_db
 

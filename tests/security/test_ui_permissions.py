@@ -14,7 +14,8 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, resolve, reverse
 
 from schedsite import ui_urls
-from tests.security.conftest import HTMX, signed_in, snapshot
+from tests.factories import signed_in
+from tests.security.conftest import HTMX, snapshot
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from django.test import Client
 
 from tests import factories as f
 
@@ -26,25 +25,6 @@ def lab(db):  # noqa: ANN001, ANN201
     )
 
 
-def signed_in(user) -> Client:  # noqa: ANN001
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
-def sam_client(sam) -> Client:  # noqa: ANN001
-    """Sam (lab staff), signed in."""
-    return signed_in(sam)
-
-
-@pytest.fixture
-def alice_client(alice) -> Client:  # noqa: ANN001
-    """Alice (a tester), signed in."""
-    return signed_in(alice)
-
-
-@pytest.fixture
-def bob_client(bob) -> Client:  # noqa: ANN001
-    """Bob (another tester), signed in."""
-    return signed_in(bob)
+sam_client = f.client_fixture("sam", f.signed_in)
+alice_client = f.client_fixture("alice", f.signed_in)
+bob_client = f.client_fixture("bob", f.signed_in)

@@ -11,37 +11,48 @@ from tests.ui.conftest import HTMX
 pytestmark = pytest.mark.django_db
 
 
+# A host and a worker with capitals in their names: how to make one, its hold and release
+# services, its page, the two actions, and how a refusal names it.
+HOLDS = [
+    pytest.param(
+        lambda: f.host("DUT-7.Lab", ["board:eve"], worker=f.worker("Rack-7")),
+        (host_services.host_lock, host_services.host_unlock),
+        "/hosts/DUT-7.Lab/",
+        ("lock", "unlock", "locked"),
+        "Host DUT-7.Lab",
+        id="host",
+    ),
+    pytest.param(
+        lambda: f.worker("Rack-7"),
+        (host_services.worker_pause, host_services.worker_resume),
+        "/workers/Rack-7/",
+        ("pause", "resume", "paused"),
+        "Worker Rack-7",
+        id="worker",
+    ),
+]
+
+
 @pytest.mark.parametrize("fragment", ["row", "detail"])
-def test_a_refused_host_action_names_the_host_as_typed(sam_client, fragment):
-    host = f.host("DUT-7.Lab", ["board:eve"], worker=f.worker("Rack-7"))
-    host_services.host_lock(host=host, by="bob", reason="mine")
+@pytest.mark.parametrize(("make", "services", "url", "words", "named"), HOLDS)
+def test_a_refused_hold_names_the_host_or_worker_as_typed(
+    sam_client, fragment, make, services, url, words, named
+):
+    obj = make()
+    hold, release = services
+    held, released, state = words
+    subject = {obj._meta.model_name: obj}
+    hold(**subject, by="bob", reason="mine")
 
-    locked = sam_client.post(
-        "/hosts/DUT-7.Lab/lock/", {"reason": "also mine", "fragment": fragment}, headers=HTMX
+    again = sam_client.post(
+        f"{url}{held}/", {"reason": "also mine", "fragment": fragment}, headers=HTMX
     )
-    host_services.host_unlock(host=host, by="bob")
-    unlocked = sam_client.post("/hosts/DUT-7.Lab/unlock/", {"fragment": fragment}, headers=HTMX)
+    release(**subject, by="bob")
+    not_held = sam_client.post(f"{url}{released}/", {"fragment": fragment}, headers=HTMX)
 
-    assert locked.status_code == 409 and unlocked.status_code == 409
-    assert "Host DUT-7.Lab is already locked" in locked.content.decode()
-    assert "Host DUT-7.Lab is not locked" in unlocked.content.decode()
-    for response in (locked, unlocked):
-        assert "dut-7.lab" not in response.content.decode()
-
-
-@pytest.mark.parametrize("fragment", ["row", "detail"])
-def test_a_refused_worker_action_names_the_worker_as_typed(sam_client, fragment):
-    worker = f.worker("Rack-7")
-    host_services.worker_pause(worker=worker, by="bob", reason="maintenance")
-
-    paused = sam_client.post(
-        "/workers/Rack-7/pause/", {"reason": "again", "fragment": fragment}, headers=HTMX
-    )
-    host_services.worker_resume(worker=worker, by="bob")
-    resumed = sam_client.post("/workers/Rack-7/resume/", {"fragment": fragment}, headers=HTMX)
-
-    assert paused.status_code == 409 and resumed.status_code == 409
-    assert "Worker Rack-7 is already paused" in paused.content.decode()
-    assert "Worker Rack-7 is not paused" in resumed.content.decode()
-    for response in (paused, resumed):
-        assert "rack-7" not in response.content.decode()
+    assert again.status_code == 409 and not_held.status_code == 409
+    assert f"{named} is already {state}" in again.content.decode()
+    assert f"{named} is not {state}" in not_held.content.decode()
+    typed = named.split()[1]
+    for response in (again, not_held):
+        assert typed.lower() not in response.content.decode()

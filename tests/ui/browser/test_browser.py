@@ -22,6 +22,14 @@ def host_row(page, host: Host):  # noqa: ANN001, ANN201
     return page.locator(f"#host-{host.pk}")
 
 
+def release_in_row(page, row, button: str, done: str, hold_again: str) -> None:  # noqa: ANN001
+    """Unlock or resume from a table row: the row says so and offers the hold again, in place."""
+    row.get_by_role("button", name=button).click()
+    expect(row).to_contain_text(done)
+    expect(row.get_by_text(hold_again)).to_be_visible()
+    assert_not_reloaded(page)
+
+
 def test_staff_filters_by_label_then_locks_and_unlocks_a_host_in_place(page, sam, lab):
     sign_in(page, "sam", "sam-pass")
     page.get_by_role("link", name="Hosts", exact=True).click()
@@ -46,10 +54,7 @@ def test_staff_filters_by_label_then_locks_and_unlocks_a_host_in_place(page, sam
     assert Host.objects.get(pk=lab.h1.pk).locked
     screenshot(page, "hosts-after-lock")
 
-    row.get_by_role("button", name="Unlock h1.lab").click()
-    expect(row).to_contain_text("Unlocked h1.lab")
-    expect(row.get_by_text("Lock…")).to_be_visible()
-    assert_not_reloaded(page)
+    release_in_row(page, row, "Unlock h1.lab", "Unlocked h1.lab", "Lock…")
     assert not Host.objects.get(pk=lab.h1.pk).locked
 
 
@@ -117,10 +122,7 @@ def test_staff_pauses_a_worker_with_a_reason_and_resumes_it(page, sam, lab):
     assert Worker.objects.get(pk=lab.w1.pk).paused
     screenshot(page, "workers-after-pause")
 
-    row.get_by_role("button", name="Resume w1").click()
-    expect(row).to_contain_text("Resumed w1")
-    expect(row.get_by_text("Pause…")).to_be_visible()
-    assert_not_reloaded(page)
+    release_in_row(page, row, "Resume w1", "Resumed w1", "Pause…")
     assert not Worker.objects.get(pk=lab.w1.pk).paused
 
 

@@ -23,6 +23,13 @@ def _debug(settings, debug: bool) -> None:  # noqa: ANN001
     settings.DEBUG = debug
 
 
+def open_as(page, username: str, path: str) -> None:  # noqa: ANN001
+    """Sign in as the user and open the page, marked so that a reload would show."""
+    sign_in(page, username, f"{username}-pass")
+    page.goto(path)
+    mark_page(page)
+
+
 def assert_still_the_styled_page(page) -> None:  # noqa: ANN001
     """The error was swapped into the page: the stylesheet and the top bar are still there."""
     expect(page.locator("header.topbar")).to_be_visible()
@@ -31,9 +38,7 @@ def assert_still_the_styled_page(page) -> None:  # noqa: ANN001
 
 
 def test_locking_a_host_without_a_reason_is_refused_in_place(page, sam, lab, debug):
-    sign_in(page, "sam", "sam-pass")
-    page.goto("/hosts/")
-    mark_page(page)
+    open_as(page, "sam", "/hosts/")
     row = page.locator(f"#host-{lab.h1.pk}")
     row.get_by_text("Lock…").click()
     row.get_by_role("button", name="Lock", exact=True).click()
@@ -43,9 +48,7 @@ def test_locking_a_host_without_a_reason_is_refused_in_place(page, sam, lab, deb
 
 
 def test_pausing_a_worker_without_a_reason_is_refused_in_place(page, sam, lab, debug):
-    sign_in(page, "sam", "sam-pass")
-    page.goto(f"/workers/{lab.w1.name}/")
-    mark_page(page)
+    open_as(page, "sam", f"/workers/{lab.w1.name}/")
     page.get_by_role("button", name="Pause", exact=True).click()
     expect(page.locator("#detail-pause-error")).to_contain_text("A reason is required")
     assert_still_the_styled_page(page)
@@ -53,9 +56,7 @@ def test_pausing_a_worker_without_a_reason_is_refused_in_place(page, sam, lab, d
 
 
 def test_a_suite_without_a_name_is_refused_in_place(page, alice, lab, debug):
-    sign_in(page, "alice", "alice-pass")
-    page.goto("/suites/new/")
-    mark_page(page)
+    open_as(page, "alice", "/suites/new/")
     page.locator(".job-row").first.get_by_label("Test name").fill("camera_Capture")
     page.get_by_role("button", name="Submit suite").click()
     expect(page.locator("#id_name-error")).to_be_visible()

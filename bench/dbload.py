@@ -15,6 +15,8 @@ BENCH_SERVER = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
 # Databases a benchmark may create and drop; anything else is refused, so a typo can never
 # drop a database someone else uses.
 ALLOWED_PREFIX = "bench_"
+# A generated suite's fields that a Suite row takes as they are.
+SUITE_FIELDS = ("name", "build", "priority", "min_duts", "max_duts")
 
 
 def database_url(name: str) -> str:
@@ -133,11 +135,7 @@ def load(
         suites = Suite.objects.bulk_create(
             [
                 Suite(
-                    name=s.name,
-                    build=s.build,
-                    priority=s.priority,
-                    min_duts=s.min_duts,
-                    max_duts=s.max_duts,
+                    **{name: getattr(s, name) for name in SUITE_FIELDS},
                     owner=user,
                     created_at=_aware(s.created_at),
                 )

@@ -52,6 +52,25 @@ class LabShape:
     offline_workers: float = 0.01
 
 
+# The lab's size on a benchmark's command line, with the defaults of the tick benchmark.
+SIZE_ARGUMENTS = (("--hosts", 1000), ("--jobs", 10000), ("--suites", 50), ("--label-sets", 40))
+
+
+def add_shape_arguments(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
+    """--hosts, --jobs, --suites and --label-sets (required, or these defaults), and --seed."""
+    for flag, default in SIZE_ARGUMENTS:
+        if required:
+            parser.add_argument(flag, type=int, required=True)
+        else:
+            parser.add_argument(flag, type=int, default=default)
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def shape_from(args: argparse.Namespace, **mix: float) -> LabShape:
+    """The lab the size arguments ask for, with the mix given (the shares of LabShape)."""
+    return LabShape(args.hosts, args.jobs, args.suites, args.label_sets, seed=args.seed, **mix)
+
+
 @dataclass(frozen=True)
 class WorkerSpec:
     """A lab server of a generated lab."""
@@ -296,13 +315,9 @@ def _split(rng: random.Random, total: int, parts: int) -> list[int]:
 def main() -> None:
     """Print the summary of a generated lab (its sizes), for a look before benchmarking."""
     parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--hosts", type=int, default=1000)
-    parser.add_argument("--jobs", type=int, default=10000)
-    parser.add_argument("--suites", type=int, default=50)
-    parser.add_argument("--label-sets", type=int, default=40)
-    parser.add_argument("--seed", type=int, default=0)
+    add_shape_arguments(parser)
     args = parser.parse_args()
-    shape = LabShape(args.hosts, args.jobs, args.suites, args.label_sets, seed=args.seed)
+    shape = shape_from(args)
     print(json.dumps({"shape": asdict(shape), **generate(shape).describe()}))
 
 

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
-import signal
 import statistics
 import subprocess
 import sys
@@ -14,6 +12,7 @@ import time
 from pathlib import Path
 
 from bench import dbload
+from bench.cli import print_result, stop_process_group
 from bench.labgen import LabShape, generate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,16 +37,6 @@ def _start_cluster(env: dict[str, str], log_path: Path) -> subprocess.Popen:
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group: stopped as one, and only it
     )
-
-
-def _stop_cluster(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 def _heartbeat() -> None:
@@ -143,7 +132,7 @@ def main() -> None:  # noqa: PLR0915 — a script: arguments, one run, its repor
             latencies.append(ms)
             _finish(job_id)
     finally:
-        _stop_cluster(cluster)
+        stop_process_group(cluster)
         connections.close_all()
         dbload.drop_database(args.db)
 
@@ -158,11 +147,7 @@ def main() -> None:  # noqa: PLR0915 — a script: arguments, one run, its repor
         "p50_target_ms": P50_TARGET_MS,
         "p99_target_ms": P99_TARGET_MS,
     }
-    if args.json:
-        print(json.dumps(result))
-    else:
-        for key, value in result.items():
-            print(f"{key:>14}: {value}")
+    print_result(result, as_json=args.json, width=14)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import statistics
 import subprocess
@@ -19,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 from bench import dbload
+from bench.cli import stop_process_group
 from bench.labgen import Lab, LabShape, generate
 from bench.latency import percentile
 
@@ -304,18 +304,8 @@ def start_server(db: str, port: int, workers: int, log: Path) -> subprocess.Pope
         except OSError:
             pass
         time.sleep(0.2)
-    stop_server(proc)
+    stop_process_group(proc)
     raise SystemExit(f"gunicorn did not answer within 60 s: see {log}")
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 # --- the run --------------------------------------------------------------------------------
@@ -348,7 +338,7 @@ def measure(
                     r = load_python(port, path, cookie, args.concurrency, args.seconds)
                 out["throughput"][name] = r
     finally:
-        stop_server(server)
+        stop_process_group(server)
     return out
 
 

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from bench.greedy import by_fewest_labels, greedy
-from bench.labgen import LabShape, generate
+from bench.labgen import add_shape_arguments, generate, shape_from
 from jobs.scheduling.planner import plan
 
 # The targets of docs/performance.md#targets, in milliseconds, by (hosts, jobs).
@@ -32,11 +32,7 @@ def _timed(fn: Callable[[], object], repeat: int) -> tuple[float, float, object]
 def main(argv: Sequence[str] | None = None) -> None:
     """Time the planner and an Autotest-style greedy first fit on the same generated lab."""
     parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--hosts", type=int, required=True)
-    parser.add_argument("--jobs", type=int, required=True)
-    parser.add_argument("--suites", type=int, required=True)
-    parser.add_argument("--label-sets", type=int, required=True)
-    parser.add_argument("--seed", type=int, default=0)
+    add_shape_arguments(parser, required=True)
     parser.add_argument("--hetero", type=float, default=0.5, help="share of label sets with more")
     parser.add_argument("--capped", type=float, default=0.0, help="share of suites with max_duts")
     parser.add_argument("--busy", type=float, default=0.0, help="share of hosts already leased")
@@ -44,16 +40,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--json", action="store_true", help="one JSON line (the default)")
     args = parser.parse_args(argv)
 
-    shape = LabShape(
-        args.hosts,
-        args.jobs,
-        args.suites,
-        args.label_sets,
-        seed=args.seed,
-        hetero=args.hetero,
-        capped=args.capped,
-        busy=args.busy,
-    )
+    shape = shape_from(args, hetero=args.hetero, capped=args.capped, busy=args.busy)
     lab = generate(shape)
     hosts, jobs, suites = lab.hosts, lab.jobs, lab.suites
     plan_ms, plan_best, result = _timed(

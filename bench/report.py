@@ -89,6 +89,12 @@ def load_average() -> str:
         return "?"
 
 
+def lab_args(module: str, hosts: str, jobs: str, suites: str, label_sets: str) -> list[str]:
+    """The arguments that run a benchmark module on a generated lab of this size, for JSON."""
+    sizes = ["--hosts", hosts, "--jobs", jobs, "--suites", suites, "--label-sets", label_sets]
+    return [module, *sizes, "--json"]
+
+
 def main() -> None:  # noqa: PLR0915 — a script: arguments, the runs, their tables
     """Run the benchmarks and print the tables of bench/RESULTS.md (markdown) on stdout."""
     parser = argparse.ArgumentParser(description=main.__doc__)
@@ -124,10 +130,7 @@ def main() -> None:  # noqa: PLR0915 — a script: arguments, the runs, their ta
     rows = []
     commands = []
     for hosts, jobs, suites, label_sets in PLANNER_RUNS:
-        cmd, (r,) = run(
-            ["bench.planner", "--hosts", hosts, "--jobs", jobs, "--suites", suites]
-            + ["--label-sets", label_sets, "--json"]
-        )
+        cmd, (r,) = run(lab_args("bench.planner", hosts, jobs, suites, label_sets))
         commands.append(cmd)
         before = None
         if base is not None:
@@ -198,10 +201,7 @@ def main() -> None:  # noqa: PLR0915 — a script: arguments, the runs, their ta
     rows = []
     commands = []
     for hosts, jobs, suites, label_sets in TICK_RUNS:
-        cmd, (r,) = run(
-            ["bench.tick", "--hosts", hosts, "--jobs", jobs, "--suites", suites]
-            + ["--label-sets", label_sets, "--json"]
-        )
+        cmd, (r,) = run(lab_args("bench.tick", hosts, jobs, suites, label_sets))
         commands.append(cmd)
         b: dict = {}
         if base is not None:

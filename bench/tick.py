@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import json
 import pstats
 import statistics
 import sys
 import time
 
 from bench import dbload
-from bench.labgen import LabShape, generate
+from bench.cli import print_result
+from bench.labgen import add_shape_arguments, generate, shape_from
 
 # The targets of docs/performance.md#targets, in milliseconds, by (hosts, jobs).
 COLD_TARGET_MS = 5000.0
@@ -80,11 +80,7 @@ def _one_event() -> None:
 def main() -> None:
     """Load a generated lab into PostgreSQL, time a cold tick and steady-state ticks."""
     parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--hosts", type=int, default=1000)
-    parser.add_argument("--jobs", type=int, default=10000)
-    parser.add_argument("--suites", type=int, default=50)
-    parser.add_argument("--label-sets", type=int, default=40)
-    parser.add_argument("--seed", type=int, default=0)
+    add_shape_arguments(parser)
     parser.add_argument("--steady", type=int, default=7, help="steady-state ticks to time")
     parser.add_argument("--db", default="bench_tick", help="database to (re)create: bench_*")
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
@@ -99,16 +95,7 @@ def main() -> None:
 
     # Every host can take work (no locks, no paused or offline worker), so that the cold tick
     # leases as many of the hosts as the queue can use: "a cold tick that leases 10,000 hosts".
-    shape = LabShape(
-        args.hosts,
-        args.jobs,
-        args.suites,
-        args.label_sets,
-        seed=args.seed,
-        unavailable=0.0,
-        paused_workers=0.0,
-        offline_workers=0.0,
-    )
+    shape = shape_from(args, unavailable=0.0, paused_workers=0.0, offline_workers=0.0)
     lab = generate(shape)
     print(f"tick benchmark: {lab.describe()}", file=sys.stderr)
     dbload.setup_django(args.db)
@@ -159,11 +146,7 @@ def main() -> None:
         "steady_target_ms": STEADY_TARGET_MS.get((args.hosts, args.jobs)),
         "cold_target_ms": COLD_TARGET_MS,
     }
-    if args.json:
-        print(json.dumps(result))
-    else:
-        for key, value in result.items():
-            print(f"{key:>18}: {value}")
+    print_result(result, as_json=args.json, width=18)
 
 
 if __name__ == "__main__":

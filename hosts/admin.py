@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
 
 from django.contrib import admin
 from django.db.models import Model, QuerySet
@@ -15,6 +16,19 @@ from jobs.models import Lease
 from schedsite.admin_base import GuardedDeleteAdmin, ViewOnlyAdmin
 
 
+class DeletedByService(GuardedDeleteAdmin):
+    """Deletes, one or "delete selected", go through the service, which checks and audits them."""
+
+    delete_service: ClassVar[Callable[..., Any]]  # takes the object by its model's name, and by=
+
+    def delete_model(self, request: HttpRequest, obj: Model) -> None:
+        type(self).delete_service(**{obj._meta.model_name: obj}, by=request.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
+        for obj in queryset:
+            self.delete_model(request, obj)
+
+
 def _saved_as(obj: Model, saved: Model) -> None:
     """Point the admin's unsaved instance at the row a service created."""
     obj.pk = saved.pk
@@ -23,7 +37,8 @@ def _saved_as(obj: Model, saved: Model) -> None:
 
 
 @admin.register(Worker)
-class WorkerAdmin(GuardedDeleteAdmin):
+class WorkerAdmin(DeletedByService):
+    delete_service = services.worker_delete
     list_display = ["name", "paused", "paused_reason", "last_seen", "created_at"]
     list_filter = ["paused"]
     search_fields = ["name", "paused_reason"]
@@ -38,13 +53,6 @@ class WorkerAdmin(GuardedDeleteAdmin):
         services.worker_update(
             worker=obj, by=request.user, name=data["name"], runner=data.get("runner")
         )
-
-    def delete_model(self, request: HttpRequest, obj: Worker) -> None:
-        services.worker_delete(worker=obj, by=request.user)
-
-    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Worker]) -> None:
-        for worker in queryset:
-            services.worker_delete(worker=worker, by=request.user)
 
 
 @admin.register(Label)
@@ -65,7 +73,8 @@ class LabelAdmin(GuardedDeleteAdmin):
 
 
 @admin.register(Host)
-class HostAdmin(GuardedDeleteAdmin):
+class HostAdmin(DeletedByService):
+    delete_service = services.host_delete
     list_display = ["hostname", "worker", "status", "locked", "lock_reason", "current_build"]
     list_filter = ["status", "locked", "worker", "labels"]
     search_fields = ["hostname", "lock_reason", "labels__name", "current_build"]
@@ -114,13 +123,6 @@ class HostAdmin(GuardedDeleteAdmin):
             f"Host {lease.host.hostname} holds active lease {lease.pk}: release it first."
             for lease in active.select_related("host").order_by("pk")
         ]
-
-    def delete_model(self, request: HttpRequest, obj: Host) -> None:
-        services.host_delete(host=obj, by=request.user)
-
-    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Host]) -> None:
-        for host in queryset:
-            services.host_delete(host=host, by=request.user)
 
 
 @admin.register(HostEvent)

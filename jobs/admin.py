@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from django.contrib import admin
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 
 from jobs.models import IdempotencyKey, Job, Lease, SchedulerTick, SubmitLimit, Suite
@@ -23,6 +24,14 @@ def live_leases(leases: QuerySet[Lease]) -> list[str]:
 
 class SubmittedOnlyAdmin(GuardedDeleteAdmin):
     """Suites and jobs are submitted and changed through the UI and API, which check them."""
+
+    jobs_by: ClassVar[str]  # how a job names what this admin deletes: itself, or its suite
+
+    def delete_blockers(self, objs: Sequence[Model]) -> list[str]:
+        jobs = Job.objects.filter(**{f"{self.jobs_by}__in": [obj.pk for obj in objs]})
+        # Locked until the delete commits, so the scheduler cannot lease them in between.
+        ids = list(jobs.select_for_update().values_list("pk", flat=True))
+        return live_leases(Lease.objects.filter(job__in=ids))
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -42,6 +51,7 @@ class JobInline(admin.TabularInline):
 
 @admin.register(Suite)
 class SuiteAdmin(SubmittedOnlyAdmin):
+    jobs_by = "suite"
     list_display = [
         "name",
         "priority",
@@ -56,15 +66,10 @@ class SuiteAdmin(SubmittedOnlyAdmin):
     search_fields = ["name", "build", "owner__username"]
     inlines = [JobInline]
 
-    def delete_blockers(self, objs: Sequence[Suite]) -> list[str]:
-        ids = [suite.pk for suite in objs]
-        # Locked until the delete commits, so the scheduler cannot lease them in between.
-        list(Job.objects.select_for_update().filter(suite__in=ids).values_list("pk", flat=True))
-        return live_leases(Lease.objects.filter(job__suite__in=ids))
-
 
 @admin.register(Job)
 class JobAdmin(SubmittedOnlyAdmin):
+    jobs_by = "pk"
     list_display = [
         "name",
         "suite",
@@ -79,12 +84,6 @@ class JobAdmin(SubmittedOnlyAdmin):
     search_fields = ["name", "label_key", "suite__name"]
     list_select_related = ["suite", "host"]
     raw_id_fields = ["suite", "host"]
-
-    def delete_blockers(self, objs: Sequence[Job]) -> list[str]:
-        ids = [job.pk for job in objs]
-        # Locked until the delete commits, so the scheduler cannot lease them in between.
-        list(Job.objects.select_for_update().filter(pk__in=ids).values_list("pk", flat=True))
-        return live_leases(Lease.objects.filter(job__in=ids))
 
 
 @admin.register(Lease)
@@ -109,6 +108,7 @@ class LeaseAdmin(ViewOnlyAdmin):
 
 @admin.register(SchedulerTick)
 class SchedulerTickAdmin(ViewOnlyAdmin):
+    exclude = ["wait_reasons"]  # one reason per class of queued jobs: no form can show it
     list_display = [
         "started_at",
         "duration_ms",
@@ -120,7 +120,6 @@ class SchedulerTickAdmin(ViewOnlyAdmin):
         "queued_after",
         "trigger",
     ]
-    exclude = ["wait_reasons"]
     readonly_fields = [f for f in list_display]
 
 

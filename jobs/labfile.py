@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -31,6 +31,10 @@ from schedsite.errors import InvalidInput, ServiceError
 
 PRIORITY_NAMES = {p.label: p.value for p in Priority}
 LABEL_MAX = Label._meta.get_field("name").max_length
+# How a lab file names a worker or a host: the validator, the longest name, the word for it.
+Naming = tuple[Callable[[str], None], int, str]
+WORKER_NAMES: Naming = (worker_name_validator, 100, "worker")
+HOSTNAMES: Naming = (hostname_validator, 255, "hostname")
 
 
 class LabFileError(InvalidInput):
@@ -177,17 +181,26 @@ def _label(i: int, entry: dict, key: str, name_key: str) -> str:
     return f"{key}[{i}]" + (f" ({name})" if isinstance(name, str) and name else "")
 
 
+def _named_entries(
+    data: dict, check: _Checker, key: str, name_key: str, naming: Naming
+) -> Iterator[tuple[dict, str, str]]:
+    """Each entry of a list with where it is and its name, checked: required, valid, unique."""
+    validator, limit, noun = naming
+    seen: set[str] = set()
+    for i, entry in enumerate(_entries(data, key, check)):
+        where = _label(i, entry, key, name_key)
+        name = check.text(entry, name_key, where, required=True, limit=limit)
+        if name:
+            check.name(validator, name, f"{where}.{name_key}")
+            if name in seen:
+                check.fail(f"{where}.{name_key}", f"duplicate {noun} {name}")
+            seen.add(name)
+        yield entry, where, name
+
+
 def _validate_workers(data: dict, check: _Checker) -> list[dict]:
     workers: list[dict] = []
-    seen: set[str] = set()
-    for i, entry in enumerate(_entries(data, "workers", check)):
-        where = _label(i, entry, "workers", "name")
-        name = check.text(entry, "name", where, required=True, limit=100)
-        if name:
-            check.name(worker_name_validator, name, f"{where}.name")
-            if name in seen:
-                check.fail(f"{where}.name", f"duplicate worker {name}")
-            seen.add(name)
+    for entry, where, name in _named_entries(data, check, "workers", "name", WORKER_NAMES):
         workers.append(
             {
                 "name": name,
@@ -200,15 +213,7 @@ def _validate_workers(data: dict, check: _Checker) -> list[dict]:
 
 def _validate_hosts(data: dict, check: _Checker, known_workers: set[str]) -> list[dict]:
     hosts: list[dict] = []
-    seen: set[str] = set()
-    for i, entry in enumerate(_entries(data, "hosts", check)):
-        where = _label(i, entry, "hosts", "hostname")
-        hostname = check.text(entry, "hostname", where, required=True, limit=255)
-        if hostname:
-            check.name(hostname_validator, hostname, f"{where}.hostname")
-            if hostname in seen:
-                check.fail(f"{where}.hostname", f"duplicate hostname {hostname}")
-            seen.add(hostname)
+    for entry, where, hostname in _named_entries(data, check, "hosts", "hostname", HOSTNAMES):
         worker = entry.get("worker")
         if worker is not None and (not isinstance(worker, str) or worker not in known_workers):
             check.fail(f"{where}.worker", f"unknown worker {worker!r}")

@@ -18,6 +18,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.utils import timezone
 
 from jobs import demo, selectors
+from jobs.management.stopping import StopRequest
 
 FEED_EVERY = 2.0  # seconds between top-ups of the demo queue
 LOG_TAIL_LINES = 20  # of a process's log, shown when it exits
@@ -104,8 +105,10 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--addr", default="127.0.0.1:8000")
-        parser.add_argument("--no-runners", action="store_true")
+        parser.add_argument("--addr", default="127.0.0.1:8000", help="where the web UI listens")
+        parser.add_argument(
+            "--no-runners", action="store_true", help="start the web server and the scheduler only"
+        )
         parser.add_argument(
             "--log-dir",
             type=Path,
@@ -142,27 +145,21 @@ class Command(BaseCommand):
                 cmd += ["--", *demo.SIMULATED_TEST]
                 # The token travels in the environment, not on the command line (`ps`).
                 commands[f"runner {worker}"] = (cmd, {"SCHEDSITE_TOKEN": token})
-        stopping = False
+        stopping = StopRequest()
         show_banner = True  # once everything has started, and again on request
         banners = 0
-
-        def stop(*_: object) -> None:
-            nonlocal stopping
-            stopping = True
 
         def ask_banner(*_: object) -> None:
             nonlocal show_banner
             show_banner = True
 
-        signal.signal(signal.SIGINT, stop)
-        signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGUSR1, ask_banner)
         interactive = sys.stdin.isatty()
         rng = random.Random()
         next_feed = time.monotonic() + FEED_EVERY
         try:
             for name, (cmd, extra_env) in commands.items():
-                if stopping:
+                if stopping.requested:
                     break
                 if name.startswith("runner") and "web" in procs:
                     # Runners talk to the web server; starting them before it listens only
@@ -181,18 +178,18 @@ class Command(BaseCommand):
                         stderr=subprocess.STDOUT,
                         start_new_session=True,
                     )
-            if "web" in procs and not stopping:
+            if "web" in procs and not stopping.requested:
                 wait_for_port(addr, timeout=30)
-            while not stopping:
+            while not stopping.requested:
                 for name, proc in procs.items():
-                    if proc.poll() is not None and not stopping:
+                    if proc.poll() is not None and not stopping.requested:
                         self.stderr.write(
                             f"{name} exited with {proc.returncode}; stopping everything. "
                             f"The end of {shown_path(logs[name])}:\n"
                             f"{log_tail(logs[name])}"
                         )
-                        stopping = True
-                if show_banner and not stopping:
+                        stopping.request()
+                if show_banner and not stopping.requested:
                     show_banner = False
                     self.stdout.write(self.style.SUCCESS(banner(addr, log_dir)))
                     banners += 1

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import random
-import signal
 import time
 
 from django.core.management.base import BaseCommand, CommandParser
 
 from jobs import demo
+from jobs.management.stopping import StopRequest
 
 
 class Command(BaseCommand):
@@ -26,14 +26,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, **options: object) -> None:
         rng = random.Random(options["seed"])
-        stop = False
-
-        def on_signal(*_: object) -> None:
-            nonlocal stop
-            stop = True
-
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
-        while not stop:
+        stopping = StopRequest()
+        while not stopping.requested:
             demo.simulate_step(rng=rng, keep_queued=int(options["keep_queued"]))
             time.sleep(float(options["interval"]))

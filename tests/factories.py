@@ -58,32 +58,20 @@ def suite(
     jobs: Sequence[Sequence[str]] | int,
     *,
     owner: object = "alice",
-    priority: int = 40,
-    min_duts: int = 0,
-    max_duts: int | None = None,
     labels: Sequence[str] = ("board:x",),
     max_retries: int = 0,
-    build: str = "",
+    **options: object,
 ) -> Suite:
-    if isinstance(jobs, int):
-        specs = [
-            services.JobSpec(name=f"{name}-t{i}", labels=labels, max_retries=max_retries)
-            for i in range(jobs)
-        ]
-    else:
-        specs = [
-            services.JobSpec(name=f"{name}-t{i}", labels=job_labels, max_retries=max_retries)
-            for i, job_labels in enumerate(jobs)
-        ]
-    return services.suite_submit(
-        owner=owner,
-        name=name,
-        jobs=specs,
-        priority=priority,
-        min_duts=min_duts,
-        max_duts=max_duts,
-        build=build,
-    )
+    """A submitted suite: one job per label list, or `jobs` jobs needing `labels`.
+
+    `options` are suite_submit's (priority, min_duts, max_duts, build), with its defaults.
+    """
+    label_lists = [labels] * jobs if isinstance(jobs, int) else jobs
+    specs = [
+        services.JobSpec(name=f"{name}-t{i}", labels=job_labels, max_retries=max_retries)
+        for i, job_labels in enumerate(label_lists)
+    ]
+    return services.suite_submit(owner=owner, name=name, jobs=specs, **options)
 
 
 def job(

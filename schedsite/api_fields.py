@@ -8,11 +8,6 @@ from django.http import QueryDict
 from rest_framework import serializers
 
 
-def username_or_none(user: object) -> str | None:
-    """The account's username for an API body, or None where there is no account."""
-    return user.get_username() if user is not None else None  # type: ignore[attr-defined]
-
-
 def _from_form(field: serializers.Field) -> bool:
     """Whether the body was form data, where every value is text (JSON says what it means)."""
     return isinstance(getattr(field.root, "initial_data", None), QueryDict)

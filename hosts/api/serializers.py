@@ -11,10 +11,10 @@ from rest_framework import serializers
 from hosts.choices import HostStatus
 from hosts.models import Host, HostEvent, Worker
 from hosts.validators import hostname_validator, worker_name_validator
-from jobs.api.fields import LabelListField
+from jobs.api.fields import LabelListField, RelatedName
 from jobs.api.serializers import ActiveLeaseSerializer
 from jobs.scheduling.planner import host_is_schedulable
-from schedsite.api_fields import StrictBooleanField, StrictCharField, username_or_none
+from schedsite.api_fields import StrictBooleanField, StrictCharField
 from schedsite.roles import RUNNER_GROUP
 
 # --- workers --------------------------------------------------------------------------------
@@ -22,8 +22,8 @@ from schedsite.roles import RUNNER_GROUP
 
 class WorkerSerializer(serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:worker-detail", lookup_field="name")
-    paused_by = serializers.SerializerMethodField()
-    runner = serializers.SerializerMethodField()
+    paused_by = RelatedName("paused_by.username")
+    runner = RelatedName("runner.username")
     online = serializers.SerializerMethodField()
     hosts_total = serializers.IntegerField(read_only=True)
     hosts_leased = serializers.IntegerField(read_only=True)
@@ -49,14 +49,6 @@ class WorkerSerializer(serializers.ModelSerializer):
             "created_at",
         ]
         read_only_fields = fields
-
-    @extend_schema_field(serializers.CharField(allow_null=True))
-    def get_paused_by(self, worker: Worker) -> str | None:
-        return username_or_none(worker.paused_by)
-
-    @extend_schema_field(serializers.CharField(allow_null=True))
-    def get_runner(self, worker: Worker) -> str | None:
-        return username_or_none(worker.runner)
 
     def get_online(self, worker: Worker) -> bool:
         return worker.is_online(self.context.get("now") or timezone.now())
@@ -147,9 +139,9 @@ class HostEventSerializer(serializers.ModelSerializer):
 
 class HostSerializer(serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:host-detail", lookup_field="hostname")
-    worker = serializers.SerializerMethodField()
+    worker = RelatedName("worker.name")
     labels = serializers.SerializerMethodField()
-    locked_by = serializers.SerializerMethodField()
+    locked_by = RelatedName("locked_by.username")
     leased = serializers.SerializerMethodField()
     schedulable = serializers.SerializerMethodField()
     lease = serializers.SerializerMethodField()
@@ -175,17 +167,9 @@ class HostSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
-    @extend_schema_field(serializers.CharField(allow_null=True))
-    def get_worker(self, host: Host) -> str | None:
-        return host.worker.name if host.worker_id else None
-
     @extend_schema_field(serializers.ListField(child=serializers.CharField()))
     def get_labels(self, host: Host) -> list[str]:
         return host.label_names
-
-    @extend_schema_field(serializers.CharField(allow_null=True))
-    def get_locked_by(self, host: Host) -> str | None:
-        return username_or_none(host.locked_by)
 
     def _active_lease(self, host: Host):  # noqa: ANN202
         leases = getattr(host, "active_leases", None)

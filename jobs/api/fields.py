@@ -1,4 +1,4 @@
-"""Fields the job and host API serializers share: labels, priorities, durations."""
+"""Fields the job and host API serializers share: names, labels, priorities, durations."""
 
 from __future__ import annotations
 
@@ -15,8 +15,21 @@ MAX_LABELS = 64
 PRIORITY_LEVELS = {level.label: level.value for level in Priority}
 
 
-def seconds(value: timedelta | None) -> int | None:
-    return round(value.total_seconds()) if value is not None else None
+class RelatedName(serializers.CharField):
+    """A related object's name (a hostname, a username), or null where there is none."""
+
+    def __init__(self, source: str, **kwargs: Any) -> None:
+        super().__init__(source=source, read_only=True, allow_null=True, **kwargs)
+
+
+class Seconds(serializers.IntegerField):
+    """A duration, read only, in whole seconds."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(read_only=True, **kwargs)
+
+    def to_representation(self, value: timedelta) -> int:
+        return round(value.total_seconds())
 
 
 class LabelListField(serializers.ListField):

@@ -14,7 +14,8 @@ from hosts.models import Host
 from jobs.api.fields import (
     LabelListField,
     PriorityField,
-    seconds,
+    RelatedName,
+    Seconds,
     seconds_field,
 )
 from jobs.choices import JobStatus, Priority, ReleaseReason, SuiteStatus
@@ -24,7 +25,6 @@ from schedsite.api_fields import (
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
-    username_or_none,
 )
 
 # --- submission -----------------------------------------------------------------------------
@@ -170,8 +170,8 @@ class ActiveLeaseSerializer(serializers.ModelSerializer):
 
     url = serializers.HyperlinkedIdentityField(view_name="api:lease-detail")
     host = serializers.CharField(source="host.hostname")
-    job_name = serializers.SerializerMethodField()
-    holder = serializers.SerializerMethodField()
+    job_name = RelatedName("job.name")
+    holder = RelatedName("holder.username")
 
     class Meta:
         model = Lease
@@ -179,21 +179,13 @@ class ActiveLeaseSerializer(serializers.ModelSerializer):
         fields += ["acquired_at", "expires_at", "heartbeat_at"]
         read_only_fields = fields
 
-    @extend_schema_field(serializers.CharField(allow_null=True))
-    def get_job_name(self, lease: Lease) -> str | None:
-        return lease.job.name if lease.job_id else None
-
-    @extend_schema_field(serializers.CharField(allow_null=True))
-    def get_holder(self, lease: Lease) -> str | None:
-        return username_or_none(lease.holder) if lease.holder_id else None
-
 
 class LeaseSerializer(ActiveLeaseSerializer):
     # Declared: a read-only model field loses allow_blank, and "" (still active) is a value.
     release_reason = serializers.ChoiceField(
         choices=ReleaseReason.choices, allow_blank=True, read_only=True
     )
-    worker = serializers.SerializerMethodField()
+    worker = RelatedName("host.worker.name")
     suite = serializers.SerializerMethodField()
     active = serializers.SerializerMethodField()
     manual = serializers.SerializerMethodField()
@@ -202,11 +194,6 @@ class LeaseSerializer(ActiveLeaseSerializer):
         fields = [*ActiveLeaseSerializer.Meta.fields, "worker", "suite", "active", "manual"]
         fields += ["released_at", "release_reason", "released_by"]
         read_only_fields = fields
-
-    @extend_schema_field(serializers.CharField(allow_null=True))
-    def get_worker(self, lease: Lease) -> str | None:
-        worker = lease.host.worker
-        return worker.name if worker else None
 
     @extend_schema_field(serializers.IntegerField(allow_null=True))
     def get_suite(self, lease: Lease) -> int | None:
@@ -258,12 +245,12 @@ class WaitReasonSerializer(serializers.Serializer):
 
 class JobSerializer(serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:job-detail")
-    suite_name = serializers.SerializerMethodField()
+    suite_name = RelatedName("suite.name")
     labels = serializers.ListField(child=serializers.CharField(), read_only=True)
-    host = serializers.SerializerMethodField()
-    owner = serializers.SerializerMethodField()
-    timeout = serializers.SerializerMethodField()
-    estimated_duration = serializers.SerializerMethodField()
+    host = RelatedName("host.hostname", help_text="Pinned host.")
+    owner = RelatedName("owner.username")
+    timeout = Seconds(help_text="Maximum runtime in seconds.")
+    estimated_duration = Seconds(allow_null=True, help_text="Seconds.")
     wait_reason = serializers.SerializerMethodField()
     lease = serializers.SerializerMethodField()
 
@@ -293,26 +280,6 @@ class JobSerializer(serializers.ModelSerializer):
             "lease",
         ]
         read_only_fields = fields
-
-    @extend_schema_field(serializers.CharField(allow_null=True))
-    def get_suite_name(self, job: Job) -> str | None:
-        return job.suite.name if job.suite_id else None
-
-    @extend_schema_field(serializers.CharField(allow_null=True, help_text="Pinned host."))
-    def get_host(self, job: Job) -> str | None:
-        return job.host.hostname if job.host_id else None
-
-    @extend_schema_field(serializers.CharField(allow_null=True))
-    def get_owner(self, job: Job) -> str | None:
-        return username_or_none(job.owner) if job.owner_id else None
-
-    @extend_schema_field(serializers.IntegerField(help_text="Maximum runtime in seconds."))
-    def get_timeout(self, job: Job) -> int | None:
-        return seconds(job.timeout)
-
-    @extend_schema_field(serializers.IntegerField(allow_null=True, help_text="Seconds."))
-    def get_estimated_duration(self, job: Job) -> int | None:
-        return seconds(job.estimated_duration)
 
     @extend_schema_field(WaitReasonSerializer(allow_null=True))
     def get_wait_reason(self, job: Job) -> dict | None:
@@ -370,7 +337,7 @@ class JobCountsSerializer(serializers.Serializer):
 
 class SuiteSerializer(serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:suite-detail")
-    owner = serializers.SerializerMethodField()
+    owner = RelatedName("owner.username")
     priority = serializers.IntegerField(read_only=True)
     status = serializers.SerializerMethodField()
     job_counts = serializers.SerializerMethodField()
@@ -402,10 +369,6 @@ class SuiteSerializer(serializers.ModelSerializer):
 
     def _counts(self, suite: Suite) -> dict[str, int]:
         return (self.context.get("job_counts") or {}).get(suite.pk, {})
-
-    @extend_schema_field(serializers.CharField(allow_null=True))
-    def get_owner(self, suite: Suite) -> str | None:
-        return username_or_none(suite.owner) if suite.owner_id else None
 
     @extend_schema_field(serializers.ChoiceField(choices=SuiteStatus.choices))
     def get_status(self, suite: Suite) -> str:
@@ -459,9 +422,9 @@ class RunnerHostSerializer(serializers.ModelSerializer):
 
 class RunnerJobSerializer(serializers.ModelSerializer):
     labels = serializers.ListField(child=serializers.CharField(), read_only=True)
-    suite_name = serializers.SerializerMethodField()
+    suite_name = RelatedName("suite.name")
     build = serializers.SerializerMethodField()
-    timeout = serializers.SerializerMethodField()
+    timeout = Seconds(help_text="Maximum runtime in seconds.")
 
     class Meta:
         model = Job
@@ -469,17 +432,9 @@ class RunnerJobSerializer(serializers.ModelSerializer):
         fields += ["timeout", "suite", "suite_name", "build"]
         read_only_fields = fields
 
-    @extend_schema_field(serializers.CharField(allow_null=True))
-    def get_suite_name(self, job: Job) -> str | None:
-        return job.suite.name if job.suite_id else None
-
     @extend_schema_field(serializers.CharField(help_text="The suite's build, if any."))
     def get_build(self, job: Job) -> str:
         return job.suite.build if job.suite_id else ""
-
-    @extend_schema_field(serializers.IntegerField(help_text="Maximum runtime in seconds."))
-    def get_timeout(self, job: Job) -> int | None:
-        return seconds(job.timeout)
 
 
 class RunnerLeaseSerializer(serializers.ModelSerializer):
@@ -504,9 +459,9 @@ class QueueEntrySerializer(serializers.ModelSerializer):
     job = serializers.IntegerField(source="id", read_only=True)
     url = serializers.HyperlinkedIdentityField(view_name="api:job-detail")
     labels = serializers.ListField(child=serializers.CharField(), read_only=True)
-    host = serializers.SerializerMethodField()
-    suite_name = serializers.SerializerMethodField()
-    owner = serializers.SerializerMethodField()
+    host = RelatedName("host.hostname", help_text="Pinned host.")
+    suite_name = RelatedName("suite.name")
+    owner = RelatedName("owner.username")
     age_seconds = serializers.SerializerMethodField(help_text="Seconds since submission.")
     wait_reason = serializers.SerializerMethodField()
 
@@ -519,18 +474,6 @@ class QueueEntrySerializer(serializers.ModelSerializer):
 
     def get_position(self, job: Job) -> int:
         return self.context["positions"][job.pk]
-
-    @extend_schema_field(serializers.CharField(allow_null=True, help_text="Pinned host."))
-    def get_host(self, job: Job) -> str | None:
-        return job.host.hostname if job.host_id else None
-
-    @extend_schema_field(serializers.CharField(allow_null=True))
-    def get_suite_name(self, job: Job) -> str | None:
-        return job.suite.name if job.suite_id else None
-
-    @extend_schema_field(serializers.CharField(allow_null=True))
-    def get_owner(self, job: Job) -> str | None:
-        return username_or_none(job.owner) if job.owner_id else None
 
     def get_age_seconds(self, job: Job) -> float:
         now: datetime = self.context.get("now") or timezone.now()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
+from typing import NamedTuple
 
 from django import template
 from django.urls import reverse
@@ -67,20 +68,28 @@ TONES: dict[str, dict[str, str]] = {
     },
 }
 
+
+class WaitKind(NamedTuple):
+    """How a wait reason looks on the queue page."""
+
+    tone: str
+    title: str  # short: the badge's text
+
+
 # Wait-reason codes (jobs/scheduling/planner/) grouped by what the tester should do about them.
-WAIT_KINDS: dict[str, tuple[str, str]] = {  # code: (tone, short title)
-    "pending_tick": ("slate", "Pending"),
-    "no_matching_host": ("red", "No such host"),
-    "pinned_host_missing": ("red", "No such host"),
-    "pinned_host_lacks_labels": ("red", "Cannot run"),
-    "hosts_unavailable": ("amber", "Hosts unavailable"),
-    "pinned_host_locked": ("amber", "Host locked"),
-    "pinned_host_paused": ("amber", "Worker paused"),
-    "pinned_host_offline": ("amber", "Worker offline"),
-    "pinned_host_not_ready": ("amber", "Host not ready"),
-    "pinned_host_busy": ("blue", "Host busy"),
-    "outranked": ("blue", "Outranked"),
-    "suite_at_max_duts": ("purple", "At max DUTs"),
+WAIT_KINDS: dict[str, WaitKind] = {
+    "pending_tick": WaitKind("slate", "Pending"),
+    "no_matching_host": WaitKind("red", "No such host"),
+    "pinned_host_missing": WaitKind("red", "No such host"),
+    "pinned_host_lacks_labels": WaitKind("red", "Cannot run"),
+    "hosts_unavailable": WaitKind("amber", "Hosts unavailable"),
+    "pinned_host_locked": WaitKind("amber", "Host locked"),
+    "pinned_host_paused": WaitKind("amber", "Worker paused"),
+    "pinned_host_offline": WaitKind("amber", "Worker offline"),
+    "pinned_host_not_ready": WaitKind("amber", "Host not ready"),
+    "pinned_host_busy": WaitKind("blue", "Host busy"),
+    "outranked": WaitKind("blue", "Outranked"),
+    "suite_at_max_duts": WaitKind("purple", "At max DUTs"),
 }
 
 
@@ -138,7 +147,7 @@ def wait_tone(reason: Mapping | None) -> str:
         # Every matching host is merely busy: the job is waiting its turn, nothing is wrong.
         if details.get("matching") and details.get("busy") == details.get("matching"):
             return "blue"
-    return WAIT_KINDS.get(code, ("slate", ""))[0]
+    return WAIT_KINDS[code].tone if code in WAIT_KINDS else "slate"
 
 
 @register.filter
@@ -148,7 +157,7 @@ def wait_title(reason: Mapping | None) -> str:
     code = reason.get("code", "")
     if wait_tone(reason) == "blue" and code == "hosts_unavailable":
         return "Hosts busy"
-    return WAIT_KINDS.get(code, ("slate", capfirst(code.replace("_", " "))))[1]
+    return WAIT_KINDS[code].title if code in WAIT_KINDS else capfirst(code.replace("_", " "))
 
 
 @register.filter

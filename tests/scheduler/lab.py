@@ -20,6 +20,21 @@ def host(id: int, *labels: str, hostname: str | None = None, **state: object) ->
     )
 
 
+# What keeps a host from a new lease, in the words of a wait reason: host()'s state for it.
+UNAVAILABLE: dict[str, dict[str, bool]] = {
+    "locked": {"locked": True},
+    "on a paused worker": {"worker_paused": True},
+    "on an offline worker": {"worker_offline": True},
+    "not ready": {"ready": False},
+    "reserved": {"leased": True},  # a lease with no job: a manual reservation
+}
+
+
+def hosts_that_are(*kinds: str) -> list[HostState]:
+    """Hosts h1, h2, … with no labels, each kept from new leases the way its kind says."""
+    return [host(i, **UNAVAILABLE[kind]) for i, kind in enumerate(kinds, 1)]
+
+
 def suite(id: int, name: str, *, priority: int = 40, minute: int = 0, **kw: object) -> SuiteState:
     """Return a suite created `minute` minutes after T0."""
     return SuiteState(

@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from jobs.scheduling.planner import class_key, consideration_order, plan, quota_candidates
-from tests.scheduler.lab import host, job, leased_per_suite, leases, suite, suite_jobs
+from tests.scheduler.lab import (
+    host,
+    hosts_that_are,
+    job,
+    leased_per_suite,
+    leases,
+    suite,
+    suite_jobs,
+)
 
 # --- matching --------------------------------------------------------------------------------
 
@@ -67,10 +75,7 @@ def test_equal_priorities_go_by_submission_time_then_id() -> None:
 
 def test_unschedulable_hosts_of_every_kind_are_never_leased() -> None:
     hosts = [
-        host(1, locked=True),
-        host(2, worker_paused=True),
-        host(3, worker_offline=True),
-        host(4, ready=False),
+        *hosts_that_are("locked", "on a paused worker", "on an offline worker", "not ready"),
         host(5, leased=True, lease_priority=30),
         host(6, leased=True),
     ]
@@ -290,13 +295,8 @@ def test_reason_counts_busy_and_locked_matching_hosts() -> None:
 
 
 def test_reason_counts_reserved_paused_offline_and_not_ready_hosts() -> None:
-    hosts = [
-        host(1, leased=True),
-        host(2, worker_paused=True),
-        host(3, worker_offline=True),
-        host(4, worker_offline=True),
-        host(5, ready=False),
-    ]
+    offline = "on an offline worker"
+    hosts = hosts_that_are("reserved", "on a paused worker", offline, offline, "not ready")
     reason = _reason(hosts, job(1))
     assert reason.code == "hosts_unavailable"
     assert reason.message == (

@@ -7,9 +7,17 @@ from django.db import models
 
 class HostStatus(models.TextChoices):
     READY = "ready", "Ready"
+    NEEDS_VERIFY = "needs_verify", "Needs verify"
+    VERIFYING = "verifying", "Verifying"
     NEEDS_REPAIR = "needs_repair", "Needs repair"
     REPAIRING = "repairing", "Repairing"
     REPAIR_FAILED = "repair_failed", "Repair failed"
+    RETIRED = "retired", "Retired"
+
+
+# Statuses in which a host waits for a maintenance job, and those in which one runs on it.
+AWAITING_MAINTENANCE = (HostStatus.NEEDS_VERIFY, HostStatus.NEEDS_REPAIR)
+IN_MAINTENANCE = (HostStatus.VERIFYING, HostStatus.REPAIRING)
 
 
 class EventKind(models.TextChoices):
@@ -29,3 +37,5 @@ class EventKind(models.TextChoices):
     EXTENDED = "extended", "Reservation extended"
     PAUSED = "paused", "Worker paused"
     RESUMED = "resumed", "Worker resumed"
+    RETIRED = "retired", "Retired"
+    RETRIED = "retried", "Job retried"

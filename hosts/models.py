@@ -34,6 +34,8 @@ class Worker(models.Model):
         related_name="runner_workers",
     )
     created_at = models.DateTimeField(default=timezone.now)
+    # Retired instead of deleted once it has history: kept for the audit trail, out of service.
+    retired_at = models.DateTimeField(null=True, blank=True)
 
     objects = WorkerQuerySet.as_manager()
 
@@ -83,6 +85,10 @@ class Host(models.Model):
     )
     locked_at = models.DateTimeField(null=True, blank=True)
     current_build = models.CharField(max_length=200, blank=True)
+    # Failed repairs in a row; at REPAIR_MAX_ATTEMPTS the host goes to repair_failed.
+    repair_attempts = models.PositiveSmallIntegerField(default=0, db_default=0)
+    repair_not_before = models.DateTimeField(null=True, blank=True)  # the repair backoff
+    last_verified_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -138,3 +144,41 @@ class HostEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.subject} {self.kind} by {self.actor}"
+
+
+class HealthPolicy(models.Model):
+    """When hosts carrying some labels get a verify job (docs/health.md#health-checks-and-policies).
+
+    A host carrying every label of an enabled policy is due a verify when it was never
+    verified, when `every_jobs` test jobs were leased on it since its last verify, or when its
+    last verify is `every_hours` old.
+    """
+
+    name = models.CharField(max_length=100, unique=True)
+    # The label selector, stored as ",a,b," (jobs.models.encode_labels): empty matches all hosts.
+    label_key = models.CharField(max_length=1000, blank=True)
+    every_jobs = models.PositiveIntegerField(null=True, blank=True)
+    every_hours = models.PositiveIntegerField(null=True, blank=True)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "health policies"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(every_jobs__isnull=True) | Q(every_jobs__gte=1),
+                name="health_policy_every_jobs_positive",
+            ),
+            models.CheckConstraint(
+                condition=Q(every_hours__isnull=True) | Q(every_hours__gte=1),
+                name="health_policy_every_hours_positive",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def labels(self) -> list[str]:
+        return [name for name in self.label_key.split(",") if name]

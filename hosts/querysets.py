@@ -67,15 +67,23 @@ class HostQuerySet(models.QuerySet):
         """Annotate each host with `is_leased`, for counting leased hosts in an aggregate."""
         return self.annotate(is_leased=self._holding_a_lease())
 
+    def in_service(self, now: datetime) -> HostQuerySet:
+        """Hosts someone may work on at `now`: unlocked, not retired, worker absent or up.
+
+        What a maintenance job needs of its host besides being free; a test job also needs
+        the host `ready` (`schedulable`).
+        """
+        worker_takes_work = Q(worker__isnull=True) | Q(
+            worker__paused=False, worker__last_seen__gte=online_cutoff(now)
+        )
+        return (
+            self.filter(locked=False).exclude(status=HostStatus.RETIRED).filter(worker_takes_work)
+        )
+
     def schedulable(self, now: datetime) -> HostQuerySet:
         """Hosts that may take a lease at `now`: ready, unlocked, unleased, worker absent or up.
 
         The SQL twin of the planner's `host_is_schedulable`, which decides on the snapshot's
         plain data; tests/hosts/test_querysets.py holds the two to the same table of cases.
         """
-        worker_takes_work = Q(worker__isnull=True) | Q(
-            worker__paused=False, worker__last_seen__gte=online_cutoff(now)
-        )
-        return (
-            self.filter(status=HostStatus.READY, locked=False).filter(worker_takes_work).unleased()
-        )
+        return self.in_service(now).filter(status=HostStatus.READY).unleased()

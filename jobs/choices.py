@@ -13,10 +13,28 @@ class JobStatus(models.TextChoices):
     FAILED = "failed", "Failed"
     ABORTED = "aborted", "Aborted"
     ERROR = "error", "Error"
+    EXPIRED = "expired", "Expired"  # waited in the queue longer than its expires_after
 
 
 ACTIVE_JOB_STATUSES = (JobStatus.LEASED, JobStatus.RUNNING)
-TERMINAL_JOB_STATUSES = (JobStatus.PASSED, JobStatus.FAILED, JobStatus.ABORTED, JobStatus.ERROR)
+TERMINAL_JOB_STATUSES = (
+    JobStatus.PASSED,
+    JobStatus.FAILED,
+    JobStatus.ABORTED,
+    JobStatus.ERROR,
+    JobStatus.EXPIRED,
+)
+
+
+class JobKind(models.TextChoices):
+    """A tester's test, or a maintenance job the scheduler runs on one host (docs/health.md)."""
+
+    TEST = "test", "Test"
+    VERIFY = "verify", "Verify"
+    REPAIR = "repair", "Repair"
+
+
+MAINTENANCE_KINDS = (JobKind.VERIFY, JobKind.REPAIR)
 
 
 class SuiteStatus(models.TextChoices):

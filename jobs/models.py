@@ -10,7 +10,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from jobs.choices import JobStatus, ReleaseReason, SuiteStatus
+from jobs.choices import JobKind, JobStatus, ReleaseReason, SuiteStatus
 from jobs.querysets import JobQuerySet, LeaseQuerySet
 
 
@@ -40,6 +40,8 @@ class Suite(models.Model):
         related_name="suites",
     )
     fanout_labels = models.CharField(max_length=1000, blank=True)  # set for fan-out suites
+    # Seconds its jobs may wait in the queue before they end `expired`; each job keeps its own.
+    expires_after = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     aborted_at = models.DateTimeField(null=True, blank=True)
     aborted_by = models.CharField(max_length=150, blank=True)
@@ -73,8 +75,11 @@ class Suite(models.Model):
 
 
 class Job(models.Model):
-    """One test that needs one host."""
+    """One test that needs one host, or a maintenance job (verify, repair) pinned to one."""
 
+    kind = models.CharField(
+        max_length=10, choices=JobKind.choices, default=JobKind.TEST, db_default=JobKind.TEST
+    )
     suite = models.ForeignKey(
         Suite, null=True, blank=True, on_delete=models.CASCADE, related_name="jobs"
     )
@@ -102,6 +107,11 @@ class Job(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     message = models.TextField(blank=True)
+    # Queue expiry: the seconds it may wait, and the moment that ends (created_at + that).
+    expires_after = models.PositiveIntegerField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    # A retried job waits out its backoff: the tick leaves it queued until then.
+    not_before = models.DateTimeField(null=True, blank=True)
 
     objects = JobQuerySet.as_manager()
 
@@ -112,6 +122,7 @@ class Job(models.Model):
             models.CheckConstraint(
                 condition=Q(status__in=JobStatus.values), name="job_status_valid"
             ),
+            models.CheckConstraint(condition=Q(kind__in=JobKind.values), name="job_kind_valid"),
         ]
         indexes = [
             # The tick's and the queue page's scan: queued jobs in consideration order.
@@ -153,6 +164,9 @@ class Lease(models.Model):
     released_at = models.DateTimeField(null=True, blank=True)
     release_reason = models.CharField(max_length=10, choices=ReleaseReason.choices, blank=True)
     released_by = models.CharField(max_length=150, blank=True)
+    # The lease ended because its host failed under the job (reported broken, or the runner
+    # vanished): a retry of the job prefers another host.
+    host_failed = models.BooleanField(default=False, db_default=False)
 
     objects = LeaseQuerySet.as_manager()
 
@@ -181,6 +195,8 @@ class Lease(models.Model):
                 condition=Q(released_at__isnull=True),
                 name="lease_active_expiry",
             ),
+            # The snapshot's read of the hosts each retried job failed on.
+            models.Index(fields=["job"], condition=Q(host_failed=True), name="lease_host_failed"),
         ]
 
     def __str__(self) -> str:

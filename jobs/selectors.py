@@ -23,7 +23,7 @@ from django.utils import timezone
 from hosts.choices import HostStatus
 from hosts.models import Host, Label, Worker
 from hosts.querysets import online_cutoff
-from jobs.choices import JobStatus
+from jobs.choices import JobKind, JobStatus
 from jobs.models import Job, Lease, SchedulerTick, Suite
 from jobs.scheduling import planner, snapshot
 
@@ -35,15 +35,17 @@ def latest_tick() -> SchedulerTick | None:
 
 
 def wait_reasons_for(jobs: list[Job], tick: SchedulerTick | None = None) -> dict[int, dict]:
-    """Resolve each queued job's wait reason from the latest tick's per-class record."""
+    """Each queued job's wait reason: its own when it waits for a retry or a maintenance slot,
+    else the latest tick's reason for its class."""
     tick = tick if tick is not None else latest_tick()
     table = tick.wait_reasons if tick else {}
+    now = timezone.now()
     out: dict[int, dict] = {}
     for job in jobs:
         if job.status != JobStatus.QUEUED:
             continue
-        reason = None
-        if tick is not None and job.created_at <= tick.started_at:
+        reason = _own_wait_reason(job, now=now)
+        if reason is None and tick is not None and job.created_at <= tick.started_at:
             reason = table.get(planner.class_key(snapshot.job_state(job)))
         out[job.pk] = reason or {
             "code": "pending_tick",
@@ -51,6 +53,41 @@ def wait_reasons_for(jobs: list[Job], tick: SchedulerTick | None = None) -> dict
             "details": {},
         }
     return out
+
+
+def _own_wait_reason(job: Job, *, now: datetime) -> dict | None:
+    """The reasons the planner does not give: a retry's backoff, a maintenance job's host."""
+    if job.kind != JobKind.TEST:
+        return _maintenance_wait_reason(job)
+    if job.not_before is not None and job.not_before > now:
+        until = timezone.localtime(job.not_before)
+        return {
+            "code": "retry_backoff",
+            "message": f"{job.message or 'retry'}; waiting until {until:%H:%M:%S}",
+            "details": {"not_before": job.not_before.isoformat()},
+        }
+    return None
+
+
+def _maintenance_wait_reason(job: Job) -> dict:
+    host = job.host
+    why = "the next tick leases it"
+    if host is None:
+        why = "its host is gone"
+    elif host.locked:
+        why = f"its host is locked: {host.lock_reason}"
+    elif host.worker_id and host.worker.paused:
+        why = f"worker {host.worker.name} is paused"
+    elif host.worker_id and not host.worker.is_online():
+        why = f"worker {host.worker.name} is offline"
+    elif Lease.objects.active().filter(host=host).exists():
+        why = "its host is busy: it runs when the current lease ends"
+    hostname = host.hostname if host else "?"
+    return {
+        "code": "maintenance_waiting",
+        "message": f"{job.get_kind_display()} of {hostname} waits: {why}.",
+        "details": {"host": hostname},
+    }
 
 
 def suite_job_counts(suite_ids: list[int]) -> dict[int, dict[str, int]]:
@@ -251,13 +288,18 @@ def queue_order_ids() -> QueueOrder:
 
 def _queue_order_ids_uncached() -> QueueOrder:
     """Every queued job id in consideration order, read lean (no model instances)."""
+    # Maintenance jobs first: the tick leases them before any test job.
+    maintenance = Job.objects.queued().exclude(kind=JobKind.TEST).order_by("id")
     states = snapshot.queued_job_states()
     suite_ids = {s.suite_id for s in states if s.suite_id is not None}
     suites = snapshot.suite_states(
         suite_ids, held=suite_hosts_held(list(suite_ids)) if suite_ids else {}
     )
     return QueueOrder(
-        ids=planner.consideration_order(jobs=states, suites=suites),
+        ids=[
+            *maintenance.values_list("id", flat=True),
+            *planner.consideration_order(jobs=states, suites=suites),
+        ],
         quota_ids=frozenset(planner.quota_candidates(jobs=states, suites=suites)),
     )
 

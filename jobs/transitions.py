@@ -77,16 +77,20 @@ JOB = Machine(
         (J.LEASED, J.FAILED): _by(RUNNER),
         (J.RUNNING, J.PASSED): _by(RUNNER),
         (J.RUNNING, J.FAILED): _by(RUNNER),
-        # Requeued: released by hand, or its lease expired with retries left.
-        (J.LEASED, J.QUEUED): _by(STAFF, SCHEDULER),
-        (J.RUNNING, J.QUEUED): _by(STAFF, SCHEDULER),
-        # Its lease expired with no retries left.
+        # Requeued: released by hand; handed back unstarted, or retried after its host broke
+        # (runner); its lease expired with retries left (scheduler).
+        (J.LEASED, J.QUEUED): _by(STAFF, RUNNER, SCHEDULER),
+        (J.RUNNING, J.QUEUED): _by(STAFF, RUNNER, SCHEDULER),
+        # Its lease expired with no retries left, or a maintenance job's lease expired.
         (J.LEASED, J.ERROR): _by(SCHEDULER),
         (J.RUNNING, J.ERROR): _by(SCHEDULER),
         # Aborted; released by hand without requeue; or (running) past its timeout.
-        (J.QUEUED, J.ABORTED): _by(OWNER),
+        # A queued maintenance job its host no longer needs is dropped by the scheduler.
+        (J.QUEUED, J.ABORTED): _by(OWNER, SCHEDULER),
         (J.LEASED, J.ABORTED): _by(OWNER, RUNNER, STAFF),
         (J.RUNNING, J.ABORTED): _by(OWNER, RUNNER, STAFF, SCHEDULER),
+        # Waited in the queue longer than its expires_after.
+        (J.QUEUED, J.EXPIRED): _by(SCHEDULER),
     },
 )
 
@@ -99,7 +103,7 @@ LEASE = Machine(
     {
         (ACTIVE, R.COMPLETED): _by(RUNNER),
         (ACTIVE, R.ABORTED): _by(OWNER, RUNNER),
-        (ACTIVE, R.RELEASED): _by(STAFF),
+        (ACTIVE, R.RELEASED): _by(STAFF, RUNNER),  # the runner hands back an unstarted job
         (ACTIVE, R.EXPIRED): _by(SCHEDULER),
         (ACTIVE, R.TIMEOUT): _by(SCHEDULER),
     },
@@ -114,16 +118,38 @@ RELEASE_EVENTS = {
     R.TIMEOUT: EventKind.TIMED_OUT,
 }
 
-# Staff move a host between any two statuses; the system only ever says a host needs repair:
-# a runner that found it broken, or the tick when its job's runner vanished.
+H = HostStatus
+# The health loop (docs/health.md): the scheduler leases verify and repair jobs and handles
+# their lease expiry; the runner's results move the host on. Staff may set any status but the
+# two a maintenance lease stands for (a `verifying` host with no verify job would wait forever).
+_SYSTEM_MOVES: dict[tuple[str, str], frozenset[Mover]] = {
+    (H.READY, H.VERIFYING): _by(SCHEDULER),
+    (H.NEEDS_VERIFY, H.VERIFYING): _by(SCHEDULER),
+    (H.NEEDS_REPAIR, H.REPAIRING): _by(SCHEDULER),
+    (H.READY, H.NEEDS_VERIFY): _by(SCHEDULER),  # its test job's runner vanished
+    (H.VERIFYING, H.NEEDS_VERIFY): _by(SCHEDULER),  # its verify job's runner vanished
+    (H.VERIFYING, H.READY): _by(RUNNER),
+    (H.REPAIRING, H.READY): _by(RUNNER),
+    (H.REPAIRING, H.REPAIR_FAILED): _by(RUNNER, SCHEDULER),
+    # Found broken: by a runner (host_ok false, a failed verify or repair, a failure streak),
+    # or by the scheduler (a repair whose runner vanished).
+    (H.READY, H.NEEDS_REPAIR): _by(RUNNER),
+    (H.NEEDS_VERIFY, H.NEEDS_REPAIR): _by(RUNNER),
+    (H.VERIFYING, H.NEEDS_REPAIR): _by(RUNNER),
+    (H.REPAIRING, H.NEEDS_REPAIR): _by(RUNNER, SCHEDULER),
+}
 HOST = Machine(
     "host",
     tuple(HostStatus.values),
     {
-        (old, new): _by(STAFF, RUNNER, SCHEDULER) if new == HostStatus.NEEDS_REPAIR else _by(STAFF)
+        (old, new): movers
         for old in HostStatus.values
         for new in HostStatus.values
         if old != new
+        and (
+            movers := _SYSTEM_MOVES.get((old, new), frozenset())
+            | (_by(STAFF) if new not in (H.VERIFYING, H.REPAIRING) else frozenset())
+        )
     },
 )
 
@@ -249,12 +275,23 @@ def move_host(
         request_tick("host ready")
 
 
-def mark_needs_repair(
-    hosts: Iterable[int], *, mover: Mover, by: Actor, why: str, at: datetime | None = None
-) -> int:
-    """Send the hosts (ids) to needs_repair, those not there already; return how many moved."""
+def move_hosts(
+    hosts: Iterable[int],
+    *,
+    to: str,
+    mover: Mover,
+    by: Actor,
+    why: str,
+    at: datetime | None = None,
+    **fields: object,
+) -> list[int]:
+    """Move the hosts (ids) in a status the move starts from to `to`; return the ids moved.
+
+    Hosts in another status are left alone: a move made by the system after a job ended
+    must not undo what staff set meanwhile.
+    """
     at = at or timezone.now()
-    sources = HOST.sources(HostStatus.NEEDS_REPAIR, mover)
+    sources = HOST.sources(to, mover)
     # Locked and read in one statement, in id order like every other host lock, so each
     # event's old status is the one this update replaces.
     moving = list(
@@ -265,8 +302,8 @@ def mark_needs_repair(
         .values_list("pk", "hostname", "status")
     )
     if not moving:
-        return 0
-    Host.objects.filter(pk__in=[pk for pk, _, _ in moving]).update(status=HostStatus.NEEDS_REPAIR)
+        return []
+    Host.objects.filter(pk__in=[pk for pk, _, _ in moving]).update(status=to, **fields)
     audit.record_many(
         [
             audit.entry(
@@ -276,10 +313,19 @@ def mark_needs_repair(
                 subject=hostname,
                 at=at,
                 old_status=old,
-                new_status=HostStatus.NEEDS_REPAIR,
+                new_status=to,
                 message=why,
             )
             for pk, hostname, old in moving
         ]
     )
-    return len(moving)
+    if to == HostStatus.READY:
+        request_tick("host ready")
+    return [pk for pk, _, _ in moving]
+
+
+def mark_needs_repair(
+    hosts: Iterable[int], *, mover: Mover, by: Actor, why: str, at: datetime | None = None
+) -> int:
+    """Send the hosts (ids) to needs_repair, those the mover may; return how many moved."""
+    return len(move_hosts(hosts, to=HostStatus.NEEDS_REPAIR, mover=mover, by=by, why=why, at=at))

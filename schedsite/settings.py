@@ -272,6 +272,13 @@ TICK_HISTORY = env_int("TICK_HISTORY", 2000)  # SchedulerTick rows kept
 TICK_INTERVAL_MINUTES = env_int("TICK_INTERVAL_MINUTES", 1)  # the safety-net schedule
 # A tick request still pending after this long was lost with its cluster: the next one resends it.
 TICK_REQUEST_STALE_SECONDS = env_int("TICK_REQUEST_STALE_SECONDS", 5)
+# Lab health and recovery (docs/health.md#settings): backoffs in seconds, 0 = the next tick.
+RETRY_BACKOFF = env_int("RETRY_BACKOFF", 30)  # doubles per attempt, at most RETRY_BACKOFF_MAX
+RETRY_BACKOFF_MAX = 600
+REPAIR_BACKOFF = env_int("REPAIR_BACKOFF", 60)  # doubles per failed repair
+REPAIR_MAX_ATTEMPTS = env_int("REPAIR_MAX_ATTEMPTS", 3)  # failed repairs in a row → repair_failed
+HOST_FAILURE_STREAK = env_int("HOST_FAILURE_STREAK", 3)  # failed tests in a row → needs_repair
+MAINTENANCE_TIMEOUT = env_int("MAINTENANCE_TIMEOUT", 1800)  # seconds a verify or repair may run
 MAX_JOBS_PER_SUITE = env_int("MAX_JOBS_PER_SUITE", 5000)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 5 * 1024 * 1024)  # 413 above
 # Enough fields for the submit form's 500 job rows (three fields each), so a bigger form is

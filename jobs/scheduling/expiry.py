@@ -7,8 +7,9 @@ from datetime import datetime
 from django.db.models import F
 
 from hosts.audit import SCHEDULER
-from jobs import transitions
-from jobs.choices import JobStatus, ReleaseReason
+from hosts.choices import HostStatus
+from jobs import recovery, transitions
+from jobs.choices import JobKind, JobStatus, ReleaseReason
 from jobs.models import Job, Lease
 from jobs.transitions import Mover
 
@@ -17,16 +18,18 @@ def _expired_message(lease: Lease) -> str:
     job = lease.job
     if job is None:
         return "reservation ended"
-    if job.attempts <= job.max_retries:
-        outcome = f"job {job.name} requeued (attempt {job.attempts} of {job.max_retries + 1})"
+    if job.kind != JobKind.TEST:
+        outcome = f"{job.kind} job {job.name} ended in error"
+    elif job.attempts <= job.max_retries:
+        outcome = f"job {job.name} retried (attempt {job.attempts} of {job.max_retries + 1})"
     else:
         outcome = f"job {job.name} ended in error after {job.attempts} attempt(s)"
-    # The host's move to needs_repair is its own status event, with the status it left.
+    # The host's move is its own status event, with the status it left.
     return f"no heartbeat since {(lease.heartbeat_at or lease.acquired_at):%H:%M:%S}; {outcome}"
 
 
 def lease_expire_overdue(*, now: datetime) -> int:
-    """Expire leases past expires_at: requeue or fail their jobs, flag their hosts."""
+    """Expire leases past expires_at: retry or fail their jobs, have their hosts checked."""
     overdue = list(
         Lease.objects.select_for_update(skip_locked=True, of=("self",))
         .active()
@@ -43,33 +46,35 @@ def lease_expire_overdue(*, now: datetime) -> int:
         at=now,
         message=_expired_message,
     )
-    held = [lease for lease in overdue if lease.job is not None]
-    requeue = [lease.job_id for lease in held if lease.job.attempts <= lease.job.max_retries]
-    fail = [lease.job_id for lease in held if lease.job.attempts > lease.job.max_retries]
-    if requeue:
-        transitions.move_jobs(
-            requeue,
-            to=JobStatus.QUEUED,
+    tests = [lease for lease in overdue if lease.job and lease.job.kind == JobKind.TEST]
+    maintenance = [lease for lease in overdue if lease.job and lease.job.kind != JobKind.TEST]
+    if tests:
+        recovery.retry_or_end(
+            tests,
+            end_as=JobStatus.ERROR,
             mover=Mover.SCHEDULER,
             at=now,
-            message="lease expired (runner stopped heartbeating); requeued",
+            why="its runner stopped heartbeating",
         )
-    if fail:
-        transitions.move_jobs(
-            fail,
-            to=JobStatus.ERROR,
-            mover=Mover.SCHEDULER,
-            at=now,
-            message="lease expired (runner stopped heartbeating); no retries left",
-        )
-    if held:
-        # The runner vanished mid-job, so nobody knows what state the host is in.
-        transitions.mark_needs_repair(
-            [lease.host_id for lease in held],
+        # The runner vanished mid-job: the DUT may be fine, or not. A verify tells.
+        transitions.move_hosts(
+            [lease.host_id for lease in tests],
+            to=HostStatus.NEEDS_VERIFY,
             mover=Mover.SCHEDULER,
             by=SCHEDULER,
             why="its job's runner stopped heartbeating: state unknown",
             at=now,
+        )
+    for lease in maintenance:
+        transitions.move_jobs(
+            [lease.job_id],
+            to=JobStatus.ERROR,
+            mover=Mover.SCHEDULER,
+            at=now,
+            message="lease expired (runner stopped heartbeating)",
+        )
+        recovery.maintenance_ended(
+            lease.job, host=lease.host, passed=None, mover=Mover.SCHEDULER, by=SCHEDULER, at=now
         )
     return len(overdue)
 

@@ -40,6 +40,6 @@ def queue_select(filtered: QuerySet[Job] | None = None) -> QueueSelection:
 def queue_jobs(page_ids: Sequence[int]) -> list[Job]:
     """The jobs of one page, in the page's order, with what a queue row shows, in one query."""
     queued = Job.objects.queued()
-    by_id = queued.select_related("suite", "host", "owner").in_bulk(list(page_ids))
+    by_id = queued.select_related("suite", "host__worker", "owner").in_bulk(list(page_ids))
     # A job leased since the order was read drops out of the page rather than failing.
     return [by_id[job_id] for job_id in page_ids if job_id in by_id]

@@ -13,6 +13,7 @@ from django.db.models.expressions import RawSQL
 from hosts.choices import HostStatus
 from hosts.models import Host, Label, Worker
 from hosts.querysets import online_cutoff, seen_online
+from jobs.choices import JobKind, JobStatus
 from jobs.models import Job, Lease, Suite, decode_labels
 from jobs.scheduling import planner
 
@@ -75,7 +76,7 @@ def scheduler_snapshot(*, now: datetime) -> Snapshot:
             )
         )
 
-    jobs = queued_job_states()
+    jobs = queued_job_states(ready_at=now)
     suites = suite_states({j.suite_id for j in jobs if j.suite_id is not None}, held=held)
     return Snapshot(
         hosts=hosts,
@@ -113,9 +114,17 @@ def suite_states(suite_ids: Iterable[int], *, held: Mapping[int, int]) -> list[p
     ]
 
 
-def queued_job_states() -> list[planner.JobState]:
-    """Read every queued job as a planner.JobState, lean enough for 100,000 of them."""
-    queued = Job.objects.queued()
+def queued_job_states(*, ready_at: datetime | None = None) -> list[planner.JobState]:
+    """Read every queued test job as a planner.JobState, lean enough for 100,000 of them.
+
+    With `ready_at`, only those a tick at that moment may lease: not a retry still waiting
+    out its backoff. Maintenance jobs are never the planner's: the tick's maintenance phase
+    leases them first (jobs/scheduling/maintenance.py).
+    """
+    queued = Job.objects.queued().filter(kind=JobKind.TEST)
+    if ready_at is not None:
+        queued = queued.exclude(not_before__gt=ready_at)
+    avoid = _failed_hosts_of_queued_jobs()
     fields = ("id", "name", "suite_id", "priority", "label_key", "host_id")
     moments: dict[object, datetime] = {}  # one datetime per distinct submission time
     if connection.vendor == "postgresql":
@@ -154,9 +163,21 @@ def queued_job_states() -> list[planner.JobState]:
                 submitted_at=at,
                 labels=job_labels,
                 pinned_host_id=pinned,
+                avoid_hosts=avoid.get(jid, frozenset()),
             )
         )
     return jobs
+
+
+def _failed_hosts_of_queued_jobs() -> dict[int, frozenset[int]]:
+    """The hosts each queued (retried) job failed on before, by job id."""
+    failed: dict[int, set[int]] = {}
+    rows = Lease.objects.filter(host_failed=True, job__status=JobStatus.QUEUED).values_list(
+        "job_id", "host_id"
+    )
+    for job_id, host_id in rows:
+        failed.setdefault(job_id, set()).add(host_id)
+    return {job_id: frozenset(hosts) for job_id, hosts in failed.items()}
 
 
 def id_list(ids: Iterable[int]) -> list[int] | RawSQL:
@@ -171,7 +192,7 @@ def id_list(ids: Iterable[int]) -> list[int] | RawSQL:
     return ids
 
 
-FINGERPRINT_VERSION = "1"
+FINGERPRINT_VERSION = "2"
 
 
 def lab_fingerprint(*, now: datetime) -> str | None:
@@ -216,6 +237,8 @@ def lab_fingerprint(*, now: datetime) -> str | None:
             "coalesce(l.job_id, 0), coalesce(j.suite_id, 0) * 128 + coalesce(j.priority, 0))))",
             "l.released_at IS NULL",
         ),
+        # A retry's backoff ends with no write at all: count the queued jobs still waiting.
+        f"(SELECT count(*) FROM {job} WHERE status = 'queued' AND not_before > %s)",
         digest(
             f"{Worker._meta.db_table} t",
             "hashint8extended(t.id, t.paused::int * 2 + "
@@ -224,7 +247,7 @@ def lab_fingerprint(*, now: datetime) -> str | None:
     ]
     sql = "SELECT md5(concat_ws('|', " + ", ".join(parts) + "))"
     with connection.cursor() as cursor:
-        cursor.execute(sql, [online_cutoff(now)])
+        cursor.execute(sql, [now, online_cutoff(now)])
         (value,) = cursor.fetchone()
     return f"{FINGERPRINT_VERSION}:{value}"
 

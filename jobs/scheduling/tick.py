@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 
@@ -19,10 +19,11 @@ from hosts.audit import SCHEDULER
 from hosts.choices import EventKind
 from hosts.models import Host, HostEvent
 from jobs import transitions
-from jobs.choices import JobStatus
-from jobs.models import IdempotencyKey, Job, Lease, SchedulerTick
-from jobs.scheduling import planner, snapshot
+from jobs.choices import JobKind, JobStatus
+from jobs.models import IdempotencyKey, Job, SchedulerTick
+from jobs.scheduling import leasing, planner, snapshot
 from jobs.scheduling.expiry import job_timeout_overdue, lease_expire_overdue
+from jobs.scheduling.maintenance import maintenance_phase
 from jobs.transitions import Mover
 
 log = logging.getLogger("schedsite.scheduler")
@@ -41,9 +42,10 @@ class TickSummary:
     plan_ms: float = 0.0
     jobs_considered: int = 0
     hosts_free: int = 0
-    leases: list[dict] = field(default_factory=list)  # {"job", "suite", "host"}
+    leases: list[dict] = field(default_factory=list)  # {"job", "suite", "host", "kind"}
     expired: int = 0
     timed_out: int = 0
+    jobs_expired: int = 0  # queued jobs past their expires_after
     skipped_assignments: int = 0
     unchanged: bool = False  # nothing had changed since the previous tick: its plan stands
 
@@ -148,6 +150,7 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
         summary = TickSummary(started_at=now)
         summary.expired = lease_expire_overdue(now=now)
         summary.timed_out = job_timeout_overdue(now=now)
+        summary.jobs_expired, summary.leases = maintenance_phase(now=now)
         # Taken before the snapshot, so the plan sees at least everything the digest covers: a
         # write landing in between only makes the next tick plan again, never skip wrongly.
         fingerprint = snapshot.lab_fingerprint(now=now)
@@ -163,7 +166,7 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
         summary.hosts_free = sum(1 for h in snap.hosts if h.schedulable)
         made = _apply(result.assignments, snap=snap, now=now)
         summary.skipped_assignments = len(result.assignments) - len(made)
-        summary.leases = made
+        summary.leases += made
         reasons = _reasons_by_class(result)
         summary.duration_ms = (time.perf_counter() - start) * 1000
         queued_after = len(snap.jobs) - len(made)
@@ -176,7 +179,7 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
             hosts_free=summary.hosts_free,
             hosts_total=len(snap.hosts),
             hosts_leased=snap.leased_count + len(made),
-            leases_made=len(made),
+            leases_made=len(summary.leases),
             leases_expired=summary.expired,
             jobs_timed_out=summary.timed_out,
             queued_after=queued_after,
@@ -193,7 +196,7 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
 
 def _tick_unchanged(summary: TickSummary, *, fingerprint: str, trigger: str, start: float) -> bool:
     """Record a tick that keeps the previous plan if the lab is unchanged; True if it did."""
-    if summary.expired or summary.timed_out:
+    if summary.expired or summary.timed_out or summary.jobs_expired or summary.leases:
         return False
     previous = SchedulerTick.objects.defer("wait_reasons").order_by("-id").first()
     if previous is None or previous.fingerprint != fingerprint:
@@ -254,7 +257,7 @@ def _apply(
     kept = [a for a in assignments if a.host_id in ok_hosts and a.job_id in ok_jobs]
     if not kept:
         return []
-    lease_of_host = _insert_leases(kept, now=now)
+    lease_of_host = leasing.insert_leases(((a.host_id, a.job_id) for a in kept), now=now)
     transitions.move_jobs(
         snapshot.id_list(a.job_id for a in kept),
         to=JobStatus.LEASED,
@@ -271,7 +274,15 @@ def _apply(
     for a in kept:
         job, host = jobs[a.job_id], hosts[a.host_id]
         suite_name = suites.get(job.suite_id) if job.suite_id else None
-        made.append({"job": job.name, "job_id": job.id, "suite": suite_name, "host": host.hostname})
+        made.append(
+            {
+                "job": job.name,
+                "job_id": job.id,
+                "suite": suite_name,
+                "host": host.hostname,
+                "kind": JobKind.TEST,
+            }
+        )
         events.append(
             audit.entry(
                 EventKind.LEASED,
@@ -288,45 +299,6 @@ def _apply(
         )
     audit.record_many(events)
     return made
-
-
-def _columns(model: type, *names: str) -> str:
-    return ", ".join(connection.ops.quote_name(model._meta.get_field(n).column) for n in names)
-
-
-def _insert_leases(kept: Sequence[planner.Assignment], *, now: datetime) -> dict[int, int]:
-    """Create one lease per assignment; return host id -> lease id."""
-    expires = now + timedelta(seconds=settings.LEASE_TTL)
-    if connection.vendor != "postgresql":
-        leases = Lease.objects.bulk_create(
-            [
-                Lease(
-                    host_id=a.host_id,
-                    job_id=a.job_id,
-                    reason="scheduled",
-                    acquired_at=now,
-                    expires_at=expires,
-                )
-                for a in kept
-            ]
-        )
-        return {lease.host_id: lease.pk for lease in leases if lease.pk is not None}
-    # One INSERT ... SELECT FROM unnest(arrays): bulk_create spends about a second of a cold
-    # tick building and binding 10,000 rows x 7 parameters; two arrays bind in microseconds.
-    # The partial unique constraints still guard every row.
-    table = connection.ops.quote_name(Lease._meta.db_table)
-    columns = _columns(
-        Lease, "host", "job", "reason", "acquired_at", "expires_at", "release_reason", "released_by"
-    )
-    sql = (
-        f"INSERT INTO {table} ({columns}) "
-        "SELECT h, j, 'scheduled', %s, %s, '', '' "
-        "FROM unnest(%s::bigint[], %s::bigint[]) AS u(h, j) "
-        f"RETURNING {_columns(Lease, 'host', 'id')}"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [now, expires, [a.host_id for a in kept], [a.job_id for a in kept]])
-        return dict(cursor.fetchall())
 
 
 def _reasons_by_class(result: planner.Plan) -> dict:

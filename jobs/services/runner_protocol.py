@@ -12,8 +12,8 @@ from hosts import audit
 from hosts.audit import Actor
 from hosts.choices import EventKind
 from hosts.models import Host, Worker
-from jobs import transitions
-from jobs.choices import JobStatus, ReleaseReason
+from jobs import recovery, transitions
+from jobs.choices import JobKind, JobStatus, ReleaseReason
 from jobs.models import Job, Lease
 from jobs.services.common import active_lease_for
 from jobs.services.staff import job_abort
@@ -75,24 +75,54 @@ def job_complete(
     host_ok: bool = True,
     at: datetime | None = None,
 ) -> Job:
-    """Record a job's result and release its lease; a broken host goes to needs_repair."""
+    """Record a job's result and release its lease, then act on what it says of the host.
+
+    A test that failed on a host the runner found broken is retried elsewhere while it has
+    tries left; the host goes to repair. A verify or repair job moves its host along the
+    health loop (docs/health.md).
+    """
     at = at or timezone.now()
     if result not in (JobStatus.PASSED, JobStatus.FAILED):
         raise InvalidInput("result must be 'passed' or 'failed'", field="result")
     lease = active_lease_for(job)
     if lease is None:
         raise Conflict(f"job {job.pk} holds no active lease (status {job.status})")
-    transitions.move_job(job, to=result, mover=Mover.RUNNER, at=at, message=(message or "")[:10000])
+    job.refresh_from_db()
+    message = (message or "")[:10000]
+    is_test = job.kind == JobKind.TEST
+    host_broke = is_test and not host_ok
+    if not (host_broke and result == JobStatus.FAILED):
+        transitions.move_job(job, to=result, mover=Mover.RUNNER, at=at, message=message)
     transitions.release_leases(
         [lease],
         reason=ReleaseReason.COMPLETED,
         mover=Mover.RUNNER,
         by=by,
         at=at,
-        message=f"job {job.name} {result}" + (f": {message[:200]}" if message else ""),
+        message=f"{'job' if is_test else job.kind + ' job'} {job.name} {result}"
+        + (f": {message[:200]}" if message else ""),
         trigger="job completed",
     )
-    if not host_ok:
+    if not is_test:
+        job.message = message
+        recovery.maintenance_ended(
+            job,
+            host=lease.host,
+            passed=result == JobStatus.PASSED,
+            mover=Mover.RUNNER,
+            by=by,
+            at=at,
+        )
+    elif host_broke:
+        if result == JobStatus.FAILED:
+            lease.job = job
+            recovery.retry_or_end(
+                [lease],
+                end_as=JobStatus.FAILED,
+                mover=Mover.RUNNER,
+                at=at,
+                why=f"the runner reported it broken; {recovery.brief(message)}",
+            )
         transitions.mark_needs_repair(
             [lease.host_id],
             mover=Mover.RUNNER,
@@ -100,6 +130,8 @@ def job_complete(
             why=f"runner reported the host broken after job {job.name}",
             at=at,
         )
+    elif result == JobStatus.FAILED:
+        recovery.check_failure_streak(lease.host, by=by, at=at)
     job.refresh_from_db()
     return job
 

@@ -61,7 +61,8 @@ def test_the_tick_takes_as_many_queries_at_400_hosts_as_at_20(monkeypatch) -> No
     big = tick_query_counts(BIG)
     assert big == small
     # And a fixed, small number: a regression to one query per host or job fails here too.
-    assert max(big.values()) <= 25
+    # The cold tick also queues and leases repair jobs for the hosts labgen marks broken.
+    assert max(big.values()) <= 40
 
 
 @pytest.mark.postgres

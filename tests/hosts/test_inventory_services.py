@@ -167,14 +167,14 @@ def test_taking_a_host_off_its_worker_is_audited():
 
 def test_an_update_with_a_status_writes_a_status_event_after_the_other_changes():
     host = f.host("h1", build="R1")
-    services.host_update(host=host, by="sam", current_build="R2", status=HostStatus.REPAIRING)
+    services.host_update(host=host, by="sam", current_build="R2", status=HostStatus.NEEDS_REPAIR)
     host.refresh_from_db()
-    assert (host.current_build, host.status) == ("R2", HostStatus.REPAIRING)
+    assert (host.current_build, host.status) == ("R2", HostStatus.NEEDS_REPAIR)
     events = HostEvent.objects.filter(host=host).order_by("pk")
     kinds = list(events.values_list("kind", "message", "old_status", "new_status"))
     assert kinds[1:] == [
         (EventKind.UPDATED, "build R1 → R2", "", ""),
-        (EventKind.STATUS, "", HostStatus.READY, HostStatus.REPAIRING),
+        (EventKind.STATUS, "", HostStatus.READY, HostStatus.NEEDS_REPAIR),
     ]
 
 
@@ -207,7 +207,7 @@ def test_an_update_with_a_bad_label_changes_nothing_else():
     ("old", "new", "ticks"),
     [
         (HostStatus.READY, HostStatus.NEEDS_REPAIR, 0),
-        (HostStatus.NEEDS_REPAIR, HostStatus.REPAIRING, 0),
+        (HostStatus.NEEDS_REPAIR, HostStatus.RETIRED, 0),
         (HostStatus.REPAIRING, HostStatus.REPAIR_FAILED, 0),
         (HostStatus.REPAIR_FAILED, HostStatus.READY, 1),
         (HostStatus.REPAIRING, HostStatus.READY, 1),

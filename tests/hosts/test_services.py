@@ -53,13 +53,21 @@ def test_updating_a_host_records_what_changed_and_who_changed_it():
 
 def test_a_status_change_is_audited_and_a_bad_status_is_refused():
     host = f.host("h1")
-    services.host_set_status(host=host, status=HostStatus.REPAIRING, by="sam", message="reflash")
+    services.host_set_status(host=host, status=HostStatus.NEEDS_REPAIR, by="sam", message="reflash")
     event = HostEvent.objects.filter(host=host, kind="status").get()
-    assert (event.old_status, event.new_status, event.message) == ("ready", "repairing", "reflash")
+    assert (event.old_status, event.new_status, event.message) == (
+        "ready",
+        "needs_repair",
+        "reflash",
+    )
     with pytest.raises(InvalidInput):
         services.host_set_status(host=host, status="melted", by="sam")
+    # Only a leased maintenance job makes a host verifying or repairing: set by hand, nothing
+    # would ever move it on.
+    with pytest.raises(Conflict):
+        services.host_set_status(host=host, status=HostStatus.REPAIRING, by="sam")
     host.refresh_from_db()
-    assert host.status == HostStatus.REPAIRING
+    assert host.status == HostStatus.NEEDS_REPAIR
 
 
 def test_a_host_with_an_active_lease_cannot_be_deleted():

@@ -39,6 +39,7 @@ STATUSES = {
     JobStatus.FAILED: (False, False),
     JobStatus.ABORTED: (False, False),
     JobStatus.ERROR: (False, False),
+    JobStatus.EXPIRED: (False, False),
 }
 
 

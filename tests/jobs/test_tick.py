@@ -111,7 +111,10 @@ def test_an_expired_lease_requeues_a_job_with_retries_and_flags_the_host():
     assert summary.expired == 1
     assert lease.release_reason == ReleaseReason.EXPIRED
     assert job.status == JobStatus.QUEUED
-    assert Host.objects.get(hostname="h1").status == HostStatus.NEEDS_REPAIR
+    # Its runner vanished, so nobody knows the host's state: the same tick verifies it before
+    # any test runs there again (docs/health.md).
+    assert Host.objects.get(hostname="h1").status == HostStatus.VERIFYING
+    assert Lease.objects.active().get().job.kind == "verify"
     assert HostEvent.objects.filter(kind="expired", host__hostname="h1").exists()
 
 
@@ -137,8 +140,8 @@ def test_a_requeued_job_runs_again_on_another_host_and_counts_attempts():
 
     services.scheduler_tick(now=first.expires_at + timedelta(seconds=1))
 
-    second = Lease.objects.get(released_at__isnull=True)
-    assert second.host_id != first.host_id  # the first host went to needs_repair
+    second = Lease.objects.get(released_at__isnull=True, job__name="J1")
+    assert second.host_id != first.host_id  # the first host is being verified
     assert Job.objects.get(name="J1").attempts == 2
 
 

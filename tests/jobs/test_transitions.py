@@ -293,7 +293,7 @@ def test_a_host_move_from_a_status_it_has_left_is_refused():
 
 
 @pytest.mark.parametrize(
-    ("new", "ticks"), [(HostStatus.READY, 1), (HostStatus.REPAIRING, 0)], ids=["ready", "other"]
+    ("new", "ticks"), [(HostStatus.READY, 1), (HostStatus.REPAIR_FAILED, 0)], ids=["ready", "other"]
 )
 def test_only_a_host_made_ready_asks_for_a_tick(new, ticks, django_capture_on_commit_callbacks):
     host = f.host("h1", status=HostStatus.NEEDS_REPAIR)
@@ -304,18 +304,20 @@ def test_only_a_host_made_ready_asks_for_a_tick(new, ticks, django_capture_on_co
     assert ticks_enqueued(move, django_capture_on_commit_callbacks) == ticks
 
 
-def test_mark_needs_repair_moves_the_others_and_records_where_each_came_from():
+def test_mark_needs_repair_moves_those_the_mover_may_and_records_where_each_came_from():
     hosts = [f.host(f"h{i}", status=s) for i, s in enumerate(HostStatus.values)]
+    movable = [h for h in hosts if HOST.allows(h.status, HostStatus.NEEDS_REPAIR, Mover.RUNNER)]
     moved = transitions.mark_needs_repair(
-        [h.pk for h in hosts], mover=Mover.SCHEDULER, by="scheduler", why="lease expired", at=AT
+        [h.pk for h in hosts], mover=Mover.RUNNER, by="runner-1", why="host_ok false", at=AT
     )
-    assert moved == 3
-    assert set(Host.objects.values_list("status", flat=True)) == {HostStatus.NEEDS_REPAIR}
+    assert moved == len(movable) == 4  # ready, needs_verify, verifying, repairing
+    # The others keep their status: a runner never demotes a repair_failed or retired host.
+    assert {h.hostname: h.status for h in Host.objects.all()} == {
+        h.hostname: HostStatus.NEEDS_REPAIR if h in movable else h.status for h in hosts
+    }
     events = HostEvent.objects.filter(kind=EventKind.STATUS).order_by("subject")
     assert [(e.subject, e.old_status, e.new_status, e.message) for e in events] == [
-        (h.hostname, h.status, HostStatus.NEEDS_REPAIR, "lease expired")
-        for h in hosts
-        if h.status != HostStatus.NEEDS_REPAIR
+        (h.hostname, h.status, HostStatus.NEEDS_REPAIR, "host_ok false") for h in movable
     ]
 
 

@@ -123,15 +123,16 @@ def test_a_tick_killed_before_commit_leaves_nothing_behind_and_the_next_tick_car
         ("S-t0", "h0"),
         ("S-t1", "h1"),
         ("S-t2", "h2"),
+        ("verify h9", "h9"),  # its runner vanished: the host is verified before more tests
     ]
     stale.refresh_from_db()
     assert stale.status == JobStatus.ERROR  # no retries left
     assert Lease.objects.get(job=stale).release_reason == ReleaseReason.EXPIRED
-    assert Host.objects.get(hostname="h9").status == HostStatus.NEEDS_REPAIR
+    assert Host.objects.get(hostname="h9").status == HostStatus.VERIFYING
     after = lab_state()
     assert after["ticks"] == before["ticks"] + 1
-    assert after["jobs"] == {JobStatus.LEASED: 3, JobStatus.QUEUED: 2, JobStatus.ERROR: 1}
-    assert after["leases"] == before["leases"] + 3
-    # The expiry and its host's move to needs_repair, and one event per lease: exactly one
-    # tick's worth, none from the dead one.
-    assert after["events"] == before["events"] + 5
+    assert after["jobs"] == {JobStatus.LEASED: 4, JobStatus.QUEUED: 2, JobStatus.ERROR: 1}
+    assert after["leases"] == before["leases"] + 4
+    # The expiry and its host's move to needs_verify; the verify job queued, its host's move
+    # to verifying, and one event per lease: exactly one tick's worth, none from the dead one.
+    assert after["events"] == before["events"] + 8

@@ -78,7 +78,9 @@ def lab(sam):  # noqa: ANN001, ANN201
         spec=services.JobSpec(name="slow", labels=["board:x"], timeout=timedelta(seconds=30)),
         now=t1,
     )
-    services.scheduler_tick(now=t1)  # expires both; slow → b (a is now needs_repair)
+    # Locked while its job runs: once the job's runner vanishes, a waits for its verify.
+    host_services.host_lock(host=hosts["a"], by=sam, reason="flaky network")
+    services.scheduler_tick(now=t1)  # expires both; slow → b (a is now needs_verify)
     services.job_start(job=slow, by="runner-1", at=t1)
     services.scheduler_tick(now=now - timedelta(minutes=5))  # slow times out, b is free again
 
@@ -132,13 +134,14 @@ def test_every_series_reports_the_lab_as_it_is(client, sam, lab) -> None:  # noq
     assert jobs == {"queued": 4, "leased": 1, "running": 1, "passed": 0, "failed": 0,
                     "aborted": 1, "error": 1}  # fmt: skip
 
-    # Hosts: a needs repair (its runner vanished); b, c leased; d locked; g reserved; e, f
-    # belong to a paused and an offline worker; h alone could take a lease now.
+    # Hosts: a needs a verify (its runner vanished) and is locked; b, c leased; d locked; g
+    # reserved; e, f belong to a paused and an offline worker; h alone could take a lease now.
     assert value(s, "schedsite_hosts", status="ready") == 7
-    assert value(s, "schedsite_hosts", status="needs_repair") == 1
+    assert value(s, "schedsite_hosts", status="needs_verify") == 1
+    assert value(s, "schedsite_hosts", status="needs_repair") == 0
     assert value(s, "schedsite_hosts", status="repairing") == 0
     assert value(s, "schedsite_hosts", status="repair_failed") == 0
-    assert value(s, "schedsite_hosts_locked") == 1
+    assert value(s, "schedsite_hosts_locked") == 2
     assert value(s, "schedsite_hosts_leased") == 3
     assert value(s, "schedsite_hosts_schedulable") == 1
 

@@ -184,9 +184,9 @@ def assign_hosts(
 ) -> tuple[Assignment, ...]:
     """Give each leased job a concrete host within the host classes the matching chose.
 
-    Pinned jobs take their host first; then each job whose suite has a build takes a host
-    already on that build (no re-provisioning); the rest take the lowest hostname. Jobs earlier
-    in the order choose first.
+    Pinned jobs take their host first; then each retried job takes a host it has not failed on;
+    then each job whose suite has a build takes a host already on that build (no
+    re-provisioning); the rest take the lowest hostname. Jobs earlier in the order choose first.
     """
     slots: dict[tuple[int, int], int] = {}  # (job class, host class) -> jobs to place there
     slot_bits: dict[int, int] = defaultdict(int)
@@ -209,6 +209,7 @@ def assign_hosts(
         if pin is not None:
             take(job, j, matching.class_of_host[pin], hosts_by_id[pin])
 
+    _place_away_from_failures(matching, leased, slot_bits, taken, take)
     _place_on_builds(matching, leased, slot_bits, taken, host_of, take)
 
     cursor = [0] * len(matching.hosts)
@@ -221,6 +222,27 @@ def assign_hosts(
             cursor[c] += 1
         take(job, j, c, members[cursor[c]])
     return tuple(Assignment(job.id, host_of[job.id]) for job, _j, _b in leased)
+
+
+def _place_away_from_failures(
+    matching: Matching,
+    leased: Sequence[tuple[JobState, int, str]],
+    slot_bits: Mapping[int, int],
+    taken: set[int],
+    take: Callable[[JobState, int, int, HostState], None],
+) -> None:
+    """Give each retried job the lowest free host it has not failed on, where there is one."""
+    for job, j, _build in leased:
+        if not job.avoid_hosts or job.pinned_host_id is not None:
+            continue
+        for c in bit_indexes(slot_bits[j]):
+            host = next(
+                (h for h in matching.hosts[c] if h.id not in taken and h.id not in job.avoid_hosts),
+                None,
+            )
+            if host is not None:
+                take(job, j, c, host)
+                break
 
 
 def _place_on_builds(

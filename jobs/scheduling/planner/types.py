@@ -72,6 +72,9 @@ class JobState:
     submitted_at: datetime  # the suite's created_at, or the job's own for a standalone job
     labels: frozenset[str] = frozenset()
     pinned_host_id: int | None = None
+    # Hosts it failed on before (a retry after an infrastructure failure): placed elsewhere
+    # when the matching leaves a choice (docs/health.md#retries-after-an-infrastructure-failure).
+    avoid_hosts: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,202 @@
+"""What the end of a job means for its host and for a retry (docs/health.md).
+
+Shared by the runner protocol (a job completed) and the tick (a lease expired): a job whose
+host failed under it gets another try elsewhere, a host that fails every test goes to repair,
+and the result of a verify or repair job moves its host along the health loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from django.conf import settings
+
+from hosts.audit import Actor
+from hosts.choices import HostStatus
+from hosts.models import Host
+from jobs import transitions
+from jobs.choices import JobKind, JobStatus, ReleaseReason
+from jobs.models import Job, Lease
+from jobs.transitions import Mover
+
+
+def retry_backoff(attempts: int) -> timedelta:
+    """How long a job waits before its next try, after `attempts` tries (doubling, capped)."""
+    base = max(0, settings.RETRY_BACKOFF)
+    return timedelta(seconds=min(base * 2 ** max(0, attempts - 1), settings.RETRY_BACKOFF_MAX))
+
+
+def repair_backoff(failed_repairs: int) -> timedelta:
+    """How long a host waits before its next repair, after `failed_repairs` in a row."""
+    base = max(0, settings.REPAIR_BACKOFF)
+    return timedelta(seconds=base * 2 ** max(0, failed_repairs - 1))
+
+
+def retry_or_end(
+    leases: Sequence[Lease],
+    *,
+    end_as: str,
+    mover: Mover,
+    at: datetime,
+    why: str,
+) -> tuple[list[int], list[int]]:
+    """Jobs whose host failed under them (leases already released): retry them, or end them.
+
+    A job with tries left goes back to the queue after its backoff and prefers another host;
+    the others end `end_as`. Returns (retried job ids, ended job ids).
+    """
+    Lease.objects.filter(pk__in=[lease.pk for lease in leases]).update(host_failed=True)
+    retried, ended = [], []
+    for lease in leases:
+        job = lease.job
+        assert job is not None
+        if job.attempts <= job.max_retries:
+            wait = retry_backoff(job.attempts)
+            transitions.move_jobs(
+                [job.pk],
+                to=JobStatus.QUEUED,
+                mover=mover,
+                at=at,
+                not_before=at + wait if wait else None,
+                message=f"retry {job.attempts} of {job.max_retries} after host "
+                f"{lease.host.hostname} broke ({why})",
+            )
+            retried.append(job.pk)
+        else:
+            tries = "no retries left"
+            transitions.move_jobs(
+                [job.pk],
+                to=end_as,
+                mover=mover,
+                at=at,
+                message=f"host {lease.host.hostname} broke ({why}); {tries}",
+            )
+            ended.append(job.pk)
+    return retried, ended
+
+
+def check_failure_streak(host: Host, *, by: Actor, at: datetime) -> bool:
+    """Send a host to repair when its last test jobs all failed, from two suites or more.
+
+    Runners do not always notice a broken DUT; every test failing on it, whoever submitted
+    them, is the sign. A verify or repair in between breaks the streak.
+    """
+    streak = settings.HOST_FAILURE_STREAK
+    if streak <= 0:
+        return False
+    last = list(
+        Lease.objects.filter(host=host, job__isnull=False, release_reason=ReleaseReason.COMPLETED)
+        .order_by("-released_at", "-id")
+        .values_list("job__kind", "job__status", "job__suite_id", "job_id")[:streak]
+    )
+    if len(last) < streak or any(
+        kind != JobKind.TEST or status != JobStatus.FAILED for kind, status, _s, _j in last
+    ):
+        return False
+    suites = {suite if suite is not None else f"job {job}" for _k, _s, suite, job in last}
+    if len(suites) < 2:
+        return False
+    return bool(
+        transitions.mark_needs_repair(
+            [host.pk],
+            mover=Mover.RUNNER,
+            by=by,
+            why=f"{streak} test jobs in a row from {len(suites)} suites failed on it",
+            at=at,
+        )
+    )
+
+
+def maintenance_ended(
+    job: Job, *, host: Host, passed: bool | None, mover: Mover, by: Actor, at: datetime
+) -> None:
+    """Move a host on after its verify or repair job: passed, failed, or (None) vanished."""
+    if job.kind == JobKind.VERIFY:
+        _verify_ended(job, host=host, passed=passed, mover=mover, by=by, at=at)
+    elif job.kind == JobKind.REPAIR:
+        _repair_ended(job, host=host, passed=passed, mover=mover, by=by, at=at)
+
+
+def _verify_ended(
+    job: Job, *, host: Host, passed: bool | None, mover: Mover, by: Actor, at: datetime
+) -> None:
+    if passed:
+        transitions.move_hosts(
+            [host.pk],
+            to=HostStatus.READY,
+            mover=mover,
+            by=by,
+            at=at,
+            why="verify passed",
+            last_verified_at=at,
+        )
+    elif passed is None:
+        transitions.move_hosts(
+            [host.pk],
+            to=HostStatus.NEEDS_VERIFY,
+            mover=mover,
+            by=by,
+            at=at,
+            why="its verify job's runner stopped heartbeating: verify again",
+        )
+    else:
+        transitions.move_hosts(
+            [host.pk],
+            to=HostStatus.NEEDS_REPAIR,
+            mover=mover,
+            by=by,
+            at=at,
+            why=f"verify failed: {brief(job.message)}",
+            repair_not_before=None,
+        )
+
+
+def _repair_ended(
+    job: Job, *, host: Host, passed: bool | None, mover: Mover, by: Actor, at: datetime
+) -> None:
+    if passed:
+        transitions.move_hosts(
+            [host.pk],
+            to=HostStatus.READY,
+            mover=mover,
+            by=by,
+            at=at,
+            why="repair passed",
+            repair_attempts=0,
+            repair_not_before=None,
+            last_verified_at=at,
+        )
+        return
+    failures = host.repair_attempts + 1
+    what = "its runner stopped heartbeating" if passed is None else brief(job.message)
+    if failures >= settings.REPAIR_MAX_ATTEMPTS:
+        transitions.move_hosts(
+            [host.pk],
+            to=HostStatus.REPAIR_FAILED,
+            mover=mover,
+            by=by,
+            at=at,
+            why=f"repair failed {failures} times in a row, no more automatic repairs; last: {what}",
+            repair_attempts=failures,
+            repair_not_before=None,
+        )
+        return
+    wait = repair_backoff(failures)
+    transitions.move_hosts(
+        [host.pk],
+        to=HostStatus.NEEDS_REPAIR,
+        mover=mover,
+        by=by,
+        at=at,
+        why=f"repair {failures} of {settings.REPAIR_MAX_ATTEMPTS} failed: {what}; "
+        f"next try in {int(wait.total_seconds())} s",
+        repair_attempts=failures,
+        repair_not_before=at + wait,
+    )
+
+
+def brief(message: str) -> str:
+    """A message cut to one line of at most 200 characters (its end, where output ends)."""
+    text = " ".join((message or "").split())
+    return (text[-200:] if len(text) > 200 else text) or "no message"

@@ -1,0 +1,248 @@
+"""The tick's maintenance phase: expire jobs that waited too long, then verify and repair hosts.
+
+Runs inside the tick's transaction, after lease expiry and before the planner, so a host due a
+verify or a repair gets it before any test job (docs/health.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Count, Exists, OuterRef, Q, Subquery
+
+from hosts import audit
+from hosts.audit import SCHEDULER
+from hosts.choices import AWAITING_MAINTENANCE, EventKind, HostStatus
+from hosts.models import HealthPolicy, Host
+from jobs import selectors, transitions
+from jobs.choices import MAINTENANCE_KINDS, JobKind, JobStatus
+from jobs.models import Job, Lease
+from jobs.scheduling import leasing
+from jobs.transitions import Mover
+
+MAINTENANCE_PRIORITY = 100
+
+# The host statuses a maintenance job of each kind may start from, and the one it holds.
+STARTS_FROM = {
+    JobKind.VERIFY: (HostStatus.READY, HostStatus.NEEDS_VERIFY),
+    JobKind.REPAIR: (HostStatus.NEEDS_REPAIR,),
+}
+HOLDS = {JobKind.VERIFY: HostStatus.VERIFYING, JobKind.REPAIR: HostStatus.REPAIRING}
+
+
+def maintenance_phase(*, now: datetime) -> tuple[int, list[dict]]:
+    """Expire overdue queued jobs, create due maintenance jobs, lease those whose host is free.
+
+    Returns how many jobs expired, and the leases made (as the tick reports them).
+    """
+    if not _anything_to_do(now=now):
+        return 0, []
+    expired = expire_queued(now=now)
+    create_due(now=now)
+    return expired, lease_maintenance(now=now)
+
+
+def _anything_to_do(*, now: datetime) -> bool:
+    """One query for the common case, a lab with nothing to expire, check or repair."""
+    work = {
+        "expiring": Job.objects.queued().filter(expires_at__lt=now),
+        "maintenance": Job.objects.queued().filter(kind__in=MAINTENANCE_KINDS),
+        "hosts": Host.objects.filter(status__in=AWAITING_MAINTENANCE),
+        "policies": HealthPolicy.objects.filter(enabled=True),
+    }
+    # Uncorrelated EXISTS on any one row; with no host at all, look the long way.
+    row = (
+        Host.objects.annotate(**{name: Exists(qs) for name, qs in work.items()})
+        .values_list(*work)
+        .first()
+    )
+    return row is None or any(row)
+
+
+def expire_queued(*, now: datetime) -> int:
+    """End queued jobs past their expires_at, saying why they waited."""
+    overdue = list(
+        Job.objects.select_for_update(skip_locked=True, of=("self",))
+        .queued()
+        .filter(expires_at__lt=now)
+        .select_related("host__worker")
+    )
+    if not overdue:
+        return 0
+    reasons = selectors.wait_reasons_for(overdue)
+    for job in overdue:
+        why = reasons.get(job.pk, {}).get("message", "no reason recorded")
+        transitions.move_jobs(
+            [job.pk],
+            to=JobStatus.EXPIRED,
+            mover=Mover.SCHEDULER,
+            at=now,
+            message=f"expired after {job.expires_after} s in the queue; it waited because: {why}",
+        )
+    return len(overdue)
+
+
+def _unfinished_maintenance() -> Exists:
+    return Exists(Job.objects.unfinished().filter(kind__in=MAINTENANCE_KINDS, host=OuterRef("pk")))
+
+
+def create_due(*, now: datetime) -> list[Job]:
+    """Create a verify or repair job for each host that needs one and has none yet."""
+    hosts = Host.objects.in_service(now).exclude(_unfinished_maintenance())
+    repair_due = Q(status=HostStatus.NEEDS_REPAIR) & (
+        Q(repair_not_before__isnull=True) | Q(repair_not_before__lte=now)
+    )
+    waiting = hosts.filter(repair_due | Q(status=HostStatus.NEEDS_VERIFY)).only(
+        "id", "hostname", "status"
+    )
+    kind_of = {HostStatus.NEEDS_REPAIR: JobKind.REPAIR, HostStatus.NEEDS_VERIFY: JobKind.VERIFY}
+    due = [(host, kind_of[host.status]) for host in waiting]
+    due += [(host, JobKind.VERIFY) for host in _policy_due(hosts, now=now)]
+    return create_maintenance_jobs(due, now=now, why="due")
+
+
+def _policy_due(hosts: Iterable[Host], *, now: datetime) -> list[Host]:
+    """Free ready hosts that an enabled health policy says are due a verify."""
+    policies = list(HealthPolicy.objects.filter(enabled=True))
+    if not policies:
+        return []
+    free = (
+        Host.objects.filter(pk__in=hosts.values("pk"))  # type: ignore[attr-defined]
+        .filter(status=HostStatus.READY)
+        .unleased()
+        .prefetch_related("labels")
+    )
+    due = []
+    for policy in policies:
+        matching = free.carrying(policy.labels) if policy.labels else free
+        never = Q(last_verified_at__isnull=True)
+        if policy.every_hours:
+            never |= Q(last_verified_at__lt=now - timedelta(hours=policy.every_hours))
+        due += list(matching.filter(never).only("id", "hostname"))
+        if policy.every_jobs:
+            due += _busy_since_verify(matching.exclude(never), policy.every_jobs)
+    return list({host.pk: host for host in due}.values())
+
+
+def _busy_since_verify(hosts: Iterable[Host], every_jobs: int) -> list[Host]:
+    """Hosts that ran `every_jobs` test jobs or more since their last verify."""
+    runs = (
+        Lease.objects.filter(
+            host=OuterRef("pk"),
+            job__kind=JobKind.TEST,
+            acquired_at__gt=OuterRef("last_verified_at"),
+        )
+        .values("host")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    counted = hosts.annotate(runs=Subquery(runs))  # type: ignore[attr-defined]
+    return list(counted.filter(runs__gte=every_jobs).only("id", "hostname"))
+
+
+def create_maintenance_jobs(
+    due: Iterable[tuple[Host, str]], *, now: datetime, why: str, by: audit.Actor = SCHEDULER
+) -> list[Job]:
+    """Create queued maintenance jobs pinned to their hosts, and note each on its host."""
+    due = list(due)
+    if not due:
+        return []
+    jobs = Job.objects.bulk_create(
+        [
+            Job(
+                kind=kind,
+                name=f"{kind} {host.hostname}",
+                host=host,
+                priority=MAINTENANCE_PRIORITY,
+                timeout=timedelta(seconds=settings.MAINTENANCE_TIMEOUT),
+                created_at=now,
+                submitted_at=now,
+            )
+            for host, kind in due
+        ]
+    )
+    audit.record_many(
+        [
+            audit.entry(
+                EventKind.UPDATED,
+                actor=by,
+                host=host,
+                job_id=job.pk,
+                at=now,
+                message=f"{kind} job {job.pk} queued ({why})",
+            )
+            for (host, kind), job in zip(due, jobs, strict=True)
+        ]
+    )
+    return jobs
+
+
+def lease_maintenance(*, now: datetime) -> list[dict]:
+    """Lease every queued maintenance job whose host is free; end those that no longer fit."""
+    waiting = Job.objects.queued().filter(kind__in=MAINTENANCE_KINDS)
+    host_ids = sorted(set(waiting.values_list("host_id", flat=True)))
+    if not host_ids:
+        return []
+    # Lock order everywhere: hosts, then jobs; a job someone else holds waits for a later tick.
+    hosts = {host.pk: host for host in Host.objects.select_for_update().filter(pk__in=host_ids)}
+    queued = list(
+        waiting.select_for_update(skip_locked=True)
+        .order_by("id")
+        .values_list("id", "kind", "host_id")
+    )
+    free = set(
+        Host.objects.in_service(now).unleased().filter(pk__in=host_ids).values_list("pk", flat=True)
+    )
+    misfits: list[tuple[int, str]] = []
+    pairs: list[tuple[Host, int, str]] = []
+    for job_id, kind, host_id in queued:
+        host = hosts.get(host_id)
+        if host is None or host.status not in (*STARTS_FROM[kind], *HOLDS.values()):
+            misfits.append((job_id, f"host is {host.status if host else 'gone'}"))
+        elif host_id in free and host.status in STARTS_FROM[kind]:
+            pairs.append((host, job_id, kind))
+            free.discard(host_id)
+    for job_id, why in misfits:
+        transitions.move_jobs(
+            [job_id],
+            to=JobStatus.ABORTED,
+            mover=Mover.SCHEDULER,
+            at=now,
+            message=f"not needed any more: {why}",
+        )
+    if not pairs:
+        return []
+    lease_of_host = leasing.insert_leases(((h.pk, j) for h, j, _k in pairs), now=now)
+    transitions.move_jobs(
+        [j for _h, j, _k in pairs], to=JobStatus.LEASED, mover=Mover.SCHEDULER, at=now,
+        attempts=1, message="",
+    )  # fmt: skip
+    made = []
+    for kind in MAINTENANCE_KINDS:
+        of_kind = [h for h, _j, k in pairs if k == kind]
+        transitions.move_hosts(
+            [h.pk for h in of_kind], to=HOLDS[kind], mover=Mover.SCHEDULER, by=SCHEDULER,
+            why=f"{kind} job leased", at=now,
+        )  # fmt: skip
+    audit.record_many(
+        [
+            audit.entry(
+                EventKind.LEASED,
+                actor=SCHEDULER,
+                host=host,
+                lease_id=lease_of_host.get(host.pk),
+                job_id=job_id,
+                at=now,
+                message=f"leased to {kind} job {job_id}",
+            )
+            for host, job_id, kind in pairs
+        ]
+    )
+    for host, job_id, kind in pairs:
+        made.append(
+            {"job": f"{kind} {host.hostname}", "job_id": job_id, "suite": None,
+             "host": host.hostname, "kind": kind}
+        )  # fmt: skip
+    return made

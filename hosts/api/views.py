@@ -162,7 +162,14 @@ class HostViewSet(InventoryViewSet):
     lookup_parameter = OpenApiParameter(
         "hostname", str, OpenApiParameter.PATH, description="Hostname (dots allowed)."
     )
-    action_permissions = {**STAFF_WRITES, "lock": STAFF, "unlock": STAFF, "release": STAFF}
+    action_permissions = {
+        **STAFF_WRITES,
+        "lock": STAFF,
+        "unlock": STAFF,
+        "release": STAFF,
+        "repair": STAFF,
+        "verify": STAFF,
+    }
     action_summaries = {
         "list": "List hosts (filter by label, status, locked, leased, worker, q)",
         "retrieve": "One host, with its active lease and recent events",
@@ -172,6 +179,8 @@ class HostViewSet(InventoryViewSet):
         "lock": "Lock a host out of scheduling, with a reason (staff)",
         "unlock": "Unlock a host (staff)",
         "release": "Release the host's active lease; its job is requeued or aborted (staff)",
+        "repair": "Repair now: reset the repair count and queue a repair job (staff)",
+        "verify": "Verify now: queue a verify job for a ready host (staff)",
         "events": "The host's event log, newest first",
     }
     action_inputs = {
@@ -180,12 +189,16 @@ class HostViewSet(InventoryViewSet):
         "lock": s.HostLockInputSerializer,
         "unlock": None,
         "release": s.HostReleaseInputSerializer,
+        "repair": None,
+        "verify": None,
     }
     changes = {
         "partial_update": services.host_update,
         "destroy": services.host_delete,
         "lock": services.host_lock,
         "unlock": services.host_unlock,
+        "repair": job_services.host_repair_now,
+        "verify": job_services.host_verify_now,
     }
 
     def get_queryset(self) -> QuerySet[Host]:

@@ -12,6 +12,7 @@ from jobs.scheduling.tick import (
     scheduler_tick,
     tick_history_prune,
 )
+from jobs.services.health import host_repair_now, host_verify_now
 from jobs.services.reservations import lease_extend, lease_reserve
 from jobs.services.runner_protocol import (
     job_complete,
@@ -29,6 +30,8 @@ __all__ = [
     "IDEMPOTENCY_KEY_LIFETIME",
     "JobSpec",
     "TickSummary",
+    "host_repair_now",
+    "host_verify_now",
     "idempotency_keys_purge",
     "job_abort",
     "job_complete",

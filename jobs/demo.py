@@ -16,10 +16,10 @@ from rest_framework.authtoken.models import Token
 
 from hosts import services as host_services
 from hosts.choices import HostStatus
-from hosts.models import Host, Worker
+from hosts.models import HealthPolicy, Host, Worker
 from jobs import services
-from jobs.choices import JobStatus
-from jobs.models import Job, Lease, Suite, decode_labels
+from jobs.choices import JobKind, JobStatus
+from jobs.models import Job, Lease, Suite, decode_labels, encode_labels
 from schedsite.errors import ServiceError
 
 DEMO_USERS = {  # username: (password, staff)
@@ -43,8 +43,17 @@ TESTS = [
 KEEP_QUEUED = 30
 SUBMIT_EVERY = timedelta(seconds=6)
 MAX_SUITE_JOBS = 40
-# Hosts the runners flagged come back from "repair" this long after, as in a real lab.
-REPAIR_AFTER = timedelta(seconds=60)
+# The demo's health policy: hosts of the busy pool get a verify every so many test jobs, so
+# verify jobs show up in the queue without waiting for a host to break.
+HEALTH_POLICY = {"name": "pool:cq every 20 jobs", "labels": ["pool:cq"], "every_jobs": 20}
+# How the in-process runners play each kind of job: (seconds it runs, chance it passes).
+SIMULATED_RUNS = {
+    JobKind.TEST: ((3, 12), 0.85),
+    JobKind.VERIFY: ((1, 3), 0.9),
+    JobKind.REPAIR: ((3, 8), 0.7),
+}
+# Chance that a test run finds its DUT broken (host_ok false: the host goes to repair).
+SIMULATED_HOST_BROKEN = 0.03
 
 
 def ensure_groups() -> None:
@@ -97,8 +106,14 @@ def seed(*, hosts_per_worker: int = 8, rng: random.Random | None = None) -> str:
             )
     first = Host.objects.order_by("hostname")
     host_services.host_lock(host=first[1], by=admin, reason="flaky USB hub, debugging")
+    # The health loop repairs it by itself within the first minutes of the demo.
     host_services.host_set_status(
         host=first[5], status=HostStatus.NEEDS_REPAIR, by=admin, message="battery swollen"
+    )
+    HealthPolicy.objects.create(
+        name=HEALTH_POLICY["name"],
+        label_key=encode_labels(HEALTH_POLICY["labels"]),
+        every_jobs=HEALTH_POLICY["every_jobs"],
     )
     submit_random_suite(owner=alice, rng=rng, name="bvt-inline R120", priority=70, min_duts=3)
     submit_random_suite(
@@ -167,8 +182,10 @@ def simulate_step(
 ) -> dict:
     """Act as every worker's runner once, in-process: start leased jobs, finish some.
 
-    `make run` uses real `run_worker` processes instead (see rundemo); this in-process
-    stand-in stays for tests and for `simulate_runners` on a machine without a web server.
+    Verify and repair jobs run too, with the odds of the demo's scripts, so hosts go through
+    the real health loop. `make run` uses real `run_worker` processes instead (see rundemo);
+    this in-process stand-in stays for tests and for `simulate_runners` on a machine without
+    a web server.
     """
     now = now or timezone.now()
     Worker.objects.update(last_seen=now)
@@ -181,22 +198,30 @@ def simulate_step(
                 started += 1
             elif job.status == JobStatus.RUNNING:
                 services.lease_heartbeat(lease=lease, by="runner-sim", at=now)
-                ran = (now - job.started_at).total_seconds() if job.started_at else 0
-                if ran > rng.uniform(3, 12):
-                    result = JobStatus.PASSED if rng.random() < 0.85 else JobStatus.FAILED
-                    services.job_complete(
-                        job=job,
-                        result=result,
-                        by="runner-sim",
-                        message="simulated run",
-                        host_ok=rng.random() > 0.03,
-                        at=now,
-                    )
+                if simulated_finish(job, rng=rng, now=now):
                     done += 1
         except ServiceError:
             continue  # the lease moved on meanwhile (released, expired): nothing to do
     feed_step(rng=rng, keep_queued=keep_queued, now=now)
     return {"started": started, "finished": done, "at": now}
+
+
+def simulated_finish(job: Job, *, rng: random.Random, now: datetime) -> bool:
+    """Complete a running job once it ran its simulated time, as the demo's scripts would."""
+    (shortest, longest), passes = SIMULATED_RUNS.get(job.kind, SIMULATED_RUNS[JobKind.TEST])
+    ran = (now - job.started_at).total_seconds() if job.started_at else 0
+    if ran <= rng.uniform(shortest, longest):
+        return False
+    passed = rng.random() < passes
+    services.job_complete(
+        job=job,
+        result=JobStatus.PASSED if passed else JobStatus.FAILED,
+        by="runner-sim",
+        message=f"simulated {job.kind} {'passed' if passed else 'failed'}",
+        host_ok=job.kind != JobKind.TEST or rng.random() >= SIMULATED_HOST_BROKEN,
+        at=now,
+    )
+    return True
 
 
 def _queued_per_board() -> Counter[str]:
@@ -211,12 +236,13 @@ def _queued_per_board() -> Counter[str]:
 
 
 def working_hosts() -> QuerySet[Host]:
-    """Hosts that take the demo's work now or soon: leases end, flagged hosts get repaired."""
-    # Not the hosts a visitor (or the seed) locked, or whose worker was paused: those may
-    # stay out for the whole demo.
+    """Hosts that take the demo's work now or soon: leases end, the health loop mends hosts."""
+    # A host waiting for or running a verify or repair comes back by itself; not the hosts
+    # whose repairs gave up or that were retired, nor those a visitor (or the seed) locked or
+    # whose worker was paused: those may stay out for the whole demo.
     return (
         Host.objects.filter(locked=False)
-        .exclude(status=HostStatus.REPAIR_FAILED)
+        .exclude(status__in=[HostStatus.REPAIR_FAILED, HostStatus.RETIRED])
         .exclude(worker__paused=True)
     )
 
@@ -254,20 +280,8 @@ def runnable_queued_count() -> int:
 def feed_step(
     *, rng: random.Random, keep_queued: int = KEEP_QUEUED, now: datetime | None = None
 ) -> Suite | None:
-    """Keep the demo lab moving: bring repaired hosts back, top up the queue with work."""
+    """Keep the demo lab moving: top up the queue with work some host could run."""
     now = now or timezone.now()
-    repaired = (
-        Host.objects.filter(status=HostStatus.NEEDS_REPAIR, locked=False)
-        .annotate(flagged_at=Max("events__created_at"))
-        .filter(flagged_at__lt=now - REPAIR_AFTER)
-    )
-    for host in repaired:
-        try:
-            host_services.host_set_status(
-                host=host, status=HostStatus.READY, by="repair-sim", message="simulated repair"
-            )
-        except ServiceError:
-            continue  # someone else moved it meanwhile
     # Count only work a host could run: jobs no host can take (the seeded showcase, or one a
     # visitor submits or pins to a host they locked) wait forever, and must not stop top-ups.
     missing = keep_queued - runnable_queued_count()
@@ -291,12 +305,13 @@ def feed_step(
         return None  # a submission limit, say: the next step tries again
 
 
-# The demo's runners are real `run_worker` processes running this simulated test: it takes
-# 3-12 s, passes 85% of the time, and now and then reports its DUT broken (exit status 3).
-SIMULATED_TEST = [
-    "bash",
-    str(Path(__file__).resolve().parent.parent / "scripts" / "simulated_test.sh"),
-]
+# The demo's runners are real `run_worker` processes running these simulated scripts. The
+# test takes 3-12 s, passes 85% of the time, and now and then reports its DUT broken (exit
+# status 3); the verify takes 1-3 s and passes 90%; the repair takes 3-8 s and passes 70%.
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+SIMULATED_TEST = ["bash", str(SCRIPTS / "simulated_test.sh")]
+SIMULATED_VERIFY = ["bash", str(SCRIPTS / "simulated_verify.sh")]
+SIMULATED_REPAIR = ["bash", str(SCRIPTS / "simulated_repair.sh")]
 SIMULATED_BROKEN_EXIT = 3
 
 

@@ -8,8 +8,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from hosts.choices import EventKind, HostStatus
+from hosts.models import Host
 from jobs import demo, selectors, services
-from jobs.choices import JobStatus
+from jobs.choices import JobKind, JobStatus
 from jobs.management.commands.rundemo import banner
 from jobs.models import Job, Lease
 
@@ -61,6 +63,55 @@ def test_the_demo_lab_keeps_leasing_for_hours():
     assert not idle, f"the lab leased nothing in {idle}; leases per 10 minutes: {leased}"
     # The one showcase of a job no host can run ("needs a board nobody has"), never more.
     assert impossible == [1] * windows
+
+
+def test_the_seeded_broken_host_comes_back_by_the_health_loop_alone(monkeypatch):
+    demo.seed(hosts_per_worker=4)
+    broken = Host.objects.get(status=HostStatus.NEEDS_REPAIR)
+    rng = random.Random(3)
+    monkeypatch.setattr(rng, "uniform", lambda a, b: -1)  # every run ends at the next step
+    monkeypatch.setattr(rng, "random", lambda: 0.5)  # and passes, on a healthy DUT
+    start = timezone.now()
+    for step in range(4):
+        now = start + timedelta(seconds=20 * step)
+        services.scheduler_tick(now=now)
+        demo.simulate_step(rng=rng, now=now)
+    broken.refresh_from_db()
+    assert broken.status == HostStatus.READY
+    moves = list(
+        broken.events.filter(kind=EventKind.STATUS)
+        .order_by("created_at", "id")
+        .values_list("new_status", "actor", "message")
+    )
+    # Staff flagged it; then the scheduler leased a repair job and the runner's repair passed.
+    assert [status for status, _actor, _message in moves] == [
+        HostStatus.NEEDS_REPAIR,
+        HostStatus.REPAIRING,
+        HostStatus.READY,
+    ]
+    assert moves[-1][1:] == ("runner-sim", "repair passed")
+    assert Job.objects.filter(kind=JobKind.REPAIR, host=broken, status=JobStatus.PASSED).exists()
+
+
+def test_the_demo_health_policy_verifies_the_busy_pool_and_hopeless_repairs_give_up(monkeypatch):
+    demo.seed(hosts_per_worker=4)
+    rng = random.Random(5)
+    monkeypatch.setattr(rng, "uniform", lambda a, b: -1)
+    monkeypatch.setattr(rng, "random", lambda: 0.99)  # every run fails (and no DUT breaks)
+    start = timezone.now()
+    for step in range(8):  # repairs are retried at once: the tests run with no backoff
+        now = start + timedelta(seconds=20 * step)
+        services.scheduler_tick(now=now)
+        demo.simulate_step(rng=rng, now=now)
+    # The policy verified the never-verified pool:cq hosts, and only those.
+    verified = Host.objects.filter(pinned_jobs__kind=JobKind.VERIFY).distinct()
+    assert verified.exists()
+    assert all("pool:cq" in host.label_names for host in verified)
+    broken = Host.objects.get(events__message="battery swollen")
+    assert broken.status == HostStatus.REPAIR_FAILED
+    assert broken.repair_attempts == 3
+    # The feeder no longer counts on it: it will not come back by itself.
+    assert broken not in demo.working_hosts()
 
 
 def test_the_demo_banner_names_the_url_the_logins_and_where_the_logs_are(tmp_path):

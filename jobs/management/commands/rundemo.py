@@ -6,6 +6,7 @@ import logging
 import os
 import random
 import select
+import shlex
 import signal
 import socket
 import subprocess
@@ -101,7 +102,7 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
 class Command(BaseCommand):
     help = (
         "Run the web server, a django-q2 cluster and a `run_worker` runner per worker (running "
-        "a simulated test), and keep the demo queue topped up."
+        "a simulated test, verify and repair), and keep the demo queue topped up."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -142,6 +143,8 @@ class Command(BaseCommand):
                 cmd = [*manage, "run_worker", "--worker", worker, "--api", api_url(addr)]
                 cmd += ["--poll", "1", "--concurrency", "16", "--grace", "2"]
                 cmd += ["--host-broken-exit-code", str(demo.SIMULATED_BROKEN_EXIT)]
+                cmd += ["--verify-cmd", shlex.join(demo.SIMULATED_VERIFY)]
+                cmd += ["--repair-cmd", shlex.join(demo.SIMULATED_REPAIR)]
                 cmd += ["--", *demo.SIMULATED_TEST]
                 # The token travels in the environment, not on the command line (`ps`).
                 commands[f"runner {worker}"] = (cmd, {"SCHEDSITE_TOKEN": token})

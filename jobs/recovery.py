@@ -12,8 +12,9 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 
-from hosts.audit import Actor
-from hosts.choices import HostStatus
+from hosts import audit
+from hosts.audit import SCHEDULER, Actor
+from hosts.choices import EventKind, HostStatus
 from hosts.models import Host
 from jobs import transitions
 from jobs.choices import JobKind, JobStatus, ReleaseReason
@@ -40,27 +41,43 @@ def retry_or_end(
     mover: Mover,
     at: datetime,
     why: str,
+    by: Actor = SCHEDULER,
 ) -> tuple[list[int], list[int]]:
     """Jobs whose host failed under them (leases already released): retry them, or end them.
 
     A job with tries left goes back to the queue after its backoff and prefers another host;
-    the others end `end_as`. Returns (retried job ids, ended job ids).
+    the others end `end_as`. Each retry is also an event on the host it broke on, so the
+    host's history shows the jobs it cost. Returns (retried job ids, ended job ids).
     """
     Lease.objects.filter(pk__in=[lease.pk for lease in leases]).update(host_failed=True)
-    retried, ended = [], []
+    retried, ended, events = [], [], []
     for lease in leases:
         job = lease.job
         assert job is not None
         if job.attempts <= job.max_retries:
             wait = retry_backoff(job.attempts)
+            message = (
+                f"retry {job.attempts} of {job.max_retries} after host "
+                f"{lease.host.hostname} broke ({why})"
+            )
             transitions.move_jobs(
                 [job.pk],
                 to=JobStatus.QUEUED,
                 mover=mover,
                 at=at,
                 not_before=at + wait if wait else None,
-                message=f"retry {job.attempts} of {job.max_retries} after host "
-                f"{lease.host.hostname} broke ({why})",
+                message=message,
+            )
+            events.append(
+                audit.entry(
+                    EventKind.RETRIED,
+                    actor=by,
+                    host=lease.host,
+                    lease_id=lease.pk,
+                    job_id=job.pk,
+                    at=at,
+                    message=f"job {job.name}: {message}",
+                )
             )
             retried.append(job.pk)
         else:
@@ -73,6 +90,7 @@ def retry_or_end(
                 message=f"host {lease.host.hostname} broke ({why}); {tries}",
             )
             ended.append(job.pk)
+    audit.record_many(events)
     return retried, ended
 
 

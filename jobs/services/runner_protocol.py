@@ -122,6 +122,7 @@ def job_complete(
                 mover=Mover.RUNNER,
                 at=at,
                 why=f"the runner reported it broken; {recovery.brief(message)}",
+                by=by,
             )
         transitions.mark_needs_repair(
             [lease.host_id],

@@ -30,6 +30,25 @@ class JobSpec:
     max_retries: int = 0
     timeout: timedelta | None = None
     estimated_duration: timedelta | None = None
+    expires_after: int | None = None  # seconds it may wait in the queue; defaults to the suite's
+
+
+MAX_EXPIRES_AFTER = 30 * 24 * 3600
+
+
+def _check_expires_after(seconds: int | None, field_name: str = "expires_after") -> None:
+    if seconds is None:
+        return
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int)
+        or not 1 <= seconds <= MAX_EXPIRES_AFTER
+    ):
+        raise InvalidInput(
+            f"{field_name} must be a whole number of seconds from 1 to {MAX_EXPIRES_AFTER} "
+            "(30 days), or empty",
+            field=field_name,
+        )
 
 
 def _check_priority(priority: int, field_name: str = "priority") -> None:
@@ -54,6 +73,10 @@ def _job_from_spec(
     if timeout <= timedelta(0):
         raise InvalidInput(f"{where}timeout must be positive", field=f"{where}timeout")
     labels = labels_validate(spec.labels, field=f"{where}labels")
+    expires_after = spec.expires_after
+    _check_expires_after(expires_after, f"{where}expires_after")
+    if expires_after is None and suite is not None:
+        expires_after = suite.expires_after
     return Job(
         suite=suite,
         name=name,
@@ -66,6 +89,8 @@ def _job_from_spec(
         owner=actor_user(owner),
         created_at=now,
         submitted_at=suite.created_at if suite else now,
+        expires_after=expires_after,
+        expires_at=now + timedelta(seconds=expires_after) if expires_after else None,
     )
 
 
@@ -81,6 +106,7 @@ def suite_submit(
     max_duts: int | None = None,
     fanout_labels: Sequence[str] | None = None,
     fanout_name: str = "",
+    expires_after: int | None = None,
     now: datetime | None = None,
 ) -> Suite:
     """Submit a suite with its jobs, or a fan-out suite with one job per matching host."""
@@ -97,6 +123,7 @@ def suite_submit(
         raise InvalidInput("max_duts must be empty or ≥ 1", field="max_duts")
     if max_duts is not None and min_duts > max_duts:
         raise InvalidInput("min_duts cannot exceed max_duts", field="min_duts")
+    _check_expires_after(expires_after)
     suite = Suite(
         name=name,
         build=(build or "")[:200],
@@ -106,6 +133,7 @@ def suite_submit(
         owner=actor_user(owner),
         created_at=now,
         fanout_labels=encode_labels(fanout_labels) if fanout_labels is not None else "",
+        expires_after=expires_after,
     )
     if fanout_labels is not None:
         if jobs:

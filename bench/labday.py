@@ -1,0 +1,365 @@
+"""A simulated lab day on the real services and tick: hosts break, the health loop mends them.
+
+Time is simulated and advanced in steps: each step the workers heartbeat, testers submit
+suites, the tick runs at that time, and simulated runners act on their leases at that time (no
+HTTP, no cluster). A share of test runs are infrastructure failures: the runner reports the
+DUT broken (host_ok false; the DUT really is broken until a repair fixes it), or the runner
+vanishes and the lease expires. Repairs fix a broken DUT with some probability; a few hosts
+cannot be repaired at all. The report says how many repairable hosts are back in service at
+the end and that no job was lost (docs/health.md).
+
+    python -m bench.labday --hosts 60 --workers 4 --hours 24 --seed 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import random
+import statistics
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from bench.cli import print_result
+
+BOARDS = ["eve", "kevin", "octopus", "hatch"]
+TESTERS = ["alice", "bob", "carol"]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The lab and its day: sizes, odds and durations (seconds)."""
+
+    hosts: int = 60
+    workers: int = 4
+    hours: float = 24.0
+    step: int = 20
+    infra_failures: float = 0.10  # of test runs: half host_ok false, half the runner vanishing
+    real_failures: float = 0.10  # of the other test runs: the test itself failed
+    repair_fixes: float = 0.7
+    unrepairable: float = 0.05  # of hosts: every repair fails
+    test_minutes: tuple[float, float] = (5, 40)
+    verify_minutes: tuple[float, float] = (2, 5)
+    repair_minutes: tuple[float, float] = (10, 30)
+    suite_every_minutes: float = 15  # a suite from some tester, on average
+    suite_jobs: tuple[int, int] = (10, 50)
+    max_retries: int = 3
+    # A real runner heartbeats every LEASE_TTL / 3; more often costs the benchmark time only.
+    heartbeat_every: int = 120
+
+
+@dataclass
+class Run:
+    """What the simulated runner will do with one lease."""
+
+    ends_at: datetime
+    outcome: str  # passed, failed, host_broken, vanish
+    heartbeat_at: datetime
+
+
+@dataclass
+class Lab:
+    """The simulation's own view of the DUTs, which the scheduler does not see."""
+
+    shape: Shape
+    rng: random.Random
+    broken: set[int] = field(default_factory=set)
+    unrepairable: set[int] = field(default_factory=set)
+    ever_broken: set[int] = field(default_factory=set)
+    runs: dict[int, Run] = field(default_factory=dict)
+    vanished: int = 0
+    reported_broken: int = 0
+
+
+def build_lab(shape: Shape, *, rng: random.Random) -> Lab:
+    """Workers, labelled hosts and tester accounts, through the services."""
+    from django.contrib.auth import get_user_model
+
+    from hosts import services as host_services
+
+    User = get_user_model()
+    admin, _ = User.objects.get_or_create(username="labday-admin", is_staff=True)
+    for name in TESTERS:
+        User.objects.get_or_create(username=name)
+    workers = [
+        host_services.worker_create(name=f"labday-worker-{w}", by=admin)
+        for w in range(1, shape.workers + 1)
+    ]
+    lab = Lab(shape=shape, rng=rng)
+    hosts = []
+    for i in range(shape.hosts):
+        board = BOARDS[i % len(BOARDS)]
+        labels = [f"board:{board}", f"pool:{'cq' if i % 3 else 'bvt'}"]
+        if i % 5 == 0:
+            labels.append("chameleon")
+        hosts.append(
+            host_services.host_create(
+                hostname=f"labday-host{i:03d}",
+                worker=workers[i % len(workers)],
+                labels=labels,
+                by=admin,
+            )
+        )
+    count = round(shape.hosts * shape.unrepairable)
+    lab.unrepairable = {host.pk for host in rng.sample(hosts, count)}
+    return lab
+
+
+def submit_suite(lab: Lab, *, at: datetime, number: int) -> None:
+    """A tester submits a suite for one board, some jobs wanting the cq pool or a chameleon."""
+    from django.contrib.auth import get_user_model
+
+    from jobs import services
+
+    rng = lab.rng
+    board = rng.choice(BOARDS)
+    extras = [[], [], ["pool:cq"], ["chameleon"]]
+    specs = [
+        services.JobSpec(
+            name=f"test{i}",
+            labels=[f"board:{board}", *rng.choice(extras)],
+            max_retries=lab.shape.max_retries,
+        )
+        for i in range(rng.randint(*lab.shape.suite_jobs))
+    ]
+    services.suite_submit(
+        owner=get_user_model().objects.get(username=rng.choice(TESTERS)),
+        name=f"suite {number} {board}",
+        jobs=specs,
+        priority=rng.choice([20, 40, 50, 70]),
+        now=at,
+    )
+
+
+def plan_run(lab: Lab, *, kind: str, host_id: int, at: datetime) -> Run:
+    """Decide how a job just started on a host will end, and when."""
+    from jobs.choices import JobKind
+
+    rng, shape = lab.rng, lab.shape
+    minutes = {
+        JobKind.VERIFY: shape.verify_minutes,
+        JobKind.REPAIR: shape.repair_minutes,
+    }.get(kind, shape.test_minutes)
+    ends_at = at + timedelta(minutes=rng.uniform(*minutes))
+    if kind == JobKind.VERIFY:
+        outcome = "failed" if host_id in lab.broken else "passed"
+    elif kind == JobKind.REPAIR:
+        fixed = host_id not in lab.unrepairable and (
+            host_id not in lab.broken or rng.random() < shape.repair_fixes
+        )
+        outcome = "passed" if fixed else "failed"
+    else:
+        roll = rng.random()
+        if roll < shape.infra_failures / 2:
+            outcome = "host_broken"
+        elif roll < shape.infra_failures:
+            outcome = "vanish"
+        else:
+            outcome = "failed" if rng.random() < shape.real_failures else "passed"
+    return Run(ends_at=ends_at, outcome=outcome, heartbeat_at=at)
+
+
+def finish(lab: Lab, lease, run: Run, *, at: datetime) -> None:  # noqa: ANN001
+    """Complete a job as its runner would, and note what that did to the DUT."""
+    from jobs import services
+    from jobs.choices import JobKind, JobStatus
+
+    job, host_id = lease.job, lease.host_id
+    host_ok = run.outcome != "host_broken"
+    if not host_ok:
+        lab.broken.add(host_id)
+        lab.ever_broken.add(host_id)
+        lab.reported_broken += 1
+    if job.kind == JobKind.REPAIR and run.outcome == "passed":
+        lab.broken.discard(host_id)
+    services.job_complete(
+        job=job,
+        result=JobStatus.PASSED if run.outcome == "passed" else JobStatus.FAILED,
+        by="labday-runner",
+        message=f"simulated {job.kind}: {run.outcome}",
+        host_ok=host_ok,
+        at=at,
+    )
+
+
+def runners_act(lab: Lab, *, at: datetime) -> None:
+    """Every runner once: start new leases, heartbeat running ones, complete finished ones."""
+    from jobs import services
+    from jobs.models import Lease
+    from schedsite.errors import ServiceError
+
+    heartbeat = timedelta(seconds=lab.shape.heartbeat_every)
+    active = Lease.objects.active().filter(job__isnull=False).select_related("job")
+    seen = set()
+    for lease in active:
+        seen.add(lease.pk)
+        run = lab.runs.get(lease.pk)
+        try:
+            if run is None:
+                services.job_start(job=lease.job, by="labday-runner", at=at)
+                lab.runs[lease.pk] = plan_run(
+                    lab, kind=lease.job.kind, host_id=lease.host_id, at=at
+                )
+            elif run.outcome == "vanish":
+                if at >= run.ends_at and run.heartbeat_at < run.ends_at:
+                    # The runner died mid-run: its lease goes unheartbeated from here on.
+                    run.heartbeat_at = run.ends_at
+                    lab.vanished += 1
+                elif at - run.heartbeat_at >= heartbeat and at < run.ends_at:
+                    services.lease_heartbeat(lease=lease, by="labday-runner", at=at)
+                    run.heartbeat_at = at
+            elif at >= run.ends_at:
+                finish(lab, lease, run, at=at)
+            elif at - run.heartbeat_at >= heartbeat:
+                services.lease_heartbeat(lease=lease, by="labday-runner", at=at)
+                run.heartbeat_at = at
+        except ServiceError as exc:
+            print(f"  {at:%H:%M:%S} lease {lease.pk}: {exc}", file=sys.stderr)
+    for lease_id in set(lab.runs) - seen:
+        del lab.runs[lease_id]  # released: completed, expired, or timed out
+
+
+def simulate_day(shape: Shape, *, seed: int, start: datetime) -> dict[str, object]:
+    """Build the lab and run its day; return the report."""
+    from hosts import services as host_services
+    from hosts.models import Worker
+    from jobs import services
+
+    rng = random.Random(seed)
+    lab = build_lab(shape, rng=rng)
+    workers = list(Worker.objects.all())
+    step = timedelta(seconds=shape.step)
+    steps = int(shape.hours * 3600 / shape.step)
+    submit_chance = shape.step / (shape.suite_every_minutes * 60)
+    suites = 0
+    began = time.perf_counter()
+    at = start
+    for _ in range(steps):
+        at += step
+        for worker in workers:
+            host_services.worker_heartbeat(worker=worker, at=at)
+        if rng.random() < submit_chance:
+            suites += 1
+            submit_suite(lab, at=at, number=suites)
+        services.scheduler_tick(now=at)
+        runners_act(lab, at=at)
+    return {
+        "seed": seed,
+        "simulated_hours": shape.hours,
+        "wall_s": round(time.perf_counter() - began, 1),
+        **report(lab, suites=suites),
+    }
+
+
+def report(lab: Lab, *, suites: int) -> dict[str, object]:
+    """What the day came to: hosts in service, jobs by outcome, maintenance by result."""
+    from django.db.models import Count, Exists, OuterRef, Sum
+
+    from hosts.choices import HostStatus
+    from hosts.models import Host
+    from jobs.choices import ACTIVE_JOB_STATUSES, TERMINAL_JOB_STATUSES, JobKind, JobStatus
+    from jobs.models import Job, Lease
+
+    hosts = dict(Host.objects.values_list("pk", "status"))
+    repairable = [pk for pk in hosts if pk not in lab.unrepairable]
+    in_service = [pk for pk in repairable if hosts[pk] == HostStatus.READY]
+    tests = Job.objects.filter(kind=JobKind.TEST)
+    infra = tests.filter(message__contains="broke (")
+    held = Exists(Lease.objects.active().filter(job=OuterRef("pk")))
+    lost = (
+        Job.objects.exclude(status__in=[*TERMINAL_JOB_STATUSES, JobStatus.QUEUED])
+        .exclude(status__in=ACTIVE_JOB_STATUSES)
+        .count()
+    ) + Job.objects.filter(status__in=ACTIVE_JOB_STATUSES).exclude(held).count()
+
+    def by_status(kind: str) -> dict[str, int]:
+        rows = Job.objects.filter(kind=kind).values_list("status").annotate(n=Count("id"))
+        return dict(sorted(rows.order_by()))
+
+    retries = tests.aggregate(n=Sum("attempts"))["n"] or 0
+    started = tests.exclude(attempts=0).count()
+    return {
+        "hosts": len(hosts),
+        "unrepairable_hosts": len(lab.unrepairable),
+        "in_service_of_repairable": f"{len(in_service)}/{len(repairable)}",
+        "in_service_pct": round(100 * len(in_service) / max(1, len(repairable)), 1),
+        "hosts_by_status": dict(sorted(Counter(hosts.values()).items())),
+        "repairable_repair_failed": sum(
+            1 for pk in repairable if hosts[pk] == HostStatus.REPAIR_FAILED
+        ),
+        "broken_repairable": len(lab.ever_broken - lab.unrepairable),
+        "broken_repairable_back": sum(
+            1 for pk in lab.ever_broken - lab.unrepairable if hosts[pk] == HostStatus.READY
+        ),
+        "suites": suites,
+        "jobs_submitted": tests.count(),
+        "passed": tests.filter(status=JobStatus.PASSED).count(),
+        "failed_real": tests.filter(status=JobStatus.FAILED)
+        .exclude(message__contains="broke (")
+        .count(),
+        "failed_infra_no_retries_left": infra.filter(status=JobStatus.FAILED).count(),
+        "error_runner_vanished_no_retries_left": infra.filter(status=JobStatus.ERROR).count(),
+        "still_queued": tests.filter(status=JobStatus.QUEUED).count(),
+        "still_active": tests.filter(status__in=ACTIVE_JOB_STATUSES).count(),
+        "other_end": tests.exclude(
+            status__in=[*ACTIVE_JOB_STATUSES, JobStatus.QUEUED, JobStatus.PASSED, JobStatus.FAILED]
+        )
+        .exclude(status=JobStatus.ERROR, message__contains="broke (")
+        .count(),
+        "lost": lost,
+        "retries": retries - started,
+        "runs_reported_broken": lab.reported_broken,
+        "runs_vanished": lab.vanished,
+        "repairs": by_status(JobKind.REPAIR),
+        "verifies": by_status(JobKind.VERIFY),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", type=int, default=Shape.hosts)
+    parser.add_argument("--workers", type=int, default=Shape.workers)
+    parser.add_argument("--hours", type=float, default=Shape.hours)
+    parser.add_argument("--step", type=int, default=Shape.step, help="simulated seconds a step")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1])
+    parser.add_argument("--db", default="bench_labday", help="throwaway database (bench_*)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    from bench import dbload
+
+    shape = Shape(hosts=args.hosts, workers=args.workers, hours=args.hours, step=args.step)
+    dbload.setup_django(args.db, fresh=True)
+    from django.core.management import call_command
+    from django.db import connection
+    from django.utils import timezone
+
+    # A throwaway database: waiting for each of the day's commits to reach the disk would
+    # measure the disk, not the loop. One line per tick would bury the report.
+    with connection.cursor() as cursor:
+        cursor.execute("SET synchronous_commit TO off")
+    logging.getLogger("schedsite").setLevel(logging.WARNING)
+    logging.getLogger("django-q").setLevel(logging.WARNING)
+
+    results = []
+    for seed in args.seeds:
+        if results:  # each seed on an empty lab
+            call_command("flush", verbosity=0, interactive=False)
+        result = simulate_day(shape, seed=seed, start=timezone.now())
+        print_result(result, as_json=args.json, width=38)
+        results.append(result)
+    dbload.drop_database(args.db)
+    if len(results) > 1:
+        pct = [r["in_service_pct"] for r in results]
+        wall = [r["wall_s"] for r in results]
+        print(
+            f"in service: min {min(pct)} % median {statistics.median(pct)} %; "
+            f"lost: max {max(r['lost'] for r in results)}; "
+            f"wall: min {min(wall)} s median {statistics.median(wall)} s"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,4 +1,4 @@
-"""Simulated runners for the demo: start leased jobs, pass or fail them after a few seconds."""
+"""Simulated runners for the demo: start leased jobs (tests, verifies, repairs), end them."""
 
 from __future__ import annotations
 

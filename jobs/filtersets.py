@@ -5,14 +5,18 @@ from __future__ import annotations
 from django.db.models import Q, QuerySet
 from django_filters import rest_framework as filters
 
-from jobs.choices import JobStatus
+from jobs.choices import JobKind, JobStatus
 from jobs.models import Job, Lease, Suite
 from jobs.querysets import UNFINISHED_JOB_STATUSES
 from schedsite.filters import IdFilter, RepeatedCharFilter, StrictBooleanFilter
 
+# The kind of a lease that holds no job: a manual reservation.
+RESERVATION = "reservation"
+
 
 class JobFilterSet(filters.FilterSet):
     status = filters.MultipleChoiceFilter(choices=JobStatus.choices)
+    kind = filters.MultipleChoiceFilter(choices=JobKind.choices)
     suite = IdFilter(field_name="suite_id")
     standalone = StrictBooleanFilter(field_name="suite", lookup_expr="isnull")
     label = RepeatedCharFilter(
@@ -24,7 +28,7 @@ class JobFilterSet(filters.FilterSet):
 
     class Meta:
         model = Job
-        fields = ["status", "suite", "standalone", "label", "host", "owner", "q"]
+        fields = ["status", "kind", "suite", "standalone", "label", "host", "owner", "q"]
 
     def filter_label(self, queryset: QuerySet[Job], name: str, value: list[str]) -> QuerySet:
         # Jobs store their labels as ",a,b,", so one label is a plain substring test.
@@ -71,7 +75,20 @@ class LeaseFilterSet(filters.FilterSet):
     host = filters.CharFilter(field_name="host__hostname")
     job = IdFilter(field_name="job_id")
     manual = StrictBooleanFilter(field_name="job", lookup_expr="isnull", label="Manual reservation")
+    kind = filters.MultipleChoiceFilter(
+        choices=[*JobKind.choices, (RESERVATION, "Reservation")],
+        method="filter_kind",
+        help_text="Its job's kind, or reservation",
+    )
 
     class Meta:
         model = Lease
-        fields = ["active", "worker", "host", "job", "manual"]
+        fields = ["active", "worker", "host", "job", "manual", "kind"]
+
+    def filter_kind(self, queryset: QuerySet[Lease], name: str, value: list[str]) -> QuerySet:
+        if not value:
+            return queryset
+        wanted = Q(job__kind__in=[kind for kind in value if kind != RESERVATION])
+        if RESERVATION in value:
+            wanted |= Q(job__isnull=True)
+        return queryset.filter(wanted)

@@ -367,6 +367,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "HostStatusEnum": "hosts.choices.HostStatus",
         "JobStatusEnum": "jobs.choices.JobStatus",
+        "JobKindEnum": "jobs.choices.JobKind",
         "SuiteStatusEnum": "jobs.choices.SuiteStatus",
         "ReleaseReasonEnum": "jobs.choices.ReleaseReason",
         "EventKindEnum": "hosts.choices.EventKind",

@@ -18,9 +18,11 @@ from jobs.api.fields import (
     Seconds,
     seconds_field,
 )
-from jobs.choices import JobStatus, Priority, ReleaseReason, SuiteStatus
+from jobs.choices import JobKind, JobStatus, Priority, ReleaseReason, SuiteStatus
+from jobs.filtersets import RESERVATION
 from jobs.models import Job, Lease, SchedulerTick, Suite, decode_labels
 from jobs.services import JobSpec
+from jobs.services.submission import MAX_EXPIRES_AFTER
 from schedsite.api_fields import (
     StrictBooleanField,
     StrictCharField,
@@ -28,6 +30,18 @@ from schedsite.api_fields import (
 )
 
 # --- submission -----------------------------------------------------------------------------
+
+
+def expires_after_field(help_text: str) -> StrictIntegerField:
+    """Seconds a job may wait in the queue before it ends `expired` (1 s to 30 days)."""
+    return StrictIntegerField(
+        min_value=1,
+        max_value=MAX_EXPIRES_AFTER,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text=help_text,
+    )
 
 
 class JobSpecInputSerializer(serializers.Serializer):
@@ -50,6 +64,9 @@ class JobSpecInputSerializer(serializers.Serializer):
         required=False, allow_null=True, default=None, help_text="Maximum runtime in seconds."
     )
     estimated_duration = seconds_field(required=False, allow_null=True, default=None)
+    expires_after = expires_after_field(
+        "Seconds it may wait in the queue before it ends expired; defaults to the suite's."
+    )
 
     @staticmethod
     def spec(data: dict, hosts: dict[str, Host]) -> JobSpec:
@@ -65,6 +82,7 @@ class JobSpecInputSerializer(serializers.Serializer):
                 if data.get("estimated_duration")
                 else None
             ),
+            expires_after=data.get("expires_after"),
         )
 
 
@@ -107,6 +125,9 @@ class SuiteCreateInputSerializer(serializers.Serializer):
     min_duts = StrictIntegerField(min_value=0, max_value=100000, default=0)
     max_duts = StrictIntegerField(
         min_value=1, max_value=100000, required=False, allow_null=True, default=None
+    )
+    expires_after = expires_after_field(
+        "Seconds each job may wait in the queue before it ends expired, unless it sets its own."
     )
     jobs = JobSpecInputSerializer(many=True, required=False)
     fanout = FanoutInputSerializer(required=False, allow_null=True, default=None)
@@ -165,6 +186,11 @@ class SuiteCreateInputSerializer(serializers.Serializer):
 # --- leases ---------------------------------------------------------------------------------
 
 
+def lease_kind(lease: Lease) -> str:
+    """What a lease is for: its job's kind, or a manual reservation."""
+    return lease.job.kind if lease.job_id else RESERVATION
+
+
 class ActiveLeaseSerializer(serializers.ModelSerializer):
     """The lease holding a host or job right now."""
 
@@ -172,12 +198,21 @@ class ActiveLeaseSerializer(serializers.ModelSerializer):
     host = serializers.CharField(source="host.hostname")
     job_name = RelatedName("job.name")
     holder = RelatedName("holder.username")
+    kind = serializers.SerializerMethodField()
 
     class Meta:
         model = Lease
-        fields = ["url", "id", "host", "job", "job_name", "holder", "reason"]
+        fields = ["url", "id", "host", "job", "job_name", "kind", "holder", "reason"]
         fields += ["acquired_at", "expires_at", "heartbeat_at"]
         read_only_fields = fields
+
+    @extend_schema_field(
+        serializers.CharField(
+            help_text="Its job's kind (test, verify, repair), or reservation for a manual one."
+        )
+    )
+    def get_kind(self, lease: Lease) -> str:
+        return lease_kind(lease)
 
 
 class LeaseSerializer(ActiveLeaseSerializer):
@@ -260,6 +295,7 @@ class JobSerializer(serializers.ModelSerializer):
             "url",
             "id",
             "name",
+            "kind",
             "suite",
             "suite_name",
             "status",
@@ -275,6 +311,9 @@ class JobSerializer(serializers.ModelSerializer):
             "submitted_at",
             "started_at",
             "finished_at",
+            "not_before",
+            "expires_after",
+            "expires_at",
             "message",
             "wait_reason",
             "lease",
@@ -355,6 +394,7 @@ class SuiteSerializer(serializers.ModelSerializer):
             "priority",
             "min_duts",
             "max_duts",
+            "expires_after",
             "owner",
             "status",
             "job_counts",
@@ -428,8 +468,8 @@ class RunnerJobSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Job
-        fields = ["id", "name", "status", "labels", "priority", "attempts", "max_retries"]
-        fields += ["timeout", "suite", "suite_name", "build"]
+        fields = ["id", "name", "kind", "status", "labels", "priority", "attempts"]
+        fields += ["max_retries", "timeout", "suite", "suite_name", "build"]
         read_only_fields = fields
 
     @extend_schema_field(serializers.CharField(help_text="The suite's build, if any."))
@@ -442,10 +482,11 @@ class RunnerLeaseSerializer(serializers.ModelSerializer):
 
     host = RunnerHostSerializer(read_only=True)
     job = RunnerJobSerializer(read_only=True)
+    kind = serializers.ChoiceField(source="job.kind", choices=JobKind.choices, read_only=True)
 
     class Meta:
         model = Lease
-        fields = ["id", "acquired_at", "expires_at", "heartbeat_at", "host", "job"]
+        fields = ["id", "kind", "acquired_at", "expires_at", "heartbeat_at", "host", "job"]
         read_only_fields = fields
 
 
@@ -467,7 +508,8 @@ class QueueEntrySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Job
-        fields = ["position", "job", "url", "name", "priority", "labels", "host", "suite"]
+        fields = ["position", "job", "url", "name", "kind", "priority", "labels", "host"]
+        fields += ["suite"]
         fields += ["suite_name", "owner", "attempts", "submitted_at", "age_seconds"]
         fields += ["wait_reason"]
         read_only_fields = fields
@@ -498,6 +540,7 @@ class TickLeaseSerializer(serializers.Serializer):
     job_id = serializers.IntegerField()
     suite = serializers.CharField(allow_null=True)
     host = serializers.CharField()
+    kind = serializers.ChoiceField(choices=JobKind.choices)
 
 
 class TickSummarySerializer(serializers.Serializer):

@@ -117,6 +117,7 @@ class SuiteViewSet(ReadViewSet):
             priority=data["priority"],
             min_duts=data["min_duts"],
             max_duts=data["max_duts"],
+            expires_after=data["expires_after"],
             fanout_labels=fanout["labels"] if fanout else None,
             fanout_name=fanout["name"] if fanout else "",
         )

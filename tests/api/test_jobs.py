@@ -5,12 +5,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from hosts import services as host_services
 from hosts.models import Host, HostEvent, Worker
 from jobs import services
 from jobs.models import Job, Lease
+from jobs.scheduling.maintenance import create_maintenance_jobs
 from tests import factories as f
 from tests.api.conftest import active_lease
 
@@ -271,3 +273,92 @@ def test_the_runner_gives_up_a_job_its_worker_holds(runner_client, lab):
     assert response.status_code == 200
     assert response.json()["status"] == "aborted"
     assert runner_client.post(f"/api/jobs/{lab.other.pk}/abort/").status_code == 403
+
+
+# --- kinds and queue expiry ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def verify_waiting(lab) -> Job:  # noqa: ANN001
+    """A verify job queued for h1.lab, which its running test job still holds."""
+    (job,) = create_maintenance_jobs([(lab.h1, "verify")], now=timezone.now(), why="staff asked")
+    return job
+
+
+def test_every_job_and_lease_says_its_kind_and_filters_by_it(staff_client, lab, verify_waiting):
+    def kinds(path: str) -> dict[int, str]:
+        response = staff_client.get(path)
+        assert response.status_code == 200, response.json()
+        return {row["id"]: row["kind"] for row in response.json()["results"]}
+
+    assert kinds("/api/jobs/?kind=verify") == {verify_waiting.pk: "verify"}
+    assert set(kinds("/api/jobs/?kind=test")) == {
+        lab.running.pk,
+        lab.leased.pk,
+        lab.other.pk,
+        lab.queued.pk,
+    }
+    assert kinds("/api/leases/?kind=reservation") == {lab.reservation.pk: "reservation"}
+    assert set(kinds("/api/leases/?kind=test").values()) == {"test"}
+    assert len(kinds("/api/leases/?kind=test")) == 3
+    assert staff_client.get("/api/leases/?kind=nonsense").status_code == 400
+
+    body = staff_client.get(f"/api/jobs/{verify_waiting.pk}/").json()
+    assert (body["suite"], body["suite_name"], body["owner"]) == (None, None, None)
+    assert body["host"] == "h1.lab" and body["status"] == "queued"
+    assert staff_client.get(f"/api/jobs/{lab.running.pk}/").json()["lease"]["kind"] == "test"
+
+
+def test_the_queue_lists_a_maintenance_job_first_with_its_kind(alice_client, lab, verify_waiting):
+    response = alice_client.get("/api/queue/")
+
+    assert response.status_code == 200, response.json()
+    first = response.json()["results"][0]
+    assert (first["job"], first["kind"], first["owner"]) == (verify_waiting.pk, "verify", None)
+    assert first["wait_reason"]["message"]
+
+
+def test_a_job_may_wait_expires_after_seconds_in_the_queue(alice_client):
+    response = alice_client.post(
+        "/api/jobs/", {"name": "solo", "labels": ["board:eve"], "expires_after": 60}, format="json"
+    )
+
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    job = Job.objects.get(pk=body["id"])
+    assert body["expires_after"] == 60 and body["kind"] == "test"
+    assert job.expires_at == job.created_at + timedelta(seconds=60)
+    assert body["not_before"] is None
+
+
+@pytest.mark.parametrize("value", [0, -5, 30 * 24 * 3600 + 1, "60", 1.5, True])
+def test_an_expires_after_outside_one_second_to_thirty_days_is_a_400(alice_client, value):
+    response = alice_client.post(
+        "/api/jobs/", {"name": "solo", "expires_after": value}, format="json"
+    )
+
+    assert response.status_code == 400
+    assert list(response.json()) == ["expires_after"]
+    assert not Job.objects.exists()
+
+
+def test_a_suites_expires_after_applies_to_the_jobs_that_set_none(alice_client):
+    response = alice_client.post(
+        "/api/suites/",
+        {
+            "name": "S",
+            "expires_after": 600,
+            "jobs": [{"name": "inherits"}, {"name": "own", "expires_after": 60}],
+        },
+        format="json",
+    )
+
+    assert response.status_code == 201, response.json()
+    assert response.json()["expires_after"] == 600
+    assert dict(Job.objects.values_list("name", "expires_after")) == {"inherits": 600, "own": 60}
+    bad = alice_client.post(
+        "/api/suites/",
+        {"name": "S", "jobs": [{"name": "j", "expires_after": 0}]},
+        format="json",
+    )
+    assert bad.status_code == 400 and "expires_after" in str(bad.json())

@@ -157,7 +157,7 @@ def test_tick_json_prints_the_leases_it_made(tmp_path, capsys):
     Host.objects.filter(hostname="h2.lab").update(locked=False, lock_reason="")
     call_command("tick", "--json")
     out = json.loads(capsys.readouterr().out)
-    assert out["leases"] == [{"job": "t2", "suite": "SA", "host": "h2.lab"}]
+    assert out["leases"] == [{"job": "t2", "suite": "SA", "host": "h2.lab", "kind": "test"}]
 
 
 def test_an_imported_lab_has_its_audit_trail(tmp_path):

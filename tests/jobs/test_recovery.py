@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import io
+import json
 import random
 from datetime import datetime, timedelta
 
 import pytest
+from django.core.management import call_command
 from django.utils import timezone
 
 from hosts import services as host_services
@@ -172,6 +175,22 @@ def test_a_host_whose_runner_vanished_is_verified_in_the_same_tick(rack, vanishe
     assert verify.status == JobStatus.LEASED
     assert status("h1") == HostStatus.VERIFYING
     assert {"host": "h1", "kind": JobKind.VERIFY}.items() <= summary.leases[0].items()
+
+
+def test_manage_py_tick_json_names_the_kind_of_each_lease(rack):
+    f.job("J")
+    host_services.host_set_status(
+        host=Host.objects.get(hostname="h2"), status=HostStatus.NEEDS_VERIFY, by="sam"
+    )
+    out = io.StringIO()
+
+    call_command("tick", "--json", stdout=out)
+
+    leases = json.loads(out.getvalue())["leases"]
+    assert sorted((lease["host"], lease["kind"]) for lease in leases) == [
+        ("h1", "test"),
+        ("h2", "verify"),
+    ]
 
 
 def test_a_passed_verify_makes_the_host_ready_and_verified(rack, vanished):

@@ -20,7 +20,7 @@ class Command(BaseCommand):
         if options["json"]:
             out = {
                 "leases": [
-                    {"job": lease["job"], "suite": lease["suite"], "host": lease["host"]}
+                    {key: lease[key] for key in ("job", "suite", "host", "kind")}
                     for lease in summary.leases
                 ],
                 "expired": summary.expired,

@@ -248,6 +248,15 @@ class JobViewSet(ReadViewSet):
 # --- leases ---------------------------------------------------------------------------------
 
 
+def lease_release_or_hand_back(*, lease: Lease, by: object, requeue: bool, reason: str) -> Lease:
+    """Staff release any lease; a runner only hands back a job it has not started."""
+    if roles.is_staff(by):
+        return services.lease_release(lease=lease, by=by, requeue=requeue, reason=reason)
+    if not requeue:
+        raise PermissionDenied("A runner hands a job back with requeue true; to end it, abort it.")
+    return services.lease_hand_back(lease=lease, by=by, reason=reason)
+
+
 class LeaseViewSet(ReadViewSet):
     """Every hold on a host: jobs' leases and manual reservations."""
 
@@ -255,7 +264,7 @@ class LeaseViewSet(ReadViewSet):
     filterset_class = LeaseFilterSet
     action_permissions = {
         "create": STAFF,
-        "release": STAFF,
+        "release": (IsStaffOrRunner, RunsObjectWorker),
         "extend": STAFF,
         "heartbeat": (IsStaffOrRunner, RunsObjectWorker),
     }
@@ -264,7 +273,8 @@ class LeaseViewSet(ReadViewSet):
         "retrieve": "One lease",
         "create": "Reserve a free host for manual work, for a duration (staff)",
         "heartbeat": "Runner protocol: keep a job's lease alive (its worker's runner, or staff)",
-        "release": "Release a lease; its job is requeued (default) or aborted (staff)",
+        "release": "Release a lease; its job is requeued (default) or aborted (staff); "
+        "its runner may hand back a job it has not started",
         "extend": "Extend a manual reservation to now + duration (staff)",
     }
     action_inputs = {
@@ -275,7 +285,7 @@ class LeaseViewSet(ReadViewSet):
     }
     changes = {
         "heartbeat": services.lease_job_heartbeat,
-        "release": services.lease_release,
+        "release": lease_release_or_hand_back,
         "extend": services.lease_extend,
     }
 

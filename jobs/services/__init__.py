@@ -12,11 +12,12 @@ from jobs.scheduling.tick import (
     scheduler_tick,
     tick_history_prune,
 )
-from jobs.services.health import host_repair_now, host_verify_now
+from jobs.services.health import host_purge, host_repair_now, host_verify_now
 from jobs.services.reservations import lease_extend, lease_reserve
 from jobs.services.runner_protocol import (
     job_complete,
     job_start,
+    lease_hand_back,
     lease_heartbeat,
     lease_job_abort,
     lease_job_complete,
@@ -30,6 +31,7 @@ __all__ = [
     "IDEMPOTENCY_KEY_LIFETIME",
     "JobSpec",
     "TickSummary",
+    "host_purge",
     "host_repair_now",
     "host_verify_now",
     "idempotency_keys_purge",
@@ -40,6 +42,7 @@ __all__ = [
     "job_timeout_overdue",
     "lease_expire_overdue",
     "lease_extend",
+    "lease_hand_back",
     "lease_heartbeat",
     "lease_job_abort",
     "lease_job_complete",

@@ -18,7 +18,7 @@ from jobs.models import Job, Lease
 from jobs.services.common import active_lease_for
 from jobs.services.staff import job_abort
 from jobs.transitions import Mover
-from schedsite.errors import Conflict, InvalidInput
+from schedsite.errors import Conflict, Forbidden, InvalidInput
 
 
 @transaction.atomic
@@ -61,7 +61,9 @@ def lease_heartbeat(*, lease: Lease, by: Actor = None, at: datetime | None = Non
     lease.refresh_from_db()
     worker_id = Host.objects.filter(pk=lease.host_id).values_list("worker_id", flat=True).first()
     if worker_id:
-        Worker.objects.filter(pk=worker_id).update(last_seen=at)
+        # A worker whose runner handed leases back is stopping (last_seen cleared): the jobs it
+        # still finishes do not bring it back online; only its runner's own heartbeat does.
+        Worker.objects.filter(pk=worker_id, last_seen__isnull=False).update(last_seen=at)
     return lease
 
 
@@ -193,3 +195,52 @@ def lease_job_abort(
     """Abort the job of a lease the runner holds (the runner is shutting down)."""
     lease = _lock_job_lease(lease)
     return job_abort(job=lease.job, by=by, reason=reason, at=at, mover=Mover.RUNNER)
+
+
+@transaction.atomic
+def lease_hand_back(*, lease: Lease, by: Actor, reason: str, at: datetime | None = None) -> Lease:
+    """Give back a test job's lease its stopping runner never started; the job is queued again.
+
+    The hand-back uses no try (attempts go back down) and leaves the host alone. The worker is
+    marked stopping, offline until its runner heartbeats the worker again, so the job does not
+    bounce back to a runner that will not take it (docs/health.md#runners).
+    """
+    at = at or timezone.now()
+    lease = _lock_job_lease(lease)
+    job = Job.objects.select_for_update().get(pk=lease.job_id)
+    if job.kind != JobKind.TEST:
+        raise Forbidden(f"a {job.kind} job cannot be handed back; complete or abort it")
+    if job.status != JobStatus.LEASED:
+        raise Forbidden(f"job {job.pk} is {job.status}: only a job not started can be handed back")
+    text = (reason or "").strip()[:500] or "runner stopping"
+    transitions.release_leases(
+        [lease],
+        reason=ReleaseReason.RELEASED,
+        mover=Mover.RUNNER,
+        by=by,
+        at=at,
+        message=f"job {job.name} handed back: {text}",
+        trigger="lease handed back",
+    )
+    transitions.move_jobs(
+        [job.pk],
+        to=JobStatus.QUEUED,
+        mover=Mover.RUNNER,
+        at=at,
+        attempts=max(job.attempts - 1, 0),
+        message=f"handed back by its runner: {text}",
+    )
+    worker = lease.host.worker
+    if worker is not None and worker.last_seen is not None:
+        Worker.objects.filter(pk=worker.pk).update(last_seen=None)
+        audit.record(
+            EventKind.UPDATED,
+            actor=by,
+            worker=worker,
+            lease_id=lease.pk,
+            job_id=job.pk,
+            message=f"worker stopping: its runner handed back job {job.name}",
+            at=at,
+        )
+    lease.refresh_from_db()
+    return lease

@@ -362,3 +362,49 @@ def test_a_suites_expires_after_applies_to_the_jobs_that_set_none(alice_client):
         format="json",
     )
     assert bad.status_code == 400 and "expires_after" in str(bad.json())
+
+
+# --- a stopping runner hands back what it has not started ---------------------------------------
+
+
+def hand_back(client: APIClient, job: Job, **body: object) -> object:
+    payload = {"requeue": True, "reason": "runner stopping", **body}
+    return client.post(f"/api/leases/{active_lease(job).pk}/release/", payload, format="json")
+
+
+def test_a_stopping_runner_hands_back_a_job_it_has_not_started_using_no_try(runner_client, lab):
+    lease = active_lease(lab.leased)
+
+    response = hand_back(runner_client, lab.leased)
+
+    assert response.status_code == 200, response.json()
+    assert response.json()["release_reason"] == "released"
+    job = Job.objects.get(pk=lab.leased.pk)
+    assert (job.status, job.attempts) == ("queued", 0)
+    assert "handed back" in job.message
+    assert Host.objects.get(pk=lease.host_id).status == "ready"
+    assert Worker.objects.get(pk=lab.w1.pk).last_seen is None  # stopping: offline
+
+
+def test_a_handed_back_job_does_not_go_back_to_the_stopping_worker(runner_client, lab):
+    hand_back(runner_client, lab.leased)
+    services.lease_heartbeat(lease=active_lease(lab.running))  # it still finishes that one
+
+    services.scheduler_tick()
+
+    assert Job.objects.get(pk=lab.leased.pk).status == "queued"
+    host_services.worker_heartbeat(worker=Worker.objects.get(pk=lab.w1.pk))  # runner is back
+    services.scheduler_tick()
+    assert Job.objects.get(pk=lab.leased.pk).status == "leased"
+
+
+def test_a_runner_cannot_hand_back_a_started_job_or_end_one_by_release(runner_client, lab):
+    started = hand_back(runner_client, lab.running)
+    not_requeued = hand_back(runner_client, lab.leased, requeue=False)
+    not_its_worker = hand_back(runner_client, lab.other)
+
+    assert started.status_code == 403 and "not started" in started.json()["detail"]
+    assert not_requeued.status_code == 403 and "abort" in not_requeued.json()["detail"]
+    assert not_its_worker.status_code == 403
+    statuses = Job.objects.filter(pk__in=[lab.running.pk, lab.leased.pk, lab.other.pk])
+    assert sorted(statuses.values_list("status", flat=True)) == ["leased", "leased", "running"]

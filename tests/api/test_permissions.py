@@ -128,7 +128,7 @@ ACTIONS = [
         "lease release",
         "post",
         lambda lab: f"/api/leases/{active_lease(lab.leased).pk}/release/",
-        staff(200),
+        RUNNER_OF_W1,  # its runner hands back a job it has not started; staff release any
         {"requeue": True},
     ),
     Action(

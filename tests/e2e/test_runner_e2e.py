@@ -239,7 +239,7 @@ def test_a_killed_runners_leases_expire_and_jobs_are_requeued_per_max_retries(la
     assert statuses & {"needs_verify", "verifying"}
 
 
-def test_sigterm_stops_taking_leases_and_aborts_what_it_holds(lab):
+def test_sigterm_hands_back_the_job_not_started_and_aborts_the_one_running(lab):
     runner = lab["start_runner"]("--concurrency", "1", "--grace", "1")
     alice, staff = lab["alice"], lab["staff"]
     alice.post(
@@ -257,10 +257,12 @@ def test_sigterm_stops_taking_leases_and_aborts_what_it_holds(lab):
     runner.proc.send_signal(signal.SIGTERM)
 
     assert runner.proc.wait(20) == 0, lab["logs"]()
-    jobs = alice.get("/jobs/")["results"]
-    assert [j["status"] for j in jobs] == ["aborted", "aborted"]
-    messages = sorted(j["message"] for j in jobs)
-    assert "runner stopped" in messages[0] and "runner stopped" in messages[1]
+    staff.post("/scheduler/tick/")  # the stopping worker is offline: nothing goes back to it
+    jobs = {j["status"]: j for j in alice.get("/jobs/")["results"]}
+    assert set(jobs) == {"aborted", "queued"}
+    assert "runner stopped" in jobs["aborted"]["message"]
+    assert jobs["queued"]["attempts"] == 0  # handing back used no try
+    assert "handed back" in jobs["queued"]["message"]
     assert alice.get("/leases/?active=true")["count"] == 0
     # A graceful stop returns the hosts healthy, unlike a crash.
     assert {h["status"] for h in alice.get("/hosts/")["results"]} == {"ready"}

@@ -15,6 +15,7 @@ from hosts.models import Host
 from hosts.services import labels_validate
 from jobs.choices import Priority
 from jobs.services import JobSpec
+from jobs.services.submission import MAX_EXPIRES_AFTER
 from schedsite.errors import InvalidInput
 
 MAX_ROWS = 500  # job rows in one form; bigger suites go through the API
@@ -44,6 +45,9 @@ class SuiteForm(forms.Form):
     )
     min_duts = forms.IntegerField(label="Min DUTs", min_value=0, max_value=10000, initial=0)
     max_duts = forms.IntegerField(label="Max DUTs", min_value=1, max_value=10000, required=False)
+    expires_after = forms.IntegerField(
+        label="Expires after (s)", min_value=1, max_value=MAX_EXPIRES_AFTER, required=False
+    )
     mode = forms.ChoiceField(
         choices=[("jobs", "A list of jobs"), ("fanout", "Run on every host with these labels")],
         initial="jobs",

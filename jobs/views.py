@@ -274,6 +274,7 @@ def suite_create(request: HttpRequest) -> HttpResponse:
                 priority=data["priority"],
                 min_duts=data["min_duts"],
                 max_duts=data.get("max_duts"),
+                expires_after=data.get("expires_after"),
                 jobs=specs,
                 fanout_labels=data.get("fanout_label_list") if fanout else None,
                 fanout_name=data.get("fanout_name", ""),

@@ -37,6 +37,7 @@ TONES: dict[str, dict[str, str]] = {
         "failed": "red",
         "aborted": "grey",
         "error": "red",
+        "expired": "amber",
     },
     "suite": {"queued": "slate", "running": "blue", "completed": "green", "aborted": "grey"},
     "worker": {"online": "green", "offline": "red", "paused": "amber"},
@@ -242,6 +243,7 @@ _COMPLETION_ORDER = [
     (JobStatus.FAILED, "failed"),
     (JobStatus.ERROR, "error"),
     (JobStatus.ABORTED, "aborted"),
+    (JobStatus.EXPIRED, "expired"),
     (JobStatus.RUNNING, "running"),
     (JobStatus.LEASED, "leased"),
     (JobStatus.QUEUED, "queued"),
@@ -257,7 +259,7 @@ def completion_segments(counts: Mapping[str, int] | None) -> list[Segment]:
 @register.filter
 def done_count(counts: Mapping[str, int] | None) -> int:
     counts = counts or {}
-    return sum(counts.get(s, 0) for s in ("passed", "failed", "error", "aborted"))
+    return sum(counts.get(s, 0) for s in ("passed", "failed", "error", "aborted", "expired"))
 
 
 @register.filter

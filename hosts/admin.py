@@ -5,15 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
+from django import forms
 from django.contrib import admin
+from django.core.exceptions import ValidationError
 from django.db.models import Model, QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest
 
 from hosts import services
-from hosts.models import Host, HostEvent, Label, Worker
+from hosts.models import HealthPolicy, Host, HostEvent, Label, Worker
 from jobs.models import Lease
 from schedsite.admin_base import GuardedDeleteAdmin, ViewOnlyAdmin
+from schedsite.errors import InvalidInput
 
 
 class DeletedByService(GuardedDeleteAdmin):
@@ -134,3 +137,36 @@ class HostEventAdmin(ViewOnlyAdmin):
     list_filter = ["kind", "actor"]
     search_fields = ["subject", "worker__name", "message", "actor"]  # a worker may be renamed
     date_hierarchy = "created_at"
+
+
+class HealthPolicyForm(forms.ModelForm):
+    labels = forms.CharField(
+        required=False, help_text="Comma-separated, such as board:eve, pool:cq; empty: every host."
+    )
+
+    class Meta:
+        model = HealthPolicy
+        fields = ["name", "labels", "every_jobs", "every_hours", "enabled"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.initial["labels"] = ", ".join(self.instance.labels)
+
+    def clean_labels(self) -> str:
+        try:
+            return services.label_key(self.cleaned_data["labels"].split(","))
+        except InvalidInput as exc:
+            raise ValidationError(exc.message) from exc
+
+    def save(self, commit: bool = True) -> HealthPolicy:
+        self.instance.label_key = self.cleaned_data["labels"]
+        return super().save(commit=commit)
+
+
+@admin.register(HealthPolicy)
+class HealthPolicyAdmin(admin.ModelAdmin):
+    form = HealthPolicyForm
+    list_display = ["name", "label_key", "every_jobs", "every_hours", "enabled"]
+    list_filter = ["enabled"]
+    search_fields = ["name", "label_key"]

@@ -15,7 +15,9 @@ class HostFilterSet(filters.FilterSet):
     label = RepeatedCharFilter(
         method="filter_label", help_text="Repeat for AND: ?label=board:eve&label=pool:cq"
     )
-    status = filters.MultipleChoiceFilter(choices=HostStatus.choices)
+    status = filters.MultipleChoiceFilter(
+        choices=HostStatus.choices, help_text="Retired hosts are listed only when asked for."
+    )
     locked = StrictBooleanFilter()
     leased = StrictBooleanFilter(method="filter_leased", label="Leased")
     worker = filters.CharFilter(field_name="worker__name")
@@ -24,6 +26,12 @@ class HostFilterSet(filters.FilterSet):
     class Meta:
         model = Host
         fields = ["label", "status", "locked", "leased", "worker", "q"]
+
+    def filter_queryset(self, queryset: QuerySet[Host]) -> QuerySet[Host]:
+        # Retired hosts are kept for their history, not for work: hidden unless asked for.
+        if not self.form.cleaned_data.get("status"):
+            queryset = queryset.exclude(status=HostStatus.RETIRED)
+        return super().filter_queryset(queryset)
 
     def filter_label(self, queryset: QuerySet[Host], name: str, value: list[str]) -> QuerySet:
         return queryset.filter(pk__in=Host.objects.carrying(value or []).values("pk"))
@@ -47,12 +55,26 @@ class HostFilterSet(filters.FilterSet):
 
 class WorkerFilterSet(filters.FilterSet):
     paused = StrictBooleanFilter()
+    retired = StrictBooleanFilter(
+        method="filter_retired", label="Retired", help_text="Retired workers are hidden by default."
+    )
     online = StrictBooleanFilter(method="filter_online", label="Online")
     q = filters.CharFilter(field_name="name", lookup_expr="icontains", label="Search")
 
     class Meta:
         model = Worker
-        fields = ["paused", "online", "q"]
+        fields = ["paused", "retired", "online", "q"]
+
+    def filter_queryset(self, queryset: QuerySet[Worker]) -> QuerySet[Worker]:
+        # The `retired` filter's method runs only when it is given: hide them by default here.
+        if self.form.cleaned_data.get("retired") is None:
+            queryset = queryset.filter(retired_at__isnull=True)
+        return super().filter_queryset(queryset)
+
+    def filter_retired(self, queryset: QuerySet[Worker], name: str, value: bool | None) -> QuerySet:
+        if value is None:
+            return queryset
+        return queryset.filter(retired_at__isnull=not value)
 
     def filter_online(self, queryset: QuerySet[Worker], name: str, value: bool | None) -> QuerySet:
         if value is None:

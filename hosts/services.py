@@ -16,9 +16,10 @@ from django.utils import timezone
 from hosts import audit
 from hosts.audit import Actor, actor_user
 from hosts.choices import EventKind, HostStatus
-from hosts.models import Host, Label, Worker
+from hosts.models import HealthPolicy, Host, Label, Worker
 from hosts.validators import hostname_validator, label_validator, worker_name_validator
 from jobs import transitions
+from jobs.choices import JobKind
 from jobs.scheduling.triggers import request_tick
 from jobs.transitions import Mover
 from schedsite.errors import Conflict, InvalidInput, ServiceError
@@ -191,14 +192,27 @@ def worker_heartbeat(*, worker: Worker, at: datetime | None = None) -> Worker:
 
 
 @transaction.atomic
-def worker_delete(*, worker: Worker, by: Actor) -> None:
-    """Remove a worker that no longer drives any host."""
-    if Host.objects.filter(worker=worker).exists():
-        raise Conflict(f"worker {worker.name} still has hosts; move or delete them first")
+def worker_delete(*, worker: Worker, by: Actor) -> Worker | None:
+    """Remove a worker, or retire it once it has history; return it when it was retired."""
+    worker = Worker.objects.select_for_update().get(pk=worker.pk)
+    if worker.retired_at is not None:
+        raise Conflict(f"worker {worker.name} is retired already")
+    hosts = Host.objects.filter(worker=worker)
+    if hosts.exclude(status=HostStatus.RETIRED).exists():
+        raise Conflict(f"worker {worker.name} still has hosts; retire or move its hosts first")
+    if hosts.exists() or worker.events.exclude(kind=EventKind.CREATED).exists():
+        # Its events and its retired hosts still name it: keep the row, out of service.
+        Worker.objects.filter(pk=worker.pk).update(retired_at=timezone.now())
+        audit.record(
+            EventKind.RETIRED, actor=by, worker=worker, message=f"worker {worker.name} retired"
+        )
+        worker.refresh_from_db()
+        return worker
     audit.record(
         EventKind.DELETED, actor=by, worker=worker, message=f"worker {worker.name} deleted"
     )
     worker.delete()
+    return None
 
 
 # --- hosts ----------------------------------------------------------------------------------
@@ -310,17 +324,41 @@ def host_unlock(*, host: Host, by: Actor) -> Host:
     return _hold_clear(LOCK, host, by=by)
 
 
+def _has_history(host: Host) -> bool:
+    """Whether anything but its creation happened to the host: then it is retired, not deleted."""
+    return (
+        host.leases.exists()
+        or host.pinned_jobs.exists()
+        or host.events.exclude(kind=EventKind.CREATED).exists()
+    )
+
+
 @transaction.atomic
-def host_delete(*, host: Host, by: Actor) -> None:
-    """Remove a host that holds no active lease and no job is pinned to."""
+def host_delete(*, host: Host, by: Actor) -> Host | None:
+    """Remove a host, or retire it once it has history; return it when it was retired."""
     host = Host.objects.select_for_update().get(pk=host.pk)
     if host.leases.active().exists():
         raise Conflict(f"host {host.hostname} has an active lease; release it first")
-    if host.pinned_jobs.exists():
-        raise Conflict(f"jobs are pinned to {host.hostname}; it cannot be deleted")
-    host.leases.all().delete()
+    if host.status == HostStatus.RETIRED:
+        raise Conflict(f"host {host.hostname} is retired already")
+    # Unfinished maintenance jobs end at the next tick (their host no longer needs them); a
+    # test pinned here would wait forever.
+    pinned = host.pinned_jobs.unfinished().filter(kind=JobKind.TEST)
+    if pinned.exists():
+        raise Conflict(f"unfinished jobs are pinned to {host.hostname}; abort them first")
+    if _has_history(host):
+        transitions.move_host(
+            host, old=host.status, to=HostStatus.RETIRED, mover=Mover.STAFF, by=by,
+            why="retired: deleted with history",
+        )  # fmt: skip
+        audit.record(
+            EventKind.RETIRED, actor=by, host=host, message=f"host {host.hostname} retired"
+        )
+        host.refresh_from_db()
+        return host
     audit.record(EventKind.DELETED, actor=by, host=host, message=f"host {host.hostname} deleted")
     host.delete()
+    return None
 
 
 # --- renaming workers and their runner accounts ---------------------------------------------
@@ -401,3 +439,63 @@ def hosts_bulk_lock(
         except ServiceError as exc:
             results[host.hostname] = exc.message
     return results
+
+
+# --- health policies ------------------------------------------------------------------------
+
+
+def label_key(names: Iterable[str]) -> str:
+    """A label set stored as ",a,b,", the way jobs store theirs (jobs.models.encode_labels)."""
+    names = labels_validate(names)
+    return f",{','.join(names)}," if names else ""
+
+
+def _policy_fields(fields: dict[str, object]) -> dict[str, object]:
+    """The model's fields for the given policy fields, checked; InvalidInput names a bad one."""
+    out = dict(fields)
+    if "labels" in out:
+        out["label_key"] = label_key(out.pop("labels"))  # type: ignore[arg-type]
+    if "name" in out:
+        name = str(out["name"]).strip()
+        if not name or len(name) > 100:
+            raise InvalidInput("name: 1 to 100 characters", field="name")
+        out["name"] = name
+    for every in ("every_jobs", "every_hours"):
+        if out.get(every) is not None and int(out[every]) < 1:  # type: ignore[call-overload]
+            raise InvalidInput(f"{every}: at least 1, or null for never", field=every)
+    return out
+
+
+def _policy_name_free(name: object, *, renaming: HealthPolicy | None = None) -> None:
+    others = HealthPolicy.objects.exclude(pk=renaming.pk) if renaming else HealthPolicy.objects
+    if others.filter(name=name).exists():
+        raise Conflict(f"health policy {name} already exists", field="name")
+
+
+@transaction.atomic
+def health_policy_create(*, by: Actor, name: str, **fields: object) -> HealthPolicy:
+    """Add a health policy; the next tick verifies the hosts it makes due."""
+    values = _policy_fields({"name": name, **fields})
+    _policy_name_free(values["name"])
+    policy = HealthPolicy.objects.create(**values)
+    request_tick("health policy added")
+    return policy
+
+
+@transaction.atomic
+def health_policy_update(*, policy: HealthPolicy, by: Actor, **fields: object) -> HealthPolicy:
+    """Change a health policy's name, labels, periods or whether it is enabled."""
+    policy = HealthPolicy.objects.select_for_update().get(pk=policy.pk)
+    values = _policy_fields(fields)
+    if "name" in values:
+        _policy_name_free(values["name"], renaming=policy)
+    for field, value in values.items():
+        setattr(policy, field, value)
+    policy.save()
+    request_tick("health policy changed")
+    return policy
+
+
+def health_policy_delete(*, policy: HealthPolicy, by: Actor) -> None:
+    """Remove a health policy; verifies already queued still run."""
+    HealthPolicy.objects.filter(pk=policy.pk).delete()

@@ -7,7 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.permissions import AllowAny
 from rest_framework.routers import DefaultRouter
 
-from hosts.api.views import HostViewSet, WorkerViewSet
+from hosts.api.views import HealthPolicyViewSet, HostViewSet, WorkerViewSet
 from jobs.api.views import JobViewSet, LeaseViewSet, QueueView, SchedulerViewSet, SuiteViewSet
 from schedsite.api_views import MeView, TokenView, api_not_found
 
@@ -18,6 +18,7 @@ router = DefaultRouter(use_regex_path=True)
 router.include_format_suffixes = False
 router.register("workers", WorkerViewSet, basename="worker")
 router.register("hosts", HostViewSet, basename="host")
+router.register("health-policies", HealthPolicyViewSet, basename="healthpolicy")
 router.register("suites", SuiteViewSet, basename="suite")
 router.register("jobs", JobViewSet, basename="job")
 router.register("leases", LeaseViewSet, basename="lease")

@@ -1,20 +1,21 @@
-"""Serializers for workers, hosts and host events (docs/api.md#endpoints)."""
+"""Serializers for workers, hosts, host events and health policies (docs/api.md#endpoints)."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.validators import RegexValidator
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from hosts.choices import HostStatus
-from hosts.models import Host, HostEvent, Worker
-from hosts.validators import hostname_validator, worker_name_validator
+from hosts.models import HealthPolicy, Host, HostEvent, Worker
+from hosts.validators import hostname_validator, label_validator, worker_name_validator
 from jobs.api.fields import LabelListField, RelatedName
 from jobs.api.serializers import ActiveLeaseSerializer
 from jobs.scheduling.planner import host_is_schedulable
-from schedsite.api_fields import StrictBooleanField, StrictCharField
+from schedsite.api_fields import StrictBooleanField, StrictCharField, StrictIntegerField
 from schedsite.roles import RUNNER_GROUP
 
 # --- workers --------------------------------------------------------------------------------
@@ -47,6 +48,7 @@ class WorkerSerializer(serializers.ModelSerializer):
             "hosts_leased",
             "hosts_schedulable",
             "created_at",
+            "retired_at",
         ]
         read_only_fields = fields
 
@@ -242,3 +244,49 @@ class HostReleaseInputSerializer(serializers.Serializer):
         default=True, help_text="Requeue the lease's job (default), or abort it."
     )
     reason = StrictCharField(max_length=500, allow_blank=True, default="")
+
+
+# --- health policies ------------------------------------------------------------------------
+
+
+class HealthPolicySerializer(serializers.ModelSerializer):
+    url = serializers.HyperlinkedIdentityField(view_name="api:healthpolicy-detail")
+    labels = serializers.ListField(
+        child=serializers.CharField(), read_only=True, help_text="Hosts carrying all of these."
+    )
+
+    class Meta:
+        model = HealthPolicy
+        fields = ["url", "id", "name", "labels", "every_jobs", "every_hours", "enabled"]
+        fields += ["created_at"]
+        read_only_fields = fields
+
+
+def _every(what: str, most: int) -> StrictIntegerField:
+    return StrictIntegerField(
+        min_value=1,
+        max_value=most,
+        allow_null=True,
+        default=None,
+        help_text=f"Verify every N {what}; null: never.",
+    )
+
+
+# Starts with a letter or digit, so that no name is blank once trimmed.
+policy_name_validator = RegexValidator(
+    r"^[A-Za-z0-9][A-Za-z0-9 ._:/=+-]*\Z",
+    "Start with a letter or digit; then letters, digits, spaces and . _ : / = + -",
+)
+
+
+class HealthPolicyInputSerializer(serializers.Serializer):
+    name = StrictCharField(max_length=100, validators=[policy_name_validator])
+    # The label pattern in the schema too: the selector is checked here, not against hosts.
+    labels = LabelListField(
+        child=StrictCharField(max_length=100, validators=[label_validator]),
+        default=list,
+        help_text="The label selector, such as [board:eve].",
+    )
+    every_jobs = _every("test jobs", 1_000_000)
+    every_hours = _every("hours", 100_000)
+    enabled = StrictBooleanField(default=True)

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db.models import Model, QuerySet
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -17,7 +17,7 @@ from rest_framework.serializers import Serializer
 from hosts import services
 from hosts.api import serializers as s
 from hosts.filtersets import HostFilterSet, WorkerFilterSet
-from hosts.models import Host, HostEvent, Worker
+from hosts.models import HealthPolicy, Host, HostEvent, Worker
 from jobs import selectors
 from jobs import services as job_services
 from jobs.api.serializers import LeaseSerializer, RunnerLeaseSerializer
@@ -68,8 +68,15 @@ class InventoryViewSet(
     def partial_update(self, request: Request, **lookup: str) -> Response:
         return self.change(self.changes["partial_update"])
 
+    def filter_queryset(self, queryset: QuerySet) -> QuerySet:
+        # The list's filters (retired ones hidden by default) pick rows to list; one object is
+        # found by its name whatever its state.
+        return queryset if self.detail else super().filter_queryset(queryset)
+
     def destroy(self, request: Request, **lookup: str) -> Response:
-        self.changes["destroy"](**self._target())
+        retired = self.changes["destroy"](**self._target())
+        if retired is not None:  # it had history: kept, retired, and shown as it is now
+            return self._render(retired)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(responses=s.HostEventSerializer(many=True), filters=False)
@@ -82,6 +89,7 @@ class InventoryViewSet(
         return self.get_paginated_response(data)
 
 
+@extend_schema_view(destroy=extend_schema(responses={200: s.WorkerSerializer, 204: None}))
 class WorkerViewSet(InventoryViewSet):
     """Lab servers that drive hosts (addressed by name)."""
 
@@ -103,7 +111,7 @@ class WorkerViewSet(InventoryViewSet):
         "retrieve": "One worker",
         "create": "Add a worker (staff)",
         "partial_update": "Rename a worker or set its runner account (staff)",
-        "destroy": "Delete a worker that has no hosts (staff)",
+        "destroy": "Delete a worker with no hosts left; one with history is retired (staff)",
         "pause": "Pause: no new leases on its hosts; running leases continue (staff)",
         "resume": "Resume a paused worker (staff)",
         "heartbeat": "Runner protocol: mark the worker seen (its runner, or staff)",
@@ -154,6 +162,7 @@ class WorkerViewSet(InventoryViewSet):
         return self.get_paginated_response(data)
 
 
+@extend_schema_view(destroy=extend_schema(responses={200: s.HostDetailSerializer, 204: None}))
 class HostViewSet(InventoryViewSet):
     """Devices under test (addressed by hostname)."""
 
@@ -175,7 +184,7 @@ class HostViewSet(InventoryViewSet):
         "retrieve": "One host, with its active lease and recent events",
         "create": "Add a host (staff)",
         "partial_update": "Change a host's labels, status, worker or build (staff)",
-        "destroy": "Delete a host with no active lease and no pinned job (staff)",
+        "destroy": "Delete a host with no active lease; one with history is retired (staff)",
         "lock": "Lock a host out of scheduling, with a reason (staff)",
         "unlock": "Unlock a host (staff)",
         "release": "Release the host's active lease; its job is requeued or aborted (staff)",
@@ -228,3 +237,46 @@ class HostViewSet(InventoryViewSet):
         lease = job_services.lease_release(lease=lease, by=request.user, **data)
         lease = Lease.objects.select_related("host__worker", "job", "holder").get(pk=lease.pk)
         return Response(LeaseSerializer(lease, context=self.get_serializer_context()).data)
+
+
+class HealthPolicyViewSet(
+    RolePermissionsMixin,
+    ActionTablesMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    viewsets.GenericViewSet,
+):
+    """When hosts get a verify job (docs/health.md#health-checks-and-policies)."""
+
+    queryset = HealthPolicy.objects.all()
+    serializer_class = s.HealthPolicySerializer
+    action_permissions = STAFF_WRITES
+    action_summaries = {
+        "list": "List health policies",
+        "retrieve": "One health policy",
+        "create": "Add a health policy (staff)",
+        "partial_update": "Change a health policy (staff)",
+        "destroy": "Delete a health policy (staff)",
+    }
+    action_inputs = {"create": s.HealthPolicyInputSerializer}
+
+    def _render(self, policy: HealthPolicy, code: int = status.HTTP_200_OK) -> Response:
+        return Response(self.get_serializer(policy).data, status=code)
+
+    def create(self, request: Request) -> Response:
+        policy = services.health_policy_create(by=request.user, **self.action_input())
+        return self._render(policy, status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.HealthPolicyInputSerializer(partial=True))
+    def partial_update(self, request: Request, pk: str) -> Response:
+        # Only the fields sent change: no defaults fill in the others.
+        serializer = s.HealthPolicyInputSerializer(data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        policy = services.health_policy_update(
+            policy=self.get_object(), by=request.user, **serializer.validated_data
+        )
+        return self._render(policy)
+
+    def destroy(self, request: Request, pk: str) -> Response:
+        services.health_policy_delete(policy=self.get_object(), by=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,16 +1,17 @@
-"""Staff health actions: repair or verify a host now (docs/health.md#staff-actions)."""
+"""Staff health actions: repair or verify a host now; an admin's purge of a retired host."""
 
 from __future__ import annotations
 
 from django.db import transaction
 from django.utils import timezone
 
+from hosts import audit
 from hosts.audit import Actor
-from hosts.choices import HostStatus
-from hosts.models import Host
+from hosts.choices import EventKind, HostStatus
+from hosts.models import Host, HostEvent
 from jobs import transitions
 from jobs.choices import MAINTENANCE_KINDS, JobKind
-from jobs.models import Job
+from jobs.models import Job, Lease
 from jobs.scheduling.maintenance import create_maintenance_jobs
 from jobs.scheduling.triggers import request_tick
 from jobs.transitions import Mover
@@ -66,3 +67,35 @@ def host_verify_now(*, host: Host, by: Actor) -> Host:
     create_maintenance_jobs([(host, JobKind.VERIFY)], now=timezone.now(), why="staff", by=by)
     request_tick("verify now")
     return host
+
+
+def host_purge_counts(host: Host) -> dict[str, int]:
+    """What purging the host removes, by kind of row."""
+    return {
+        "leases": Lease.objects.filter(host=host).count(),
+        "events": HostEvent.objects.filter(host=host).count(),
+        "maintenance jobs": Job.objects.filter(host=host, kind__in=MAINTENANCE_KINDS).count(),
+        "test jobs unpinned": Job.objects.filter(host=host, kind=JobKind.TEST).count(),
+    }
+
+
+@transaction.atomic
+def host_purge(*, host: Host, by: Actor) -> dict[str, int]:
+    """Delete a host with its leases, events and maintenance jobs for real (admins only)."""
+    host = _locked(host)
+    if Lease.objects.active().filter(host=host).exists():
+        raise Conflict(f"host {host.hostname} has an active lease; release it first")
+    if Job.objects.unfinished().filter(host=host).exists():
+        raise Conflict(f"unfinished jobs are pinned to {host.hostname}; abort them first")
+    counts = host_purge_counts(host)
+    Lease.objects.filter(host=host).delete()
+    Job.objects.filter(host=host, kind__in=MAINTENANCE_KINDS).delete()
+    # Finished tests keep their results in their suites; only the pin to the host goes.
+    Job.objects.filter(host=host).update(host=None)
+    HostEvent.objects.filter(host=host).delete()
+    summary = ", ".join(f"{n} {what}" for what, n in counts.items())
+    audit.record(
+        EventKind.DELETED, actor=by, host=host, message=f"host {host.hostname} purged: {summary}"
+    )
+    host.delete()
+    return counts

@@ -61,7 +61,8 @@ ACTIONS = [
     Action("worker detail", "get", "/api/workers/w1/", READ),
     Action("worker create", "post", "/api/workers/", staff(201), {"name": "w9"}),
     Action("worker update", "patch", "/api/workers/w2/", staff(200), {"name": "w2-renamed"}),
-    Action("worker delete", "delete", "/api/workers/w3/", staff(204)),
+    # w3 was paused: a worker with history is retired and shown, not deleted.
+    Action("worker delete", "delete", "/api/workers/w3/", staff(200)),
     Action("worker pause", "post", "/api/workers/w1/pause/", staff(200), {"reason": "rack move"}),
     Action("worker resume", "post", "/api/workers/w3/resume/", staff(200)),
     Action("worker heartbeat", "post", "/api/workers/w1/heartbeat/", RUNNER_OF_W1),
@@ -75,6 +76,8 @@ ACTIONS = [
     Action("host delete", "delete", "/api/hosts/free.lab/", staff(204)),
     Action("host lock", "post", "/api/hosts/free.lab/lock/", staff(200), {"reason": "debugging"}),
     Action("host unlock", "post", "/api/hosts/locked.lab/unlock/", staff(200)),
+    Action("host repair", "post", "/api/hosts/free.lab/repair/", staff(200)),
+    Action("host verify", "post", "/api/hosts/free.lab/verify/", staff(200)),
     Action(
         "host release", "post", lambda lab: f"/api/hosts/{lab.h2.hostname}/release/", staff(200)
     ),

@@ -247,14 +247,37 @@ def test_setting_the_status_of_a_deleted_host_is_a_conflict():
 # --- host_delete ----------------------------------------------------------------------------
 
 
-def test_a_host_with_nothing_on_it_is_deleted_with_its_past_leases():
+def test_a_host_with_nothing_but_its_creation_is_deleted():
+    host = f.host("h1", ["board:x"])
+    assert services.host_delete(host=host, by="sam") is None
+    assert not Host.objects.exists()
+    deleted = HostEvent.objects.get(kind=EventKind.DELETED)
+    assert (deleted.subject, deleted.actor) == ("h1", "sam")
+
+
+def test_a_host_that_ran_a_job_is_retired_with_its_history_kept():
     host = f.host("h1", ["board:x"])
     f.job("J1")
     job_services.scheduler_tick()
     lease = Lease.objects.get()
     job_services.lease_job_complete(lease=lease, result="passed", by="runner")
+    events_before = HostEvent.objects.filter(host=host).count()
+
+    retired = services.host_delete(host=host, by="sam")
+
+    assert retired is not None and retired.status == HostStatus.RETIRED
+    assert Lease.objects.filter(pk=lease.pk, host=host).exists()
+    assert not Host.objects.schedulable(timezone.now()).exists()
+    kinds = list(HostEvent.objects.filter(host=host).values_list("kind", flat=True)[:2])
+    assert kinds == [EventKind.RETIRED, EventKind.STATUS]
+    assert HostEvent.objects.filter(host=host).count() == events_before + 2
+    refused(Conflict, "retired already", lambda: services.host_delete(host=host, by="sam"))
+
+
+def test_a_locked_host_is_retired_rather_than_deleted():
+    host = services.host_lock(host=f.host("h1"), by="sam", reason="flaky USB")
     services.host_delete(host=host, by="sam")
-    assert not Host.objects.exists()
+    assert Host.objects.get().status == HostStatus.RETIRED
 
 
 def test_a_host_with_a_running_job_cannot_be_deleted():
@@ -264,7 +287,7 @@ def test_a_host_with_a_running_job_cannot_be_deleted():
     refused(Conflict, "active lease", lambda: services.host_delete(host=host, by="sam"))
 
 
-def test_a_host_a_job_is_pinned_to_cannot_be_deleted():
+def test_a_host_an_unfinished_test_is_pinned_to_cannot_be_deleted():
     host = f.host("h1", ["board:x"], status=HostStatus.NEEDS_REPAIR)
     f.job("J1", host=host)
     refused(Conflict, "pinned", lambda: services.host_delete(host=host, by="sam"))
@@ -359,16 +382,35 @@ def test_a_bad_rename_is_refused(name, error, match):
     )
 
 
-def test_a_worker_without_hosts_is_deleted():
+def test_a_worker_without_hosts_or_history_is_deleted():
     w = f.worker("w1")
-    services.worker_delete(worker=w, by="sam")
+    assert services.worker_delete(worker=w, by="sam") is None
     assert not Worker.objects.exists()
 
 
 def test_a_worker_with_hosts_is_kept_with_its_hosts():
     w = f.worker("w1")
     f.host("h1", worker=w)
-    refused(Conflict, "still has hosts", lambda: services.worker_delete(worker=w, by="sam"))
+    refused(Conflict, "retire or move", lambda: services.worker_delete(worker=w, by="sam"))
+
+
+def test_a_worker_whose_hosts_are_retired_is_retired_itself():
+    w = f.worker("w1")
+    host = f.host("h1", worker=w)
+    services.host_lock(host=host, by="sam", reason="gone")
+    services.host_delete(host=host, by="sam")
+
+    retired = services.worker_delete(worker=w, by="sam")
+
+    assert retired is not None and retired.retired_at is not None
+    assert Worker.objects.get().events.first().kind == EventKind.RETIRED
+    refused(Conflict, "retired already", lambda: services.worker_delete(worker=w, by="sam"))
+
+
+def test_a_worker_with_history_is_retired_not_deleted():
+    w = services.worker_pause(worker=f.worker("w1"), by="sam", reason="moving racks")
+    services.worker_delete(worker=w, by="sam")
+    assert Worker.objects.get().retired_at is not None
 
 
 def test_a_heartbeat_from_an_online_worker_is_not_audited(django_capture_on_commit_callbacks):

@@ -73,7 +73,9 @@ def test_staff_runs_a_tick_and_gets_the_leases_it_made(staff_client):
 
     assert response.status_code == 200
     body = response.json()
-    assert body["leases"] == [{"job": "J", "job_id": job.pk, "suite": None, "host": "h1.lab"}]
+    assert body["leases"] == [
+        {"job": "J", "job_id": job.pk, "suite": None, "host": "h1.lab", "kind": "test"}
+    ]
     assert body["tick_id"] == SchedulerTick.objects.latest("id").pk
     assert SchedulerTick.objects.get(pk=body["tick_id"]).trigger == "api: sam"
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from jobs import labfile
+from jobs import labexport
 
 
 class Command(BaseCommand):
@@ -26,7 +26,7 @@ class Command(BaseCommand):
         fmt = options["format"] or (
             "yaml" if target and str(target).endswith((".yaml", ".yml")) else "json"
         )
-        text = labfile.dump(labfile.export_lab(), fmt)
+        text = labexport.dump(labexport.export_lab(), fmt)
         if target:
             Path(str(target)).write_text(text, encoding="utf-8")
             self.stderr.write(f"wrote {target}")

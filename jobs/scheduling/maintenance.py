@@ -14,7 +14,7 @@ from django.db.models import Count, Exists, OuterRef, Q, Subquery
 
 from hosts import audit
 from hosts.audit import SCHEDULER
-from hosts.choices import AWAITING_MAINTENANCE, EventKind, HostStatus
+from hosts.choices import AWAITING_MAINTENANCE, IN_MAINTENANCE, EventKind, HostStatus
 from hosts.models import HealthPolicy, Host
 from jobs import selectors, transitions
 from jobs.choices import MAINTENANCE_KINDS, JobKind, JobStatus
@@ -40,6 +40,7 @@ def maintenance_phase(*, now: datetime) -> tuple[int, list[dict]]:
     if not _anything_to_do(now=now):
         return 0, []
     expired = expire_queued(now=now)
+    release_orphans(now=now)
     create_due(now=now)
     return expired, lease_maintenance(now=now)
 
@@ -49,7 +50,7 @@ def _anything_to_do(*, now: datetime) -> bool:
     work = {
         "expiring": Job.objects.queued().filter(expires_at__lt=now),
         "maintenance": Job.objects.queued().filter(kind__in=MAINTENANCE_KINDS),
-        "hosts": Host.objects.filter(status__in=AWAITING_MAINTENANCE),
+        "hosts": Host.objects.filter(status__in=(*AWAITING_MAINTENANCE, *IN_MAINTENANCE)),
         "policies": HealthPolicy.objects.filter(enabled=True),
     }
     # Uncorrelated EXISTS on any one row; with no host at all, look the long way.
@@ -82,6 +83,32 @@ def expire_queued(*, now: datetime) -> int:
             message=f"expired after {job.expires_after} s in the queue; it waited because: {why}",
         )
     return len(overdue)
+
+
+def release_orphans(*, now: datetime) -> None:
+    """Send back hosts left verifying or repairing with no maintenance job holding them.
+
+    A verify or repair job can end other than by its result: aborted by staff or its runner,
+    timed out, its lease released by hand. Its host would then wait in `verifying` or
+    `repairing` for a job that never comes; instead it waits for a new one.
+    """
+    held = Lease.objects.active().filter(host=OuterRef("pk"), job__kind__in=MAINTENANCE_KINDS)
+    orphans = Host.objects.filter(status__in=IN_MAINTENANCE).exclude(Exists(held))
+    back = {
+        HostStatus.VERIFYING: HostStatus.NEEDS_VERIFY,
+        HostStatus.REPAIRING: HostStatus.NEEDS_REPAIR,
+    }
+    for status, to in back.items():
+        ids = list(orphans.filter(status=status).values_list("pk", flat=True))
+        if ids:
+            transitions.move_hosts(
+                ids,
+                to=to,
+                mover=Mover.SCHEDULER,
+                by=SCHEDULER,
+                why="its maintenance job ended without a result (aborted, timed out or released)",
+                at=now,
+            )
 
 
 def _unfinished_maintenance() -> Exists:

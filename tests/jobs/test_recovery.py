@@ -216,6 +216,32 @@ def test_a_failed_verify_sends_the_host_to_repair_and_the_next_tick_repairs_it(r
     assert status("h1") == HostStatus.REPAIRING
 
 
+@pytest.mark.parametrize("end", ["abort", "release", "timeout"])
+def test_a_repair_ended_without_a_result_leaves_its_host_waiting_for_a_new_one(rack, vanished, end):
+    tick(vanished, rack)
+    (verify,) = maintenance(JobKind.VERIFY, "h1")
+    run(verify, JobStatus.FAILED, at=vanished)
+    tick(vanished + timedelta(seconds=1), rack)
+    (repair,) = maintenance(JobKind.REPAIR, "h1")
+    at = vanished + timedelta(seconds=2)
+    if end == "abort":
+        services.job_abort(job=repair, by="sam", reason="wrong cable", at=at)
+    elif end == "release":
+        services.lease_release(lease=Lease.objects.active().get(job=repair), by="sam", at=at)
+    else:
+        services.job_start(job=repair, by="runner-1", at=at)
+        Lease.objects.filter(job=repair).update(expires_at=at + timedelta(hours=2))  # heartbeats
+        at += repair.timeout + timedelta(seconds=1)
+    assert status("h1") == HostStatus.REPAIRING  # nothing moved it yet
+
+    # The next tick sees a host repairing with no repair job holding it, and starts again.
+    tick(at + timedelta(seconds=1), rack)
+    assert status("h1") == HostStatus.REPAIRING
+    assert Lease.objects.active().get(host__hostname="h1").job.kind == JobKind.REPAIR
+    events = HostEvent.objects.filter(host__hostname="h1", kind="status", new_status="needs_repair")
+    assert "without a result" in events.order_by("-id").first().message
+
+
 def test_a_host_whose_repairs_keep_failing_ends_repair_failed_and_is_left_alone(rack, settings):
     settings.REPAIR_MAX_ATTEMPTS = 2
     settings.REPAIR_BACKOFF = 60

@@ -130,87 +130,46 @@ def maintenance_ended(
     job: Job, *, host: Host, passed: bool | None, mover: Mover, by: Actor, at: datetime
 ) -> None:
     """Move a host on after its verify or repair job: passed, failed, or (None) vanished."""
-    if job.kind == JobKind.VERIFY:
-        _verify_ended(job, host=host, passed=passed, mover=mover, by=by, at=at)
-    elif job.kind == JobKind.REPAIR:
-        _repair_ended(job, host=host, passed=passed, mover=mover, by=by, at=at)
+    outcome = _verify_outcome if job.kind == JobKind.VERIFY else _repair_outcome
+    to, why, fields = outcome(job, host=host, passed=passed, at=at)
+    transitions.move_hosts([host.pk], to=to, mover=mover, by=by, at=at, why=why, **fields)
 
 
-def _verify_ended(
-    job: Job, *, host: Host, passed: bool | None, mover: Mover, by: Actor, at: datetime
-) -> None:
+Outcome = tuple[str, str, dict[str, object]]  # the host's new status, why, fields it sets
+
+
+def _verify_outcome(job: Job, *, host: Host, passed: bool | None, at: datetime) -> Outcome:
     if passed:
-        transitions.move_hosts(
-            [host.pk],
-            to=HostStatus.READY,
-            mover=mover,
-            by=by,
-            at=at,
-            why="verify passed",
-            last_verified_at=at,
-        )
-    elif passed is None:
-        transitions.move_hosts(
-            [host.pk],
-            to=HostStatus.NEEDS_VERIFY,
-            mover=mover,
-            by=by,
-            at=at,
-            why="its verify job's runner stopped heartbeating: verify again",
-        )
-    else:
-        transitions.move_hosts(
-            [host.pk],
-            to=HostStatus.NEEDS_REPAIR,
-            mover=mover,
-            by=by,
-            at=at,
-            why=f"verify failed: {brief(job.message)}",
-            repair_not_before=None,
-        )
+        return HostStatus.READY, "verify passed", {"last_verified_at": at}
+    if passed is None:
+        why = "its verify job's runner stopped heartbeating: verify again"
+        return HostStatus.NEEDS_VERIFY, why, {}
+    why = f"verify failed: {brief(job.message)}"
+    return HostStatus.NEEDS_REPAIR, why, {"repair_not_before": None}
 
 
-def _repair_ended(
-    job: Job, *, host: Host, passed: bool | None, mover: Mover, by: Actor, at: datetime
-) -> None:
+def _repair_outcome(job: Job, *, host: Host, passed: bool | None, at: datetime) -> Outcome:
     if passed:
-        transitions.move_hosts(
-            [host.pk],
-            to=HostStatus.READY,
-            mover=mover,
-            by=by,
-            at=at,
-            why="repair passed",
-            repair_attempts=0,
-            repair_not_before=None,
-            last_verified_at=at,
-        )
-        return
+        reset = {"repair_attempts": 0, "repair_not_before": None, "last_verified_at": at}
+        return HostStatus.READY, "repair passed", reset
     failures = host.repair_attempts + 1
     what = "its runner stopped heartbeating" if passed is None else brief(job.message)
     if failures >= settings.REPAIR_MAX_ATTEMPTS:
-        transitions.move_hosts(
-            [host.pk],
-            to=HostStatus.REPAIR_FAILED,
-            mover=mover,
-            by=by,
-            at=at,
-            why=f"repair failed {failures} times in a row, no more automatic repairs; last: {what}",
-            repair_attempts=failures,
-            repair_not_before=None,
+        why = f"repair failed {failures} times in a row, no more automatic repairs; last: {what}"
+        return (
+            HostStatus.REPAIR_FAILED,
+            why,
+            {"repair_attempts": failures, "repair_not_before": None},
         )
-        return
     wait = repair_backoff(failures)
-    transitions.move_hosts(
-        [host.pk],
-        to=HostStatus.NEEDS_REPAIR,
-        mover=mover,
-        by=by,
-        at=at,
-        why=f"repair {failures} of {settings.REPAIR_MAX_ATTEMPTS} failed: {what}; "
-        f"next try in {int(wait.total_seconds())} s",
-        repair_attempts=failures,
-        repair_not_before=at + wait,
+    why = (
+        f"repair {failures} of {settings.REPAIR_MAX_ATTEMPTS} failed: {what}; "
+        f"next try in {int(wait.total_seconds())} s"
+    )
+    return (
+        HostStatus.NEEDS_REPAIR,
+        why,
+        {"repair_attempts": failures, "repair_not_before": at + wait},
     )
 
 

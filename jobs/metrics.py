@@ -29,7 +29,7 @@ from rest_framework.authtoken.models import Token
 from hosts.choices import HostStatus
 from hosts.models import Host, Worker
 from hosts.querysets import seen_online
-from jobs.choices import JobStatus, ReleaseReason
+from jobs.choices import MAINTENANCE_KINDS, JobKind, JobStatus, ReleaseReason
 from jobs.models import Job, Lease, SchedulerTick
 from jobs.querysets import ACTIVE_LEASE
 from schedsite import roles
@@ -37,9 +37,10 @@ from schedsite import roles
 # Every value is read from PostgreSQL when scraped, so any number of gunicorn workers and
 # qcluster processes report the same numbers and nothing is lost on restart: nothing is
 # counted in process memory, and the collector below only reads. Counters (…_total) are counts
-# of lease rows, which are never pruned, so they only go up; the tick histograms cover the
-# retained SchedulerTick rows (the last TICK_HISTORY ticks), a sliding window, so read them
-# without rate().
+# of lease rows and finished job rows, which are kept (only purging a host, an admin's shell
+# command, removes its leases and maintenance jobs), so they only go up; the tick histograms
+# cover the retained SchedulerTick rows (the last TICK_HISTORY ticks), a sliding window, so
+# read them without rate().
 
 # generate_latest writes the 0.0.4 text format for names like ours, and prometheus_client's
 # own handlers send it under this type unless the scraper asks for 1.0.0 (which is what its
@@ -131,7 +132,11 @@ REGISTRY.register(LabCollector())
 
 
 def _jobs(now: datetime) -> list[Metric]:
-    by_status = dict(Job.objects.order_by().values_list("status").annotate(n=Count("id")))
+    rows = Job.objects.order_by().values_list("kind", "status").annotate(n=Count("id"))
+    by_kind_status = {(kind, status): n for kind, status, n in rows}
+    by_status: dict[str, int] = {}
+    for (_kind, status), n in by_kind_status.items():
+        by_status[status] = by_status.get(status, 0) + n
     jobs = _gauge("jobs", "Jobs by status (rows kept in the database).", labels=["status"])
     for status in JobStatus.values:
         jobs.add_metric([status], by_status.get(status, 0))
@@ -154,7 +159,29 @@ def _jobs(now: datetime) -> list[Metric]:
         "Seconds the oldest queued job has waited since it was submitted (0: queue empty).",
         _age(now, oldest) if oldest is not None else 0.0,
     )
-    return [jobs, queued, wait]
+    expired = _counter(
+        "jobs_expired_total",
+        "Jobs that waited in the queue past their expires_at and ended expired.",
+        by_status.get(JobStatus.EXPIRED, 0),
+    )
+    return [jobs, queued, wait, expired, _maintenance_jobs(by_kind_status)]
+
+
+# How a verify or repair ends: its runner's verdict, its runner vanished (error), or it was
+# timed out, aborted by staff or its runner, or no longer needed (aborted).
+MAINTENANCE_RESULTS = (JobStatus.PASSED, JobStatus.FAILED, JobStatus.ERROR, JobStatus.ABORTED)
+
+
+def _maintenance_jobs(by_kind_status: dict[tuple[str, str], int]) -> Metric:
+    ended = _counter(
+        "maintenance_jobs_total",
+        "Verify and repair jobs that ended, by kind and result.",
+        labels=["kind", "result"],
+    )
+    for kind in MAINTENANCE_KINDS:
+        for result in MAINTENANCE_RESULTS:
+            ended.add_metric([kind, result], by_kind_status.get((kind, result), 0))
+    return ended
 
 
 def _hosts(now: datetime) -> list[Metric]:
@@ -209,6 +236,7 @@ def _workers(now: datetime) -> list[Metric]:
 def _leases(now: datetime) -> list[Metric]:
     active = ACTIVE_LEASE
     job = Q(job__isnull=False)
+    test_host_failed = Q(host_failed=True, job__kind=JobKind.TEST)
     counts = Lease.objects.aggregate(
         active_job=Count("id", filter=active & job),
         active_reservation=Count("id", filter=active & ~job),
@@ -216,6 +244,14 @@ def _leases(now: datetime) -> list[Metric]:
         expired_job=Count("id", filter=Q(release_reason=ReleaseReason.EXPIRED) & job),
         expired_reservation=Count("id", filter=Q(release_reason=ReleaseReason.EXPIRED) & ~job),
         timed_out=Count("id", filter=Q(release_reason=ReleaseReason.TIMEOUT)),
+        # A test job's host failed under it: the runner reported the host broken (the lease
+        # completed), or the runner vanished (the lease expired).
+        host_broken=Count(
+            "id", filter=test_host_failed & Q(release_reason=ReleaseReason.COMPLETED)
+        ),
+        runner_vanished=Count(
+            "id", filter=test_host_failed & Q(release_reason=ReleaseReason.EXPIRED)
+        ),
         oldest_beat=Min(Coalesce("heartbeat_at", "acquired_at"), filter=active & job),
     )
     leases = _gauge(
@@ -230,6 +266,14 @@ def _leases(now: datetime) -> list[Metric]:
     )
     expired.add_metric(["job"], counts["expired_job"])
     expired.add_metric(["reservation"], counts["expired_reservation"])
+    host_failures = _counter(
+        "job_host_failures_total",
+        "Test jobs whose host failed under them; each was retried, or ended when it had no "
+        "tries left.",
+        labels=["cause"],
+    )
+    host_failures.add_metric(["host_broken"], counts["host_broken"])
+    host_failures.add_metric(["runner_vanished"], counts["runner_vanished"])
     beat = counts["oldest_beat"]
     return [
         leases,
@@ -246,6 +290,7 @@ def _leases(now: datetime) -> list[Metric]:
             "Running jobs aborted by the tick for exceeding their timeout.",
             counts["timed_out"],
         ),
+        host_failures,
     ]
 
 

@@ -15,7 +15,8 @@ from rest_framework.authtoken.models import Token
 
 from hosts import services as host_services
 from jobs import services
-from jobs.models import Lease, SchedulerTick
+from jobs.choices import JobKind
+from jobs.models import Job, Lease, SchedulerTick
 from schedsite.roles import STAFF_GROUP
 from tests import factories as f
 
@@ -141,6 +142,8 @@ def test_every_series_reports_the_lab_as_it_is(client, sam, lab) -> None:  # noq
     assert value(s, "schedsite_hosts", status="needs_repair") == 0
     assert value(s, "schedsite_hosts", status="repairing") == 0
     assert value(s, "schedsite_hosts", status="repair_failed") == 0
+    assert value(s, "schedsite_hosts", status="verifying") == 0
+    assert value(s, "schedsite_hosts", status="retired") == 0
     assert value(s, "schedsite_hosts_locked") == 2
     assert value(s, "schedsite_hosts_leased") == 3
     assert value(s, "schedsite_hosts_schedulable") == 1
@@ -163,6 +166,10 @@ def test_every_series_reports_the_lab_as_it_is(client, sam, lab) -> None:  # noq
     assert value(s, "schedsite_leases_expired_total", kind="job") == 1
     assert value(s, "schedsite_leases_expired_total", kind="reservation") == 1
     assert value(s, "schedsite_jobs_timed_out_total") == 1
+    # "old" lost its runner and had no tries left: one host failure, and no job expired.
+    assert value(s, "schedsite_job_host_failures_total", cause="runner_vanished") == 1
+    assert value(s, "schedsite_job_host_failures_total", cause="host_broken") == 0
+    assert value(s, "schedsite_jobs_expired_total") == 0
 
     # Ticks: 3 ms, 20 ms, 700 ms and 12 s, making 0, 1, 3 and 0 leases; the last 42 s ago.
     buckets = {le: value(s, "schedsite_tick_duration_seconds_bucket", le=le)
@@ -199,6 +206,9 @@ FAMILIES = {
     "schedsite_leases_made": ("counter", set()),
     "schedsite_leases_expired": ("counter", {"kind"}),
     "schedsite_jobs_timed_out": ("counter", set()),
+    "schedsite_jobs_expired": ("counter", set()),
+    "schedsite_maintenance_jobs": ("counter", {"kind", "result"}),
+    "schedsite_job_host_failures": ("counter", {"cause"}),
     "schedsite_tick_duration_seconds": ("histogram", {"le"}),
     "schedsite_tick_leases": ("histogram", {"le"}),
     "schedsite_last_tick_age_seconds": ("gauge", set()),
@@ -235,6 +245,49 @@ def test_prometheus_reads_every_family_with_its_type_and_labels(client, sam, lab
             "0", "1", "2", "5", "10", "20", "50", "100", "200", "500", "1000", "5000", "+Inf"
         ],
     }  # fmt: skip
+
+
+def test_it_counts_maintenance_results_host_failures_and_expired_jobs(client, sam) -> None:  # noqa: ANN001
+    h = f.host("h", ["board:x"], worker=f.worker("w1"))
+    # A test whose runner reports the host broken: retried later, and the host is repaired.
+    broken = f.job("t", max_retries=1)
+    services.scheduler_tick()
+    services.job_start(job=broken, by="runner-1")
+    services.job_complete(job=broken, result="failed", by="runner-1", host_ok=False)
+    services.scheduler_tick()
+    repair = Job.objects.get(kind=JobKind.REPAIR)
+    services.job_start(job=repair, by="runner-1")
+    services.job_complete(job=repair, result="passed", by="runner-1")
+    # Staff ask for a verify, and it fails.
+    services.host_verify_now(host=h, by=sam)
+    services.scheduler_tick()
+    verify = Job.objects.get(kind=JobKind.VERIFY)
+    services.job_start(job=verify, by="runner-1")
+    services.job_complete(job=verify, result="failed", by="runner-1", message="no ping")
+    # A job nobody can run waits past its expiry.
+    services.job_submit(
+        owner="alice",
+        spec=services.JobSpec(name="late", labels=["board:none"], expires_after=60),
+        now=timezone.now() - timedelta(minutes=5),
+    )
+    services.scheduler_tick()
+
+    client.force_login(sam)
+    s = scrape(client)
+    ended = {
+        (kind, result): value(s, "schedsite_maintenance_jobs_total", kind=kind, result=result)
+        for kind in ["verify", "repair"]
+        for result in ["passed", "failed", "error", "aborted"]
+    }
+    assert ended == {
+        **dict.fromkeys(ended, 0),
+        ("repair", "passed"): 1,
+        ("verify", "failed"): 1,
+    }
+    assert value(s, "schedsite_job_host_failures_total", cause="host_broken") == 1
+    assert value(s, "schedsite_job_host_failures_total", cause="runner_vanished") == 0
+    assert value(s, "schedsite_jobs_expired_total") == 1
+    assert value(s, "schedsite_jobs", status="expired") == 1
 
 
 def test_an_empty_lab_scrapes_cleanly(client, sam) -> None:  # noqa: ANN001

@@ -40,11 +40,18 @@ def wait_reasons_for(jobs: list[Job], tick: SchedulerTick | None = None) -> dict
     tick = tick if tick is not None else latest_tick()
     table = tick.wait_reasons if tick else {}
     now = timezone.now()
+    # Whether a maintenance job's host is busy: one query for the page, not one per job.
+    hosts = {job.host_id for job in jobs if job.kind != JobKind.TEST and job.host_id}
+    busy = (
+        set(Lease.objects.active().filter(host_id__in=hosts).values_list("host_id", flat=True))
+        if hosts
+        else set()
+    )
     out: dict[int, dict] = {}
     for job in jobs:
         if job.status != JobStatus.QUEUED:
             continue
-        reason = _own_wait_reason(job, now=now)
+        reason = _own_wait_reason(job, now=now, busy=busy)
         if reason is None and tick is not None and job.created_at <= tick.started_at:
             reason = table.get(planner.class_key(snapshot.job_state(job)))
         out[job.pk] = reason or {
@@ -55,10 +62,10 @@ def wait_reasons_for(jobs: list[Job], tick: SchedulerTick | None = None) -> dict
     return out
 
 
-def _own_wait_reason(job: Job, *, now: datetime) -> dict | None:
+def _own_wait_reason(job: Job, *, now: datetime, busy: set[int]) -> dict | None:
     """The reasons the planner does not give: a retry's backoff, a maintenance job's host."""
     if job.kind != JobKind.TEST:
-        return _maintenance_wait_reason(job)
+        return _maintenance_wait_reason(job, busy=job.host_id in busy)
     if job.not_before is not None and job.not_before > now:
         until = timezone.localtime(job.not_before)
         return {
@@ -69,7 +76,7 @@ def _own_wait_reason(job: Job, *, now: datetime) -> dict | None:
     return None
 
 
-def _maintenance_wait_reason(job: Job) -> dict:
+def _maintenance_wait_reason(job: Job, *, busy: bool) -> dict:
     host = job.host
     why = "the next tick leases it"
     if host is None:
@@ -80,7 +87,7 @@ def _maintenance_wait_reason(job: Job) -> dict:
         why = f"worker {host.worker.name} is paused"
     elif host.worker_id and not host.worker.is_online():
         why = f"worker {host.worker.name} is offline"
-    elif Lease.objects.active().filter(host=host).exists():
+    elif busy:
         why = "its host is busy: it runs when the current lease ends"
     hostname = host.hostname if host else "?"
     return {

@@ -164,7 +164,7 @@ class JobViewSet(ReadViewSet):
     changes = {"start": services.lease_job_start, "complete": services.lease_job_complete}
 
     def get_queryset(self) -> QuerySet[Job]:
-        return Job.objects.select_related("suite", "host", "owner").prefetch_related(
+        return Job.objects.select_related("suite", "host__worker", "owner").prefetch_related(
             selectors.active_lease_prefetch()
         )
 

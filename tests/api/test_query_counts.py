@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -90,3 +92,25 @@ def test_every_list_page_costs_the_same_queries_for_5_and_50_rows(
         url: q for url, (q, _rows) in small.items()
     }
     assert max(q for q, _rows in big.values()) <= 9, big  # the queue: 9, maintenance jobs first
+
+
+def waiting_verifies(prefix: str, n: int, *, sam: object) -> None:
+    """n hosts held by a reservation, each with a verify job staff asked for, waiting."""
+    worker, _ = Worker.objects.get_or_create(name="main", defaults={"last_seen": timezone.now()})
+    for i in range(n):
+        host = f.host(f"{prefix}v{i}.lab", ["board:x"], worker=worker)
+        services.lease_reserve(host=host, holder=sam, duration=timedelta(hours=1), reason="x")
+        services.host_verify_now(host=host, by=sam)
+
+
+@pytest.mark.parametrize("url", ["/api/queue/", "/api/jobs/?kind=verify"])
+def test_waiting_maintenance_jobs_cost_the_same_queries_for_3_and_15(staff_client, sam, url):
+    waiting_verifies("a", 3, sam=sam)
+    small = count_queries(staff_client, url)
+    waiting_verifies("b", 12, sam=sam)
+    big = count_queries(staff_client, url)
+
+    assert (small[1], big[1]) == (3, 15)
+    assert big[0] == small[0], "each waiting maintenance job costs queries of its own"
+    reasons = staff_client.get(page_of(url)).json()["results"]
+    assert all("busy" in row["wait_reason"]["message"] for row in reasons), reasons[:2]

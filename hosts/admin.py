@@ -13,6 +13,7 @@ from django.forms import ModelForm
 from django.http import HttpRequest
 
 from hosts import services
+from hosts.choices import HostStatus
 from hosts.models import HealthPolicy, Host, HostEvent, Label, Worker
 from jobs.models import Lease
 from schedsite.admin_base import GuardedDeleteAdmin, ViewOnlyAdmin
@@ -31,6 +32,20 @@ class DeletedByService(GuardedDeleteAdmin):
         for obj in queryset:
             self.delete_model(request, obj)
 
+    def retires(self, obj: Model) -> bool:
+        """Whether the service keeps the object, retired, instead of deleting it."""
+        return False
+
+    def get_deleted_objects(self, objs: Sequence[Model], request: HttpRequest) -> tuple:
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        kept = [obj for obj in objs if self.retires(obj)]
+        if not kept:
+            return deleted, counts, perms_needed, protected
+        # Rows with history are retired with their leases and events, which the page would
+        # otherwise list as "protected" and refuse the delete for.
+        notes = [f"{obj} has history: it will be retired and kept with it" for obj in kept]
+        return [*notes, *deleted], counts, set(), self.delete_blockers(objs)
+
 
 def _saved_as(obj: Model, saved: Model) -> None:
     """Point the admin's unsaved instance at the row a service created."""
@@ -42,6 +57,17 @@ def _saved_as(obj: Model, saved: Model) -> None:
 @admin.register(Worker)
 class WorkerAdmin(DeletedByService):
     delete_service = services.worker_delete
+
+    def retires(self, obj: Worker) -> bool:
+        return services.worker_has_history(obj)
+
+    def delete_blockers(self, objs: Sequence[Worker]) -> list[str]:
+        hosts = Host.objects.filter(worker__in=[w.pk for w in objs]).exclude(
+            status=HostStatus.RETIRED
+        )
+        names = hosts.order_by("worker__name").values_list("worker__name", flat=True).distinct()
+        return [f"Worker {name} still has hosts: retire or move them first." for name in names]
+
     list_display = ["name", "paused", "paused_reason", "last_seen", "created_at"]
     list_filter = ["paused"]
     search_fields = ["name", "paused_reason"]
@@ -78,6 +104,10 @@ class LabelAdmin(GuardedDeleteAdmin):
 @admin.register(Host)
 class HostAdmin(DeletedByService):
     delete_service = services.host_delete
+
+    def retires(self, obj: Host) -> bool:
+        return services.host_has_history(obj)
+
     list_display = ["hostname", "worker", "status", "locked", "lock_reason", "current_build"]
     list_filter = ["status", "locked", "worker", "labels"]
     search_fields = ["hostname", "lock_reason", "labels__name", "current_build"]

@@ -174,6 +174,9 @@ def worker_resume(*, worker: Worker, by: Actor) -> Worker:
 
 def worker_heartbeat(*, worker: Worker, at: datetime | None = None) -> Worker:
     """Mark the worker seen; a worker coming back online makes its hosts schedulable."""
+    if worker.retired_at is not None:
+        # A runner still running on a retired worker would look alive on the dashboard.
+        raise Conflict(f"worker {worker.name} is retired; stop its runner or add a new worker")
     at = at or timezone.now()
     was_online = worker.is_online(at)
     Worker.objects.filter(pk=worker.pk).update(last_seen=at)
@@ -191,16 +194,20 @@ def worker_heartbeat(*, worker: Worker, at: datetime | None = None) -> Worker:
     return worker
 
 
+def worker_has_history(worker: Worker) -> bool:
+    """Whether retired hosts or events name the worker: then it is retired, not deleted."""
+    return worker.hosts.exists() or worker.events.exclude(kind=EventKind.CREATED).exists()
+
+
 @transaction.atomic
 def worker_delete(*, worker: Worker, by: Actor) -> Worker | None:
     """Remove a worker, or retire it once it has history; return it when it was retired."""
     worker = Worker.objects.select_for_update().get(pk=worker.pk)
     if worker.retired_at is not None:
         raise Conflict(f"worker {worker.name} is retired already")
-    hosts = Host.objects.filter(worker=worker)
-    if hosts.exclude(status=HostStatus.RETIRED).exists():
+    if Host.objects.filter(worker=worker).exclude(status=HostStatus.RETIRED).exists():
         raise Conflict(f"worker {worker.name} still has hosts; retire or move its hosts first")
-    if hosts.exists() or worker.events.exclude(kind=EventKind.CREATED).exists():
+    if worker_has_history(worker):
         # Its events and its retired hosts still name it: keep the row, out of service.
         Worker.objects.filter(pk=worker.pk).update(retired_at=timezone.now())
         audit.record(
@@ -324,7 +331,7 @@ def host_unlock(*, host: Host, by: Actor) -> Host:
     return _hold_clear(LOCK, host, by=by)
 
 
-def _has_history(host: Host) -> bool:
+def host_has_history(host: Host) -> bool:
     """Whether anything but its creation happened to the host: then it is retired, not deleted."""
     return (
         host.leases.exists()
@@ -346,7 +353,7 @@ def host_delete(*, host: Host, by: Actor) -> Host | None:
     pinned = host.pinned_jobs.unfinished().filter(kind=JobKind.TEST)
     if pinned.exists():
         raise Conflict(f"unfinished jobs are pinned to {host.hostname}; abort them first")
-    if _has_history(host):
+    if host_has_history(host):
         transitions.move_host(
             host, old=host.status, to=HostStatus.RETIRED, mover=Mover.STAFF, by=by,
             why="retired: deleted with history",

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from hosts import services as host_services
 from hosts.choices import HostStatus
-from hosts.models import HealthPolicy, Host, HostEvent
+from hosts.models import HealthPolicy, Host, HostEvent, Worker
 from jobs import services
 from jobs.choices import JobKind, JobStatus
 from jobs.models import Job, Lease
@@ -197,6 +197,18 @@ def test_deleting_a_worker_retires_it_once_its_hosts_are_retired(staff_client):
     assert names == ["idle"]
     shown = staff_client.get("/api/workers/?retired=true").json()["results"]
     assert [w["name"] for w in shown] == ["w-dut1"]
+
+
+def test_a_retired_workers_heartbeat_is_refused_and_leaves_it_as_it_was(staff_client):
+    worker = host_services.worker_pause(worker=f.worker("old-rack"), by="sam", reason="moved")
+    host_services.worker_delete(worker=worker, by="sam")  # it has a past: retired, kept
+    before = Worker.objects.get(pk=worker.pk).last_seen
+
+    response = staff_client.post("/api/workers/old-rack/heartbeat/")
+
+    assert response.status_code == 409
+    assert "worker old-rack is retired" in str(response.json())
+    assert Worker.objects.get(pk=worker.pk).last_seen == before
 
 
 # --- health policies ------------------------------------------------------------------------

@@ -105,26 +105,40 @@ def test_a_suite_or_job_without_a_live_lease_can_still_be_deleted(root, leased):
     assert Lease.objects.get(pk=leased.lease.pk).released_at is None
 
 
-def test_nothing_whose_delete_would_drop_lease_history_is_deleted(root, leased):
+def test_a_suite_whose_delete_would_drop_lease_history_is_not_deleted(root, leased):
     services.job_abort(job=leased.job, by="sam")  # the lease ends: only its history is left
     before = snapshot()
 
-    pages = [
-        root.get(f"/admin/jobs/suite/{leased.suite.pk}/delete/"),
-        root.get(f"/admin/hosts/host/{leased.h1.pk}/delete/"),
-    ]
-    confirmed = [
-        root.post(f"/admin/jobs/suite/{leased.suite.pk}/delete/", {"post": "yes"}),
-        root.post(f"/admin/hosts/host/{leased.h1.pk}/delete/", {"post": "yes"}),
-    ]
+    page = root.get(f"/admin/jobs/suite/{leased.suite.pk}/delete/")
+    confirmed = root.post(f"/admin/jobs/suite/{leased.suite.pk}/delete/", {"post": "yes"})
 
-    assert all("lease" in page.content.decode() for page in pages)
-    assert all("Yes, I’m sure" not in page.content.decode() for page in pages)
-    # Refused either way: 403 where the delete would cascade to leases, Django's "Cannot delete"
-    # page where they protect the host.
-    assert [response.status_code for response in confirmed] == [403, 200]
-    assert "Cannot delete host" in confirmed[1].content.decode()
+    assert "lease" in page.content.decode() and "Yes, I’m sure" not in page.content.decode()
+    assert confirmed.status_code == 403  # the delete would cascade to its leases
     assert snapshot() == before
+
+
+def test_deleting_a_host_with_lease_history_retires_it_and_keeps_its_leases(root, leased):
+    services.job_abort(job=leased.job, by="sam")
+    url = f"/admin/hosts/host/{leased.h1.pk}/delete/"
+
+    page = root.get(url).content.decode()
+    confirmed = root.post(url, {"post": "yes"})
+
+    assert "h1.lab has history: it will be retired" in page and "Yes, I’m sure" in page
+    assert confirmed.status_code == 302
+    assert Host.objects.get(pk=leased.h1.pk).status == "retired"
+    assert Lease.objects.filter(pk=leased.lease.pk, host=leased.h1).exists()
+    assert HostEvent.objects.filter(host=leased.h1, kind="retired", actor="root").exists()
+
+
+def test_a_worker_whose_hosts_are_all_retired_is_retired_from_the_admin(root, leased):
+    services.job_abort(job=leased.job, by="sam")
+    host_services.host_delete(host=leased.h1, by="sam")
+    url = f"/admin/hosts/worker/{leased.w1.pk}/delete/"
+
+    assert "w1 has history: it will be retired" in root.get(url).content.decode()
+    assert root.post(url, {"post": "yes"}).status_code == 302
+    assert Worker.objects.get(pk=leased.w1.pk).retired_at is not None
 
 
 @pytest.mark.parametrize("model", ["host", "worker"])

@@ -127,7 +127,8 @@ _SYSTEM_MOVES: dict[tuple[str, str], frozenset[Mover]] = {
     (H.NEEDS_VERIFY, H.VERIFYING): _by(SCHEDULER),
     (H.NEEDS_REPAIR, H.REPAIRING): _by(SCHEDULER),
     (H.READY, H.NEEDS_VERIFY): _by(SCHEDULER),  # its test job's runner vanished
-    (H.VERIFYING, H.NEEDS_VERIFY): _by(SCHEDULER),  # its verify job's runner vanished
+    # Its verify job's runner vanished, or handed the job back unstarted.
+    (H.VERIFYING, H.NEEDS_VERIFY): _by(SCHEDULER, RUNNER),
     (H.VERIFYING, H.READY): _by(RUNNER),
     (H.REPAIRING, H.READY): _by(RUNNER),
     (H.REPAIRING, H.REPAIR_FAILED): _by(RUNNER, SCHEDULER),

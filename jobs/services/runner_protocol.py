@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from hosts import audit
 from hosts.audit import Actor
-from hosts.choices import EventKind
+from hosts.choices import EventKind, HostStatus
 from hosts.models import Host, Worker
 from jobs import recovery, transitions
 from jobs.choices import JobKind, JobStatus, ReleaseReason
@@ -19,6 +19,9 @@ from jobs.services.common import active_lease_for
 from jobs.services.staff import job_abort
 from jobs.transitions import Mover
 from schedsite.errors import Conflict, Forbidden, InvalidInput
+
+# The status a host waits in for the maintenance job of each kind.
+WAITS_FOR = {JobKind.VERIFY: HostStatus.NEEDS_VERIFY, JobKind.REPAIR: HostStatus.NEEDS_REPAIR}
 
 
 @transaction.atomic
@@ -199,17 +202,17 @@ def lease_job_abort(
 
 @transaction.atomic
 def lease_hand_back(*, lease: Lease, by: Actor, reason: str, at: datetime | None = None) -> Lease:
-    """Give back a test job's lease its stopping runner never started; the job is queued again.
+    """Give back a lease its stopping runner never started; the job is queued again.
 
-    The hand-back uses no try (attempts go back down) and leaves the host alone. The worker is
-    marked stopping, offline until its runner heartbeats the worker again, so the job does not
-    bounce back to a runner that will not take it (docs/health.md#runners).
+    The hand-back uses no try (attempts go back down). A test job's host is left alone; a
+    verify or repair job's host goes back to waiting for it (`needs_verify`, `needs_repair`),
+    its repair attempts untouched, since nothing was tried. The worker is marked stopping,
+    offline until its runner heartbeats the worker again, so the job does not bounce back to a
+    runner that will not take it (docs/health.md#runners).
     """
     at = at or timezone.now()
     lease = _lock_job_lease(lease)
     job = Job.objects.select_for_update().get(pk=lease.job_id)
-    if job.kind != JobKind.TEST:
-        raise Forbidden(f"a {job.kind} job cannot be handed back; complete or abort it")
     if job.status != JobStatus.LEASED:
         raise Forbidden(f"job {job.pk} is {job.status}: only a job not started can be handed back")
     text = (reason or "").strip()[:500] or "runner stopping"
@@ -230,6 +233,11 @@ def lease_hand_back(*, lease: Lease, by: Actor, reason: str, at: datetime | None
         attempts=max(job.attempts - 1, 0),
         message=f"handed back by its runner: {text}",
     )
+    if job.kind in WAITS_FOR:
+        transitions.move_hosts(
+            [lease.host_id], to=WAITS_FOR[job.kind], mover=Mover.RUNNER, by=by, at=at,
+            why=f"its {job.kind} job was handed back unstarted: {text}",
+        )  # fmt: skip
     worker = lease.host.worker
     if worker is not None and worker.last_seen is not None:
         Worker.objects.filter(pk=worker.pk).update(last_seen=None)

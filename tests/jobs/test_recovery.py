@@ -242,6 +242,34 @@ def test_a_repair_ended_without_a_result_leaves_its_host_waiting_for_a_new_one(r
     assert "without a result" in events.order_by("-id").first().message
 
 
+@pytest.mark.parametrize("kind", [JobKind.VERIFY, JobKind.REPAIR])
+def test_a_handed_back_maintenance_job_waits_for_the_runner_and_costs_no_repair(
+    rack, vanished, kind
+):
+    tick(vanished, rack)
+    if kind == JobKind.REPAIR:
+        run(maintenance(JobKind.VERIFY, "h1")[0], JobStatus.FAILED, at=vanished)
+        tick(vanished + timedelta(seconds=1), rack)
+    (job,) = maintenance(kind, "h1")
+    at = vanished + timedelta(seconds=2)
+
+    services.lease_hand_back(
+        lease=Lease.objects.active().get(job=job), by="runner-1", reason="SIGTERM", at=at
+    )
+
+    job.refresh_from_db()
+    host = Host.objects.get(hostname="h1")
+    waits_in = {JobKind.VERIFY: HostStatus.NEEDS_VERIFY, JobKind.REPAIR: HostStatus.NEEDS_REPAIR}
+    assert (job.status, job.attempts) == (JobStatus.QUEUED, 0)
+    assert (host.status, host.repair_attempts) == (waits_in[kind], 0)
+    assert "handed back unstarted: SIGTERM" in host.events.order_by("-id").first().message
+    services.scheduler_tick(now=at + timedelta(seconds=1))  # the stopping worker is offline
+    assert job.leases.active().count() == 0
+    tick(at + timedelta(seconds=2), rack)  # its runner is back: the same job runs
+    assert Lease.objects.active().get(host=host).job_id == job.pk
+    assert Job.objects.filter(kind=kind, host=host).count() == 1
+
+
 def test_a_host_whose_repairs_keep_failing_ends_repair_failed_and_is_left_alone(rack, settings):
     settings.REPAIR_MAX_ATTEMPTS = 2
     settings.REPAIR_BACKOFF = 60

@@ -7,7 +7,6 @@ from typing import Any, ClassVar
 
 from django import forms
 from django.contrib import admin
-from django.core.exceptions import ValidationError
 from django.db.models import Model, QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest
@@ -17,7 +16,7 @@ from hosts.choices import HostStatus
 from hosts.models import HealthPolicy, Host, HostEvent, Label, Worker
 from jobs.models import Lease
 from schedsite.admin_base import GuardedDeleteAdmin, ViewOnlyAdmin
-from schedsite.errors import InvalidInput
+from schedsite.errors import ServiceError
 
 
 class DeletedByService(GuardedDeleteAdmin):
@@ -183,20 +182,34 @@ class HealthPolicyForm(forms.ModelForm):
         if self.instance.pk:
             self.initial["labels"] = ", ".join(self.instance.labels)
 
-    def clean_labels(self) -> str:
+    def _post_clean(self) -> None:
+        # The service's rules, not the model's: the admin refuses what the API and UI refuse.
+        if self._errors:
+            return  # a field that did not even parse: Django says so next to it
+        fields = {name: self.cleaned_data[name] for name in self._meta.fields}
+        fields["labels"] = self.cleaned_data["labels"].split(",")
         try:
-            return services.label_key(self.cleaned_data["labels"].split(","))
-        except InvalidInput as exc:
-            raise ValidationError(exc.message) from exc
-
-    def save(self, commit: bool = True) -> HealthPolicy:
-        self.instance.label_key = self.cleaned_data["labels"]
-        return super().save(commit=commit)
+            services.health_policy_clean(fields, policy=self.instance if self.instance.pk else None)
+        except ServiceError as exc:
+            self.add_error(exc.field, exc.message)
+        self.policy_fields = fields
 
 
 @admin.register(HealthPolicy)
-class HealthPolicyAdmin(admin.ModelAdmin):
+class HealthPolicyAdmin(DeletedByService):
+    """Health policies, added, changed and deleted through the services, which audit them."""
+
+    delete_service = services.health_policy_delete
     form = HealthPolicyForm
     list_display = ["name", "label_key", "every_jobs", "every_hours", "enabled"]
     list_filter = ["enabled"]
     search_fields = ["name", "label_key"]
+
+    def save_model(
+        self, request: HttpRequest, obj: HealthPolicy, form: HealthPolicyForm, change: bool
+    ) -> None:
+        if change:
+            services.health_policy_update(policy=obj, by=request.user, **form.policy_fields)
+        else:
+            _saved_as(obj, services.health_policy_create(by=request.user, **form.policy_fields))
+        obj.refresh_from_db()  # the admin's log and message name what was saved

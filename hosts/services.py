@@ -17,7 +17,12 @@ from hosts import audit
 from hosts.audit import Actor, actor_user
 from hosts.choices import EventKind, HostStatus
 from hosts.models import HealthPolicy, Host, Label, Worker
-from hosts.validators import hostname_validator, label_validator, worker_name_validator
+from hosts.validators import (
+    hostname_validator,
+    label_validator,
+    policy_name_validator,
+    worker_name_validator,
+)
 from jobs import transitions
 from jobs.choices import JobKind
 from jobs.scheduling.triggers import request_tick
@@ -450,6 +455,10 @@ def hosts_bulk_lock(
 
 # --- health policies ------------------------------------------------------------------------
 
+# The most a policy's period may be: beyond these a policy would in effect never fire.
+POLICY_LIMITS = {"every_jobs": 1_000_000, "every_hours": 100_000}
+POLICY_FIELDS = ("name", "labels", "every_jobs", "every_hours", "enabled")
+
 
 def label_key(names: Iterable[str]) -> str:
     """A label set stored as ",a,b,", the way jobs store theirs (jobs.models.encode_labels)."""
@@ -457,34 +466,75 @@ def label_key(names: Iterable[str]) -> str:
     return f",{','.join(names)}," if names else ""
 
 
-def _policy_fields(fields: dict[str, object]) -> dict[str, object]:
-    """The model's fields for the given policy fields, checked; InvalidInput names a bad one."""
-    out = dict(fields)
-    if "labels" in out:
-        out["label_key"] = label_key(out.pop("labels"))  # type: ignore[arg-type]
-    if "name" in out:
-        name = str(out["name"]).strip()
+def _policy_period(field: str, value: object) -> int | None:
+    if value is None:
+        return None
+    most = POLICY_LIMITS[field]
+    # bool is an int to Python; True is not a period anyone meant.
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+        raise InvalidInput(
+            f"{field}: a whole number from 1 to {most}, or empty for never", field=field
+        )
+    return value
+
+
+def health_policy_clean(
+    fields: dict[str, object], *, policy: HealthPolicy | None = None
+) -> dict[str, object]:
+    """The model's values for the given policy fields; InvalidInput or Conflict names a bad one.
+
+    The one place a policy's rules live: the API, the web UI and the admin all ask it.
+    """
+    unknown = set(fields) - set(POLICY_FIELDS)
+    if unknown:
+        raise InvalidInput(f"unknown policy fields: {', '.join(sorted(unknown))}")
+    out: dict[str, object] = {}
+    if "name" in fields:
+        name = str(fields["name"] or "").strip()
         if not name or len(name) > 100:
             raise InvalidInput("name: 1 to 100 characters", field="name")
+        _validate(policy_name_validator, name, "name")
+        others = HealthPolicy.objects.exclude(pk=policy.pk) if policy else HealthPolicy.objects
+        if others.filter(name=name).exists():
+            raise Conflict(f"health policy {name} already exists", field="name")
         out["name"] = name
-    for every in ("every_jobs", "every_hours"):
-        if out.get(every) is not None and int(out[every]) < 1:  # type: ignore[call-overload]
-            raise InvalidInput(f"{every}: at least 1, or null for never", field=every)
+    if "labels" in fields:
+        out["label_key"] = label_key(fields["labels"])  # type: ignore[arg-type]
+    for every in POLICY_LIMITS:
+        if every in fields:
+            out[every] = _policy_period(every, fields[every])
+    if "enabled" in fields:
+        if not isinstance(fields["enabled"], bool):
+            raise InvalidInput("enabled: true or false", field="enabled")
+        out["enabled"] = fields["enabled"]
     return out
 
 
-def _policy_name_free(name: object, *, renaming: HealthPolicy | None = None) -> None:
-    others = HealthPolicy.objects.exclude(pk=renaming.pk) if renaming else HealthPolicy.objects
-    if others.filter(name=name).exists():
-        raise Conflict(f"health policy {name} already exists", field="name")
+def _policy_text(field: str, value: object) -> str:
+    """One policy value as the audit trail says it."""
+    if field == "label_key":
+        return ", ".join(n for n in str(value).split(",") if n) or "(every host)"
+    if field == "enabled":
+        return "yes" if value else "no"
+    return "never" if value is None else str(value)
+
+
+def _policy_summary(policy: HealthPolicy) -> str:
+    fields = ("label_key", "every_jobs", "every_hours", "enabled")
+    return "; ".join(f"{f} {_policy_text(f, getattr(policy, f))}" for f in fields)
+
+
+def _policy_audit(kind: str, policy: HealthPolicy, by: Actor, message: str) -> None:
+    # A policy is about no one host: the event names it in `subject` and nothing else.
+    audit.record(kind, actor=by, subject=f"health policy {policy.name}", message=message)
 
 
 @transaction.atomic
 def health_policy_create(*, by: Actor, name: str, **fields: object) -> HealthPolicy:
     """Add a health policy; the next tick verifies the hosts it makes due."""
-    values = _policy_fields({"name": name, **fields})
-    _policy_name_free(values["name"])
+    values = health_policy_clean({"name": name, **fields})
     policy = HealthPolicy.objects.create(**values)
+    _policy_audit(EventKind.CREATED, policy, by, f"policy added: {_policy_summary(policy)}")
     request_tick("health policy added")
     return policy
 
@@ -493,16 +543,27 @@ def health_policy_create(*, by: Actor, name: str, **fields: object) -> HealthPol
 def health_policy_update(*, policy: HealthPolicy, by: Actor, **fields: object) -> HealthPolicy:
     """Change a health policy's name, labels, periods or whether it is enabled."""
     policy = HealthPolicy.objects.select_for_update().get(pk=policy.pk)
-    values = _policy_fields(fields)
-    if "name" in values:
-        _policy_name_free(values["name"], renaming=policy)
+    values = health_policy_clean(fields, policy=policy)
+    changes = [
+        f"{field} {_policy_text(field, getattr(policy, field))} → {_policy_text(field, value)}"
+        for field, value in values.items()
+        if getattr(policy, field) != value
+    ]
+    if not changes:
+        return policy
     for field, value in values.items():
         setattr(policy, field, value)
-    policy.save()
+    policy.save(update_fields=list(values))
+    _policy_audit(EventKind.UPDATED, policy, by, "; ".join(changes))
     request_tick("health policy changed")
     return policy
 
 
+@transaction.atomic
 def health_policy_delete(*, policy: HealthPolicy, by: Actor) -> None:
     """Remove a health policy; verifies already queued still run."""
-    HealthPolicy.objects.filter(pk=policy.pk).delete()
+    policy = HealthPolicy.objects.select_for_update().filter(pk=policy.pk).first()
+    if policy is None:
+        raise Conflict("the health policy no longer exists")
+    _policy_audit(EventKind.DELETED, policy, by, f"policy deleted: {_policy_summary(policy)}")
+    policy.delete()

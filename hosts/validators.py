@@ -15,3 +15,8 @@ label_validator = RegexValidator(
     r"^[A-Za-z0-9][A-Za-z0-9._:/=+-]*\Z",
     "Use letters, digits and . _ : / = + - (no spaces or commas).",
 )
+# Starts with a letter or digit, so that no name is blank once trimmed.
+policy_name_validator = RegexValidator(
+    r"^[A-Za-z0-9][A-Za-z0-9 ._:/=+-]*\Z",
+    "Start with a letter or digit; then letters, digits, spaces and . _ : / = + -",
+)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.validators import RegexValidator
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from hosts.choices import HostStatus
 from hosts.models import HealthPolicy, Host, HostEvent, Worker
-from hosts.validators import hostname_validator, label_validator, worker_name_validator
+from hosts.services import POLICY_LIMITS
+from hosts.validators import hostname_validator, worker_name_validator
 from jobs.api.fields import LabelListField, RelatedName
 from jobs.api.serializers import ActiveLeaseSerializer
 from jobs.scheduling.planner import host_is_schedulable
@@ -262,31 +262,20 @@ class HealthPolicySerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-def _every(what: str, most: int) -> StrictIntegerField:
+def _every(what: str, field: str) -> StrictIntegerField:
+    # Types only: the range is checked by hosts.services.health_policy_clean, for every caller.
     return StrictIntegerField(
-        min_value=1,
-        max_value=most,
         allow_null=True,
         default=None,
-        help_text=f"Verify every N {what}; null: never.",
+        help_text=f"Verify every N {what}, 1 to {POLICY_LIMITS[field]}; null: never.",
     )
-
-
-# Starts with a letter or digit, so that no name is blank once trimmed.
-policy_name_validator = RegexValidator(
-    r"^[A-Za-z0-9][A-Za-z0-9 ._:/=+-]*\Z",
-    "Start with a letter or digit; then letters, digits, spaces and . _ : / = + -",
-)
 
 
 class HealthPolicyInputSerializer(serializers.Serializer):
-    name = StrictCharField(max_length=100, validators=[policy_name_validator])
-    # The label pattern in the schema too: the selector is checked here, not against hosts.
-    labels = LabelListField(
-        child=StrictCharField(max_length=100, validators=[label_validator]),
-        default=list,
-        help_text="The label selector, such as [board:eve].",
-    )
-    every_jobs = _every("test jobs", 1_000_000)
-    every_hours = _every("hours", 100_000)
+    """A policy's fields by type; their rules are the service's (health_policy_clean)."""
+
+    name = StrictCharField(help_text="Letters, digits, spaces and . _ : / = + -; 1 to 100.")
+    labels = LabelListField(default=list, help_text="The label selector, such as [board:eve].")
+    every_jobs = _every("test jobs", "every_jobs")
+    every_hours = _every("hours", "every_hours")
     enabled = StrictBooleanField(default=True)

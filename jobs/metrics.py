@@ -10,7 +10,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Min, Q, Sum
+from django.db.models import Count, Exists, Min, OuterRef, Q, Sum
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
@@ -237,6 +237,10 @@ def _leases(now: datetime) -> list[Metric]:
     active = ACTIVE_LEASE
     job = Q(job__isnull=False)
     test_host_failed = Q(host_failed=True, job__kind=JobKind.TEST)
+    broken = test_host_failed & Q(release_reason=ReleaseReason.COMPLETED)
+    vanished = test_host_failed & Q(release_reason=ReleaseReason.EXPIRED)
+    later = Lease.objects.filter(job=OuterRef("job"), acquired_at__gt=OuterRef("acquired_at"))
+    retried = Q(job__status=JobStatus.QUEUED) | Q(Exists(later))
     counts = Lease.objects.aggregate(
         active_job=Count("id", filter=active & job),
         active_reservation=Count("id", filter=active & ~job),
@@ -246,13 +250,13 @@ def _leases(now: datetime) -> list[Metric]:
         timed_out=Count("id", filter=Q(release_reason=ReleaseReason.TIMEOUT)),
         # A test job's host failed under it: the runner reported the host broken (the lease
         # completed), or the runner vanished (the lease expired).
-        host_broken=Count(
-            "id", filter=test_host_failed & Q(release_reason=ReleaseReason.COMPLETED)
-        ),
-        runner_vanished=Count(
-            "id", filter=test_host_failed & Q(release_reason=ReleaseReason.EXPIRED)
-        ),
+        host_broken=Count("id", filter=broken),
+        runner_vanished=Count("id", filter=vanished),
         oldest_beat=Min(Coalesce("heartbeat_at", "acquired_at"), filter=active & job),
+        # Of those, the ones retried: the job ran again, or waits in the queue to. The host
+        # failure tests come first, so the EXISTS runs only for the few leases that pass them.
+        host_broken_retried=Count("id", filter=broken & retried),
+        runner_vanished_retried=Count("id", filter=vanished & retried),
     )
     leases = _gauge(
         "leases_active", "Active leases: a job's lease, or a manual reservation.", labels=["kind"]
@@ -272,8 +276,14 @@ def _leases(now: datetime) -> list[Metric]:
         "tries left.",
         labels=["cause"],
     )
-    host_failures.add_metric(["host_broken"], counts["host_broken"])
-    host_failures.add_metric(["runner_vanished"], counts["runner_vanished"])
+    retries = _counter(
+        "job_retries_total",
+        "Test jobs queued again after their host failed under them, by cause.",
+        labels=["cause"],
+    )
+    for cause in ("host_broken", "runner_vanished"):
+        host_failures.add_metric([cause], counts[cause])
+        retries.add_metric([cause], counts[f"{cause}_retried"])
     beat = counts["oldest_beat"]
     return [
         leases,
@@ -291,6 +301,7 @@ def _leases(now: datetime) -> list[Metric]:
             counts["timed_out"],
         ),
         host_failures,
+        retries,
     ]
 
 

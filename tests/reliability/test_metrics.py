@@ -169,6 +169,7 @@ def test_every_series_reports_the_lab_as_it_is(client, sam, lab) -> None:  # noq
     # "old" lost its runner and had no tries left: one host failure, and no job expired.
     assert value(s, "schedsite_job_host_failures_total", cause="runner_vanished") == 1
     assert value(s, "schedsite_job_host_failures_total", cause="host_broken") == 0
+    assert value(s, "schedsite_job_retries_total", cause="runner_vanished") == 0
     assert value(s, "schedsite_jobs_expired_total") == 0
 
     # Ticks: 3 ms, 20 ms, 700 ms and 12 s, making 0, 1, 3 and 0 leases; the last 42 s ago.
@@ -209,6 +210,7 @@ FAMILIES = {
     "schedsite_jobs_expired": ("counter", set()),
     "schedsite_maintenance_jobs": ("counter", {"kind", "result"}),
     "schedsite_job_host_failures": ("counter", {"cause"}),
+    "schedsite_job_retries": ("counter", {"cause"}),
     "schedsite_tick_duration_seconds": ("histogram", {"le"}),
     "schedsite_tick_leases": ("histogram", {"le"}),
     "schedsite_last_tick_age_seconds": ("gauge", set()),
@@ -286,6 +288,8 @@ def test_it_counts_maintenance_results_host_failures_and_expired_jobs(client, sa
     }
     assert value(s, "schedsite_job_host_failures_total", cause="host_broken") == 1
     assert value(s, "schedsite_job_host_failures_total", cause="runner_vanished") == 0
+    assert value(s, "schedsite_job_retries_total", cause="host_broken") == 1
+    assert value(s, "schedsite_job_retries_total", cause="runner_vanished") == 0
     assert value(s, "schedsite_jobs_expired_total") == 1
     assert value(s, "schedsite_jobs", status="expired") == 1
 

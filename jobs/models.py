@@ -232,6 +232,13 @@ class SchedulerTick(models.Model):
     # plan: the same input gives the same plan, so that tick's reasons still hold.
     fingerprint = models.CharField(max_length=40, blank=True)
     unchanged = models.BooleanField(default=False)  # skipped the plan: the lab had not changed
+    # The lab's capacity as the tick leaves it, after its leases (hosts_free is before them):
+    # hosts a test job could take now, hosts waiting for or running a verify or repair, and
+    # hosts whose repairs gave up. Null on ticks recorded before they were counted, so a chart
+    # leaves those out instead of drawing a drop to zero.
+    hosts_schedulable = models.PositiveIntegerField(null=True, blank=True)
+    hosts_in_maintenance = models.PositiveIntegerField(null=True, blank=True)
+    hosts_repair_failed = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["-started_at", "-id"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,7 +21,7 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from hosts.choices import HostStatus
+from hosts.choices import AWAITING_MAINTENANCE, IN_MAINTENANCE, HostStatus
 from hosts.models import Host, Label, Worker
 from hosts.querysets import online_cutoff
 from jobs.choices import JobKind, JobStatus
@@ -180,6 +181,32 @@ def runner_leases(*, worker: Worker) -> QuerySet[Lease]:
 
 # --- reads for the web UI -------------------------------------------------------------------
 
+# A host waiting for or running a verify or repair: out of service, coming back by itself.
+MAINTENANCE_STATUSES = (*AWAITING_MAINTENANCE, *IN_MAINTENANCE)
+
+
+def lab_capacity(*, now: datetime) -> dict[str, int]:
+    """Count the hosts schedulable, in maintenance and repair_failed, in one aggregate query."""
+    # One pass over the hosts table whatever the lab's size (the tick records it every time);
+    # "schedulable" is the queryset's rule, not a second copy of it. Retired hosts count in
+    # none.
+    return Host.objects.aggregate(
+        hosts_schedulable=Count("pk", filter=Q(pk__in=Host.objects.schedulable(now).values("pk"))),
+        hosts_in_maintenance=Count("pk", filter=Q(status__in=MAINTENANCE_STATUSES)),
+        hosts_repair_failed=Count("pk", filter=Q(status=HostStatus.REPAIR_FAILED)),
+    )
+
+
+def repair_failed_hostnames(*, limit: int) -> list[str]:
+    """Up to `limit` hosts whose repairs gave up, by name (dut4 before dut12)."""
+    names = Host.objects.filter(status=HostStatus.REPAIR_FAILED).values_list("hostname", flat=True)
+    return sorted(names.order_by("hostname")[:limit], key=_natural_key)
+
+
+def _natural_key(name: str) -> list[tuple[int, int | str]]:
+    # Digits compare as numbers, so a lab's numbered DUTs read in order.
+    return [(0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", name)]
+
 
 def dashboard_counts(*, now: datetime) -> dict[str, int]:
     """Count hosts, workers, jobs and leases for the dashboard in a fixed number of queries."""
@@ -204,6 +231,9 @@ def dashboard_counts(*, now: datetime) -> dict[str, int]:
     counts["hosts_free"] = Host.objects.schedulable(now).count()
     counts["reservations"] = Lease.objects.active().filter(job__isnull=True).count()
     counts["workers_offline"] = counts["workers_total"] - counts["workers_online"]
+    counts["hosts_in_maintenance"] = sum(counts[f"hosts_{s}"] for s in MAINTENANCE_STATUSES)
+    counts["hosts_to_verify"] = counts["hosts_needs_verify"] + counts["hosts_verifying"]
+    counts["hosts_to_repair"] = counts["hosts_needs_repair"] + counts["hosts_repairing"]
     counts["jobs_active"] = counts["jobs_leased"] + counts["jobs_running"]
     return counts
 

@@ -16,6 +16,7 @@ from schedsite.ui.htmx import page_or_fragment, ui_login_required
 
 CHART_TICKS = 120  # ticks drawn on the dashboard charts
 SUITES_ON_DASHBOARD = 8
+REPAIR_FAILED_NAMED = 12  # hosts the repair_failed call-out names; the list link has them all
 
 
 def dashboard_charts(ticks: list[SchedulerTick]) -> list[Chart]:
@@ -35,6 +36,7 @@ def dashboard_charts(ticks: list[SchedulerTick]) -> list[Chart]:
     total = Series("All hosts", [t.hosts_total for t in ticks], tone="slate", dashed=True)
     wait = Series("Oldest queued job", [t.oldest_wait_s for t in ticks], tone="amber", area=True)
     return [
+        capacity_chart(ticks, chart),
         chart(chart_id="chart-queue", title="Queue length", series=[queued], summary=queued_now),
         chart(
             chart_id="chart-leased",
@@ -50,6 +52,39 @@ def dashboard_charts(ticks: list[SchedulerTick]) -> list[Chart]:
             summary=oldest_now,
         ),
     ]
+
+
+def capacity_chart(ticks: list[SchedulerTick], chart: partial[Chart]) -> Chart:
+    """Hosts schedulable, in maintenance and repair_failed over the ticks that counted them."""
+    counted = [t for t in ticks if t.hosts_schedulable is not None]
+    summary = ""
+    if counted:
+        last = counted[-1]
+        summary = (
+            f"{last.hosts_schedulable} free · {last.hosts_in_maintenance} in maintenance"
+            f" · {last.hosts_repair_failed} failed"
+        )
+    series = [
+        Series("Schedulable", [t.hosts_schedulable for t in counted], tone="blue", area=True),
+        Series("In maintenance", [t.hosts_in_maintenance for t in counted], tone="amber"),
+        Series("Repair failed", [t.hosts_repair_failed for t in counted], tone="slate"),
+    ]
+    return chart(
+        chart_id="chart-capacity",
+        title="Lab capacity",
+        series=series,
+        summary=summary,
+        times=[t.started_at for t in counted],
+    )
+
+
+def repair_failed_callout(counts: dict[str, int]) -> dict | None:
+    """The hosts whose repairs gave up, for the call-out; None when there are none."""
+    total = counts["hosts_repair_failed"]
+    if not total:
+        return None
+    names = selectors.repair_failed_hostnames(limit=REPAIR_FAILED_NAMED)
+    return {"total": total, "names": names, "more": total - len(names)}
 
 
 @ui_login_required
@@ -71,6 +106,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "now": now,
         "counts": counts,
         "utilization": round(100 * counts["hosts_leased"] / total) if total else 0,
+        "repair_failed": repair_failed_callout(counts),
         "charts": dashboard_charts(ticks),
         "last_tick": ticks[-1] if ticks else None,
         "suite_rows": rows,

@@ -18,7 +18,7 @@ from hosts import audit
 from hosts.audit import SCHEDULER
 from hosts.choices import EventKind
 from hosts.models import Host, HostEvent
-from jobs import transitions
+from jobs import selectors, transitions
 from jobs.choices import JobKind, JobStatus
 from jobs.models import IdempotencyKey, Job, SchedulerTick
 from jobs.scheduling import leasing, planner, snapshot
@@ -171,6 +171,7 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
         summary.duration_ms = (time.perf_counter() - start) * 1000
         queued_after = len(snap.jobs) - len(made)
         oldest = min((j.submitted_at for j in snap.jobs), default=None)
+        capacity = selectors.lab_capacity(now=now)
         tick = SchedulerTick.objects.create(
             started_at=now,
             duration_ms=summary.duration_ms,
@@ -187,6 +188,7 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
             trigger=trigger[:50],
             wait_reasons=reasons,
             fingerprint=fingerprint or "",
+            **capacity,
         )
         summary.tick_id = tick.pk
         _prune_ticks(tick.pk)
@@ -213,6 +215,10 @@ def _tick_unchanged(summary: TickSummary, *, fingerprint: str, trigger: str, sta
     summary.unchanged = True
     summary.jobs_considered = previous.jobs_considered
     summary.hosts_free = previous.hosts_free
+    # The capacity depends only on what the digest covers (host rows, workers online, active
+    # leases), so the previous tick's still holds; a tick recorded before it was counted has
+    # none to copy.
+    capacity = _capacity_of(previous) or selectors.lab_capacity(now=now)
     summary.duration_ms = (time.perf_counter() - start) * 1000
     tick = SchedulerTick.objects.create(
         started_at=now,
@@ -229,10 +235,21 @@ def _tick_unchanged(summary: TickSummary, *, fingerprint: str, trigger: str, sta
         ),
         fingerprint=fingerprint,
         unchanged=True,
+        **capacity,
     )
     summary.tick_id = tick.pk
     _prune_ticks(tick.pk)
     return True
+
+
+CAPACITY_FIELDS = ("hosts_schedulable", "hosts_in_maintenance", "hosts_repair_failed")
+
+
+def _capacity_of(tick: SchedulerTick) -> dict[str, int] | None:
+    """The capacity a tick recorded, or None for a tick recorded before it was counted."""
+    if tick.hosts_schedulable is None:
+        return None
+    return {name: getattr(tick, name) for name in CAPACITY_FIELDS}
 
 
 def _apply(

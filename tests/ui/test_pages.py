@@ -266,7 +266,7 @@ def test_the_dashboard_counts_the_lab_and_draws_the_recent_ticks(alice_client, l
     html = alice_client.get("/").content.decode()
     assert "67%" in html  # two of three hosts leased
     assert re.search(r'<div class="label">Locked hosts</div>\s*<div class="value">1<', html)
-    assert html.count('<svg class="chart-svg"') == 3
+    assert html.count('<svg class="chart-svg"') == 4  # capacity, queue, leased, wait
     assert '<path class="line tone-indigo"' in html
     assert not re.search(r'<(line|text|path)[^>]* \w+=""', html)  # no empty SVG attribute
     assert "bvt" in html and "2 / 2" in html  # min-DUT bar: held against minimum

@@ -5,29 +5,16 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from urllib.parse import quote
 
 import pytest
-import requests
-from django.conf import settings as django_settings
-from django.db import connection
-from rest_framework.authtoken.models import Token
 
 from hosts import services as host_services
 from tests import factories as f
+from tests.e2e.support import PYTHON_M_RUNNER, RUN_WORKER, Process, token_for, wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 TTL = 3  # seconds: a killed runner's lease expires quickly
-MANAGE = [sys.executable, str(Path(django_settings.BASE_DIR) / "manage.py")]
-# The two ways to start the runner: Django's command, and the package alone.
-RUN_WORKER = [*MANAGE, "run_worker"]
-PYTHON_M_RUNNER = [sys.executable, "-m", "runner"]
 # A real command per job, chosen by the job's name: `true`, `false`, or a `sleep`.
 COMMAND = [
     "sh",
@@ -37,121 +24,30 @@ COMMAND = [
 ]
 
 
-def wait_for(what: str, check: Callable[[], object], timeout: float = 30.0) -> object:
-    """Poll until check() is truthy, or fail after the deadline saying what never happened."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-
-
-def subprocess_database_url() -> str:
-    """The test database (pytest-django's, one per xdist worker) as a URL for child processes."""
-    db = connection.settings_dict
-    auth = quote(db["USER"] or "postgres") + (f":{quote(db['PASSWORD'])}" if db["PASSWORD"] else "")
-    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
-class Process:
-    """A child process with its output in a file, stopped by its own id at teardown."""
-
-    def __init__(self, name: str, cmd: list[str], env: dict[str, str], log_dir: Path) -> None:
-        self.name = name
-        self.log = log_dir / f"{name}.log"
-        self.proc = subprocess.Popen(
-            cmd,
-            env={**os.environ, **env},
-            stdout=self.log.open("wb"),
-            stderr=subprocess.STDOUT,
-            cwd=django_settings.BASE_DIR,
-            start_new_session=True,
-        )
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")[-3000:]
-
-    def descendants(self) -> list[int]:
-        """Process ids of everything this process started (read from /proc)."""
-        found, todo = [], [self.proc.pid]
-        while todo:
-            pid = todo.pop()
-            for task in Path(f"/proc/{pid}/task").glob("*"):
-                children = (task / "children").read_text().split()
-                found += [int(c) for c in children]
-                todo += [int(c) for c in children]
-        return found
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-
-
-class Api:
-    """A script's view of the live server: token auth, JSON."""
-
-    def __init__(self, base: str, token: str) -> None:
-        self.base = base
-        self.session = requests.Session()
-        self.session.headers["Authorization"] = f"Token {token}"
-
-    def get(self, path: str) -> dict:
-        response = self.session.get(self.base + path, timeout=10)
-        assert response.status_code == 200, response.text
-        return response.json()
-
-    def post(self, path: str, body: dict | None = None, expect: int = 200) -> dict:
-        response = self.session.post(self.base + path, json=body, timeout=30)
-        assert response.status_code == expect, response.text
-        return response.json()
-
-
 @pytest.fixture
-def lab(settings, live_server, tmp_path, alice, sam) -> Iterator[dict]:  # noqa: ANN001
-    settings.LEASE_TTL = TTL
+def lab(settings, live_server, children, api_as, alice, sam) -> dict:  # noqa: ANN001
+    children.share(settings, LEASE_TTL=TTL)
     worker, runner = host_services.worker_runner_ensure(worker_name="w1", by=sam)
     for name in ("a.lab", "b.lab", "c.lab"):
         f.host(name, ["board:x"], worker=worker)
-    processes: list[Process] = []
-
-    def start(name: str, cmd: list[str], env: dict[str, str]) -> Process:
-        # The same SECRET_KEY: django-q2 signs the tasks the live server enqueues for the cluster.
-        env = {"SECRET_KEY": django_settings.SECRET_KEY, "LEASE_TTL": str(TTL), **env}
-        process = Process(name, cmd, env, tmp_path)
-        processes.append(process)
-        return process
 
     def start_runner(*options: str, launcher: list[str] = RUN_WORKER) -> Process:
-        cmd = [*launcher, "--worker", "w1", "--api", f"{live_server.url}/api/"]
-        cmd += ["--poll", "0.2", *options, "--", *COMMAND]
-        # No database for the runner: a database URL that cannot work proves it needs none.
-        env = {
-            "SCHEDSITE_TOKEN": Token.objects.get_or_create(user=runner)[0].key,
-            "DATABASE_URL": "postgres://nobody@127.0.0.1:1/no_database",
-        }
-        return start("runner", cmd, env)
+        return children.start_runner(
+            worker="w1",
+            api=f"{live_server.url}/api/",
+            token=token_for(runner),
+            command=COMMAND,
+            options=options,
+            launcher=launcher,
+        )
 
-    def start_cluster() -> Process:
-        env = {"DATABASE_URL": subprocess_database_url(), "Q_WORKERS": "1"}
-        env.pop("REDIS_URL", None)
-        return start("qcluster", [*MANAGE, "qcluster"], env)
-
-    yield {
-        "alice": Api(f"{live_server.url}/api", Token.objects.get_or_create(user=alice)[0].key),
-        "staff": Api(f"{live_server.url}/api", Token.objects.get_or_create(user=sam)[0].key),
+    return {
+        "alice": api_as(alice),
+        "staff": api_as(sam),
         "start_runner": start_runner,
-        "start_cluster": start_cluster,
-        "logs": lambda: "\n".join(f"--- {p.name}\n{p.output()}" for p in processes),
+        "start_cluster": children.start_cluster,
+        "logs": children.logs,
     }
-    for process in processes:
-        process.stop()
 
 
 @pytest.mark.parametrize("launcher", [RUN_WORKER, PYTHON_M_RUNNER], ids=["run_worker", "python-m"])
@@ -177,10 +73,7 @@ def test_a_suite_runs_through_the_cluster_and_the_runner_to_the_right_counts(lab
         body = alice.get(f"/suites/{suite['id']}/")
         return body if body["status"] == "completed" else None
 
-    try:
-        body = wait_for("the suite to complete", completed, timeout=45)
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}\n{lab['logs']()}") from exc
+    body = wait_for("the suite to complete", completed, timeout=45, details=lab["logs"])
     counts = body["job_counts"]
     assert (counts["passed"], counts["failed"], body["jobs_total"]) == (2, 1, 3)
     jobs = {j["name"]: j for j in alice.get(f"/jobs/?suite={suite['id']}")["results"]}

@@ -15,7 +15,6 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from hosts import audit
 from hosts import services as hosts_services
 from hosts.choices import EventKind, HostStatus
 from hosts.models import Host, Label, Worker
@@ -458,15 +457,8 @@ def _start_running(job: Job, host: Host, *, actor: str, now: datetime) -> None:
         expires_at=now + timedelta(seconds=settings.LEASE_TTL),
     )
     transitions.move_jobs([job.pk], to=JobStatus.LEASED, mover=Mover.IMPORT, at=now, attempts=1)
-    audit.record(
-        EventKind.LEASED,
-        actor=actor,
-        host=host,
-        lease_id=lease.pk,
-        job_id=job.pk,
-        message=f"imported as running job {job.name}",
-        at=now,
-    )
+    text = f"imported as running job {job.name}"
+    transitions.lease_event(EventKind.LEASED, lease, by=actor, at=now, message=text).save()
     jobs_services.job_start(job=job, by=actor, at=now)
 
 

@@ -68,16 +68,9 @@ def retry_or_end(
                 not_before=at + wait if wait else None,
                 message=message,
             )
+            text = f"job {job.name}: {message}"
             events.append(
-                audit.entry(
-                    EventKind.RETRIED,
-                    actor=by,
-                    host=lease.host,
-                    lease_id=lease.pk,
-                    job_id=job.pk,
-                    at=at,
-                    message=f"job {job.name}: {message}",
-                )
+                transitions.lease_event(EventKind.RETRIED, lease, by=by, at=at, message=text)
             )
             retried.append(job.pk)
         else:

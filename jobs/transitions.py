@@ -21,7 +21,7 @@ from django.utils import timezone
 from hosts import audit
 from hosts.audit import Actor, actor_name
 from hosts.choices import EventKind, HostStatus
-from hosts.models import Host
+from hosts.models import Host, HostEvent
 from jobs.choices import TERMINAL_JOB_STATUSES, JobStatus, ReleaseReason
 from jobs.models import Job, Lease
 from jobs.scheduling.triggers import request_tick
@@ -232,23 +232,19 @@ def release_leases(
             raise Conflict(f"lease {leases[0].pk} is no longer active")
         raise Conflict(f"{len(leases) - released} of {len(leases)} leases are no longer active")
     text = message if callable(message) else lambda _lease: message
+    kind = RELEASE_EVENTS[reason]
     audit.record_many(
-        [
-            audit.entry(
-                RELEASE_EVENTS[reason],
-                actor=by,
-                host=lease.host,
-                lease_id=lease.pk,
-                job_id=lease.job_id,
-                at=at,
-                message=text(lease),
-            )
-            for lease in leases
-        ]
+        [lease_event(kind, lease, by=by, at=at, message=text(lease)) for lease in leases]
     )
     # The tick plans right after its own expiries and timeouts: it needs no second tick.
     if mover != Mover.SCHEDULER:
         request_tick(trigger or f"lease {reason}")
+
+
+def lease_event(kind: str, lease: Lease, *, by: Actor, at: datetime, message: str) -> HostEvent:
+    """An audit event about a lease, on its host's trail; unsaved, for `record_many` or save()."""
+    fields = {"host": lease.host, "lease_id": lease.pk, "job_id": lease.job_id}
+    return audit.entry(kind, actor=by, at=at, message=message, **fields)
 
 
 # --- hosts ----------------------------------------------------------------------------------

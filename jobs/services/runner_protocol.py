@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Required, TypedDict, Unpack
 
 from django.conf import settings
 from django.db import transaction
@@ -35,15 +36,9 @@ def job_start(*, job: Job, by: Actor, at: datetime | None = None) -> Job:
     Lease.objects.filter(pk=lease.pk).update(
         heartbeat_at=at, expires_at=at + timedelta(seconds=settings.LEASE_TTL)
     )
-    audit.record(
-        EventKind.STARTED,
-        actor=by,
-        host=lease.host,
-        lease_id=lease.pk,
-        job_id=job.pk,
-        message=f"job {job.name} started",
-        at=at,
-    )
+    transitions.lease_event(
+        EventKind.STARTED, lease, by=by, at=at, message=f"job {job.name} started"
+    ).save()
     job.refresh_from_db()
     return job
 
@@ -87,8 +82,7 @@ def job_complete(
     health loop (docs/health.md).
     """
     at = at or timezone.now()
-    if result not in (JobStatus.PASSED, JobStatus.FAILED):
-        raise InvalidInput("result must be 'passed' or 'failed'", field="result")
+    _check_result(result)
     lease = active_lease_for(job)
     if lease is None:
         raise Conflict(f"job {job.pk} holds no active lease (status {job.status})")
@@ -164,23 +158,26 @@ def lease_job_start(*, lease: Lease, by: Actor, at: datetime | None = None) -> J
     return job_start(job=lease.job, by=by, at=at)
 
 
-@transaction.atomic
-def lease_job_complete(
-    *,
-    lease: Lease,
-    result: str,
-    by: Actor,
-    message: str = "",
-    host_ok: bool = True,
-    at: datetime | None = None,
-) -> Job:
-    """Report the result of the job of a lease the runner holds, and release the lease."""
+class Report(TypedDict, total=False):
+    """What a runner reports of a finished job: `job_complete`'s arguments past job and by."""
+
+    result: Required[str]  # passed or failed
+    message: str  # the output's tail
+    host_ok: bool  # False: the runner found the host broken
+    at: datetime | None
+
+
+def _check_result(result: str) -> None:
     if result not in (JobStatus.PASSED, JobStatus.FAILED):
         raise InvalidInput("result must be 'passed' or 'failed'", field="result")
+
+
+@transaction.atomic
+def lease_job_complete(*, lease: Lease, by: Actor, **report: Unpack[Report]) -> Job:
+    """Report the result of the job of a lease the runner holds, and release the lease."""
+    _check_result(report["result"])  # a bad result is a 400 even on a lease that has ended
     lease = _lock_job_lease(lease)
-    return job_complete(
-        job=lease.job, result=result, by=by, message=message, host_ok=host_ok, at=at
-    )
+    return job_complete(job=lease.job, by=by, **report)
 
 
 @transaction.atomic

@@ -61,7 +61,7 @@ def capacity_chart(ticks: list[SchedulerTick], chart: partial[Chart]) -> Chart:
     if counted:
         last = counted[-1]
         summary = (
-            f"{last.hosts_schedulable} free · {last.hosts_in_maintenance} in maintenance"
+            f"{last.hosts_schedulable} schedulable · {last.hosts_in_maintenance} in maintenance"
             f" · {last.hosts_repair_failed} failed"
         )
     series = [

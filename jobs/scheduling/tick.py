@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from hosts import audit
 from hosts.audit import SCHEDULER
-from hosts.choices import EventKind
+from hosts.choices import EventKind, HostStatus
 from hosts.models import Host, HostEvent
 from jobs import selectors, transitions
 from jobs.choices import JobKind, JobStatus
@@ -171,7 +171,9 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
         summary.duration_ms = (time.perf_counter() - start) * 1000
         queued_after = len(snap.jobs) - len(made)
         oldest = min((j.submitted_at for j in snap.jobs), default=None)
-        capacity = selectors.lab_capacity(now=now)
+        # The snapshot's schedulable hosts (one rule with Host.objects.schedulable) less those
+        # the plan just leased: the lab as this tick leaves it.
+        capacity = _lab_capacity(schedulable=summary.hosts_free - len(made))
         tick = SchedulerTick.objects.create(
             started_at=now,
             duration_ms=summary.duration_ms,
@@ -203,6 +205,8 @@ def _tick_unchanged(summary: TickSummary, *, fingerprint: str, trigger: str, sta
     previous = SchedulerTick.objects.defer("wait_reasons").order_by("-id").first()
     if previous is None or previous.fingerprint != fingerprint:
         return False
+    if previous.hosts_schedulable is None:
+        return False  # recorded before ticks counted the lab's capacity: nothing to copy
     # The planner is a pure function of what the digest covers, so it would return the same
     # plan, and that plan leased nothing (a lease changes the digest). The previous tick's
     # counts and wait reasons therefore still describe the lab: copy them. The reasons are
@@ -216,9 +220,8 @@ def _tick_unchanged(summary: TickSummary, *, fingerprint: str, trigger: str, sta
     summary.jobs_considered = previous.jobs_considered
     summary.hosts_free = previous.hosts_free
     # The capacity depends only on what the digest covers (host rows, workers online, active
-    # leases), so the previous tick's still holds; a tick recorded before it was counted has
-    # none to copy.
-    capacity = _capacity_of(previous) or selectors.lab_capacity(now=now)
+    # leases), so the previous tick's still holds.
+    capacity = {name: getattr(previous, name) for name in CAPACITY_FIELDS}
     summary.duration_ms = (time.perf_counter() - start) * 1000
     tick = SchedulerTick.objects.create(
         started_at=now,
@@ -245,11 +248,14 @@ def _tick_unchanged(summary: TickSummary, *, fingerprint: str, trigger: str, sta
 CAPACITY_FIELDS = ("hosts_schedulable", "hosts_in_maintenance", "hosts_repair_failed")
 
 
-def _capacity_of(tick: SchedulerTick) -> dict[str, int] | None:
-    """The capacity a tick recorded, or None for a tick recorded before it was counted."""
-    if tick.hosts_schedulable is None:
-        return None
-    return {name: getattr(tick, name) for name in CAPACITY_FIELDS}
+def _lab_capacity(*, schedulable: int) -> dict[str, int]:
+    """The tick row's capacity fields: one GROUP BY over the hosts whatever the lab's size."""
+    by_status = selectors.hosts_by_status()
+    return {
+        "hosts_schedulable": schedulable,
+        "hosts_in_maintenance": sum(by_status[s] for s in selectors.MAINTENANCE_STATUSES),
+        "hosts_repair_failed": by_status[HostStatus.REPAIR_FAILED],
+    }
 
 
 def _apply(

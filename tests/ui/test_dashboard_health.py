@@ -88,15 +88,16 @@ def test_an_unchanged_tick_keeps_the_counts_and_a_status_change_recounts(sam):
 
 
 @pytest.mark.postgres
-def test_an_unchanged_tick_after_one_that_did_not_count_counts_itself(sam):
-    """Ticks recorded before the counts existed have none to copy."""
+def test_a_tick_after_one_recorded_before_the_counts_existed_counts_instead_of_copying(sam):
     lab_in_every_status(1, sam=sam)
     for _ in range(3):
         if services.scheduler_tick().unchanged:
             break
-    SchedulerTick.objects.update(**dict.fromkeys(CAPACITY))
+    SchedulerTick.objects.update(**dict.fromkeys(CAPACITY))  # as the migration leaves them
 
-    assert services.scheduler_tick().unchanged
+    assert not services.scheduler_tick().unchanged
+    assert capacity(latest()) == (2, 4, 1)
+    assert services.scheduler_tick().unchanged  # and from then on the fast path holds again
     assert capacity(latest()) == (2, 4, 1)
 
 

@@ -13,6 +13,8 @@ from jobs.choices import JobKind, JobStatus, ReleaseReason
 from jobs.models import Job, Lease
 from jobs.transitions import Mover
 
+TICK = Mover.SCHEDULER
+
 
 def _expired_message(lease: Lease) -> str:
     job = lease.job
@@ -38,43 +40,28 @@ def lease_expire_overdue(*, now: datetime) -> int:
     )
     if not overdue:
         return 0
+    said = _expired_message
     transitions.release_leases(
-        overdue,
-        reason=ReleaseReason.EXPIRED,
-        mover=Mover.SCHEDULER,
-        by=SCHEDULER,
-        at=now,
-        message=_expired_message,
+        overdue, reason=ReleaseReason.EXPIRED, mover=TICK, by=SCHEDULER, at=now, message=said
     )
     tests = [lease for lease in overdue if lease.job and lease.job.kind == JobKind.TEST]
     maintenance = [lease for lease in overdue if lease.job and lease.job.kind != JobKind.TEST]
     if tests:
-        recovery.retry_or_end(
-            tests,
-            end_as=JobStatus.ERROR,
-            mover=Mover.SCHEDULER,
-            at=now,
-            why="its runner stopped heartbeating",
-        )
+        why = "its runner stopped heartbeating"
+        recovery.retry_or_end(tests, end_as=JobStatus.ERROR, mover=TICK, at=now, why=why)
         # The runner vanished mid-job: the DUT may be fine, or not. A verify tells.
+        hosts = [lease.host_id for lease in tests]
+        why = "its job's runner stopped heartbeating: state unknown"
         transitions.move_hosts(
-            [lease.host_id for lease in tests],
-            to=HostStatus.NEEDS_VERIFY,
-            mover=Mover.SCHEDULER,
-            by=SCHEDULER,
-            why="its job's runner stopped heartbeating: state unknown",
-            at=now,
+            hosts, to=HostStatus.NEEDS_VERIFY, mover=TICK, by=SCHEDULER, why=why, at=now
         )
+    if maintenance:
+        ended = [lease.job_id for lease in maintenance]
+        text = "lease expired (runner stopped heartbeating)"
+        transitions.move_jobs(ended, to=JobStatus.ERROR, mover=TICK, at=now, message=text)
     for lease in maintenance:
-        transitions.move_jobs(
-            [lease.job_id],
-            to=JobStatus.ERROR,
-            mover=Mover.SCHEDULER,
-            at=now,
-            message="lease expired (runner stopped heartbeating)",
-        )
         recovery.maintenance_ended(
-            lease.job, host=lease.host, passed=None, mover=Mover.SCHEDULER, by=SCHEDULER, at=now
+            lease.job, host=lease.host, passed=None, mover=TICK, by=SCHEDULER, at=now
         )
     return len(overdue)
 
@@ -89,24 +76,18 @@ def job_timeout_overdue(*, now: datetime) -> int:
     )
     if not candidates:
         return 0
-    transitions.move_jobs(
-        candidates,
-        to=JobStatus.ABORTED,
-        mover=Mover.SCHEDULER,
-        at=now,
-        message="timed out: ran longer than its timeout",
-    )
+    text = "timed out: ran longer than its timeout"
+    transitions.move_jobs(candidates, to=JobStatus.ABORTED, mover=TICK, at=now, message=text)
     leases = list(
         Lease.objects.active().filter(job_id__in=candidates).select_related("host", "job")
     )
-    transitions.release_leases(
-        leases,
-        reason=ReleaseReason.TIMEOUT,
-        mover=Mover.SCHEDULER,
-        by=SCHEDULER,
-        at=now,
-        message=lambda lease: (
+
+    def said(lease: Lease) -> str:
+        return (
             f"job {lease.job.name} aborted after its timeout ({lease.job.timeout}); host released"
-        ),
+        )
+
+    transitions.release_leases(
+        leases, reason=ReleaseReason.TIMEOUT, mover=TICK, by=SCHEDULER, at=now, message=said
     )
     return len(candidates)

@@ -6,6 +6,7 @@ verify or a repair gets it before any test job (docs/health.md).
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
@@ -73,14 +74,14 @@ def expire_queued(*, now: datetime) -> int:
     if not overdue:
         return 0
     reasons = selectors.wait_reasons_for(overdue)
+    said: dict[str, list[int]] = defaultdict(list)  # one UPDATE per message, not per job
     for job in overdue:
         why = reasons.get(job.pk, {}).get("message", "no reason recorded")
+        text = f"expired after {job.expires_after} s in the queue; it waited because: {why}"
+        said[text].append(job.pk)
+    for text, ids in said.items():
         transitions.move_jobs(
-            [job.pk],
-            to=JobStatus.EXPIRED,
-            mover=Mover.SCHEDULER,
-            at=now,
-            message=f"expired after {job.expires_after} s in the queue; it waited because: {why}",
+            ids, to=JobStatus.EXPIRED, mover=Mover.SCHEDULER, at=now, message=text
         )
     return len(overdue)
 
@@ -190,19 +191,13 @@ def create_maintenance_jobs(
             for host, kind in due
         ]
     )
-    audit.record_many(
-        [
-            audit.entry(
-                EventKind.UPDATED,
-                actor=by,
-                host=host,
-                job_id=job.pk,
-                at=now,
-                message=f"{kind} job {job.pk} queued ({why})",
-            )
-            for (host, kind), job in zip(due, jobs, strict=True)
-        ]
-    )
+    events = []
+    for (host, kind), job in zip(due, jobs, strict=True):
+        text = f"{kind} job {job.pk} queued ({why})"
+        events.append(
+            audit.entry(EventKind.UPDATED, actor=by, host=host, job_id=job.pk, at=now, message=text)
+        )
+    audit.record_many(events)
     return jobs
 
 
@@ -222,22 +217,19 @@ def lease_maintenance(*, now: datetime) -> list[dict]:
     free = set(
         Host.objects.in_service(now).unleased().filter(pk__in=host_ids).values_list("pk", flat=True)
     )
-    misfits: list[tuple[int, str]] = []
+    misfits: dict[str, list[int]] = defaultdict(list)  # why → jobs: one UPDATE per reason
     pairs: list[tuple[Host, int, str]] = []
     for job_id, kind, host_id in queued:
         host = hosts.get(host_id)
         if host is None or host.status not in (*STARTS_FROM[kind], *HOLDS.values()):
-            misfits.append((job_id, f"host is {host.status if host else 'gone'}"))
+            misfits[f"host is {host.status if host else 'gone'}"].append(job_id)
         elif host_id in free and host.status in STARTS_FROM[kind]:
             pairs.append((host, job_id, kind))
             free.discard(host_id)
-    for job_id, why in misfits:
+    for why, ids in misfits.items():
+        text = f"not needed any more: {why}"
         transitions.move_jobs(
-            [job_id],
-            to=JobStatus.ABORTED,
-            mover=Mover.SCHEDULER,
-            at=now,
-            message=f"not needed any more: {why}",
+            ids, to=JobStatus.ABORTED, mover=Mover.SCHEDULER, at=now, message=text
         )
     if not pairs:
         return []

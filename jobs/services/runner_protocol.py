@@ -21,6 +21,9 @@ from jobs.services.staff import job_abort
 from jobs.transitions import Mover
 from schedsite.errors import Conflict, Forbidden, InvalidInput
 
+RUNNER = Mover.RUNNER
+COMPLETED, RELEASED, FAILED = ReleaseReason.COMPLETED, ReleaseReason.RELEASED, JobStatus.FAILED
+
 # The status a host waits in for the maintenance job of each kind.
 WAITS_FOR = {JobKind.VERIFY: HostStatus.NEEDS_VERIFY, JobKind.REPAIR: HostStatus.NEEDS_REPAIR}
 
@@ -92,44 +95,22 @@ def job_complete(
     host_broke = is_test and not host_ok
     if not (host_broke and result == JobStatus.FAILED):
         transitions.move_job(job, to=result, mover=Mover.RUNNER, at=at, message=message)
+    done = f"{'job' if is_test else job.kind + ' job'} {job.name} {result}"
+    done += f": {message[:200]}" if message else ""
     transitions.release_leases(
-        [lease],
-        reason=ReleaseReason.COMPLETED,
-        mover=Mover.RUNNER,
-        by=by,
-        at=at,
-        message=f"{'job' if is_test else job.kind + ' job'} {job.name} {result}"
-        + (f": {message[:200]}" if message else ""),
-        trigger="job completed",
+        [lease], reason=COMPLETED, mover=RUNNER, by=by, at=at, message=done, trigger="job completed"
     )
     if not is_test:
         job.message = message
-        recovery.maintenance_ended(
-            job,
-            host=lease.host,
-            passed=result == JobStatus.PASSED,
-            mover=Mover.RUNNER,
-            by=by,
-            at=at,
-        )
+        passed = result == JobStatus.PASSED
+        recovery.maintenance_ended(job, host=lease.host, passed=passed, mover=RUNNER, by=by, at=at)
     elif host_broke:
         if result == JobStatus.FAILED:
             lease.job = job
-            recovery.retry_or_end(
-                [lease],
-                end_as=JobStatus.FAILED,
-                mover=Mover.RUNNER,
-                at=at,
-                why=f"the runner reported it broken; {recovery.brief(message)}",
-                by=by,
-            )
-        transitions.mark_needs_repair(
-            [lease.host_id],
-            mover=Mover.RUNNER,
-            by=by,
-            why=f"runner reported the host broken after job {job.name}",
-            at=at,
-        )
+            why = f"the runner reported it broken; {recovery.brief(message)}"
+            recovery.retry_or_end([lease], end_as=FAILED, mover=RUNNER, at=at, why=why, by=by)
+        why = f"runner reported the host broken after job {job.name}"
+        transitions.mark_needs_repair([lease.host_id], mover=RUNNER, by=by, why=why, at=at)
     elif result == JobStatus.FAILED:
         recovery.check_failure_streak(lease.host, by=by, at=at)
     job.refresh_from_db()
@@ -213,14 +194,9 @@ def lease_hand_back(*, lease: Lease, by: Actor, reason: str, at: datetime | None
     if job.status != JobStatus.LEASED:
         raise Forbidden(f"job {job.pk} is {job.status}: only a job not started can be handed back")
     text = (reason or "").strip()[:500] or "runner stopping"
+    back = f"job {job.name} handed back: {text}"
     transitions.release_leases(
-        [lease],
-        reason=ReleaseReason.RELEASED,
-        mover=Mover.RUNNER,
-        by=by,
-        at=at,
-        message=f"job {job.name} handed back: {text}",
-        trigger="lease handed back",
+        [lease], reason=RELEASED, mover=RUNNER, by=by, at=at, message=back, trigger="handed back"
     )
     transitions.move_jobs(
         [job.pk],

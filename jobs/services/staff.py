@@ -32,14 +32,9 @@ def lease_release(
     text = reason.strip() or "released by hand"
     job = lease.job
     outcome, status = ("requeued", JobStatus.QUEUED) if requeue else ("aborted", JobStatus.ABORTED)
+    said = f"job {job.name} {outcome}: {text}" if job else text
     transitions.release_leases(
-        [lease],
-        reason=ReleaseReason.RELEASED,
-        mover=Mover.STAFF,
-        by=by,
-        at=at,
-        message=f"job {job.name} {outcome}: {text}" if job else text,
-        trigger="lease released",
+        [lease], reason=ReleaseReason.RELEASED, mover=Mover.STAFF, by=by, at=at, message=said
     )
     if job is not None:
         transitions.move_jobs(

@@ -23,9 +23,11 @@ class DeletedByService(GuardedDeleteAdmin):
     """Deletes, one or "delete selected", go through the service, which checks and audits them."""
 
     delete_service: ClassVar[Callable[..., Any]]  # takes the object by its model's name, and by=
+    delete_as: ClassVar[str] = ""  # the service's name for the object, when not its model's
 
     def delete_model(self, request: HttpRequest, obj: Model) -> None:
-        type(self).delete_service(**{obj._meta.model_name: obj}, by=request.user)
+        keyword = self.delete_as or obj._meta.model_name
+        type(self).delete_service(**{keyword: obj}, by=request.user)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
         for obj in queryset:
@@ -200,6 +202,7 @@ class HealthPolicyAdmin(DeletedByService):
     """Health policies, added, changed and deleted through the services, which audit them."""
 
     delete_service = services.health_policy_delete
+    delete_as = "policy"
     form = HealthPolicyForm
     list_display = ["name", "label_key", "every_jobs", "every_hours", "enabled"]
     list_filter = ["enabled"]

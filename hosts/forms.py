@@ -28,3 +28,23 @@ class BulkHostsForm(forms.Form):
     action = forms.ChoiceField(choices=[("lock", "Lock"), ("unlock", "Unlock")])
     hosts = AnyValueMultipleField(required=False)
     reason = forms.CharField(required=False)  # the service checks it
+
+
+class HealthPolicyForm(forms.Form):
+    """A health policy as typed on the policies page; hosts.services.health_policy_clean checks it.
+
+    Only the parsing is here (a number is a number, labels are split on spaces and commas);
+    every rule is the service's, so the page, the API and the admin refuse the same things.
+    """
+
+    name = forms.CharField(required=False, label="Name")
+    labels = forms.CharField(required=False, label="Labels")
+    every_jobs = forms.IntegerField(required=False, label="Every N test jobs")
+    every_hours = forms.IntegerField(required=False, label="Every N hours")
+    enabled = forms.BooleanField(required=False, label="Enabled")
+
+    def policy_fields(self) -> dict[str, object]:
+        """The service's keyword arguments (call after is_valid)."""
+        data = dict(self.cleaned_data)
+        data["labels"] = split_labels(data.get("labels", ""))
+        return data

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, path, register_converter
 
-from hosts import views
+from hosts import views, views_policies
 
 
 class NameConverter:
@@ -23,7 +23,7 @@ register_converter(NameConverter, "name")
 
 
 def hold(route: str, change: str) -> URLPattern:
-    """A lock, unlock, pause or resume route: one view, told which change; named after it."""
+    """A staff action's route (lock, verify…): one view, told which change; named after it."""
     return path(route, views.hold_change, {"change": change}, name=change)
 
 
@@ -33,10 +33,24 @@ urlpatterns = [
     path("hosts/<name:hostname>/", views.host_detail, name="host_detail"),
     hold("hosts/<name:hostname>/lock/", "host_lock"),
     hold("hosts/<name:hostname>/unlock/", "host_unlock"),
+    hold("hosts/<name:hostname>/verify/", "host_verify"),
+    hold("hosts/<name:hostname>/repair/", "host_repair"),
+    hold("hosts/<name:hostname>/retire/", "host_retire"),
     path("workers/", views.worker_list, name="worker_list"),
     path("workers/<name:name>/", views.worker_detail, name="worker_detail"),
     hold("workers/<name:name>/pause/", "worker_pause"),
     hold("workers/<name:name>/resume/", "worker_resume"),
+    path("health-policies/", views_policies.policy_list, name="policy_list"),
+    path("health-policies/<int:pk>/", views_policies.policy_detail, name="policy_detail"),
+    *(
+        path(
+            f"health-policies/<int:pk>/{change}/",
+            views_policies.policy_change,
+            {"change": change},
+            name=f"policy_{change}",
+        )
+        for change in ("enable", "disable", "delete")
+    ),
     path("suggest/labels/", views.label_suggest, name="label_suggest"),
     path("suggest/hosts/", views.host_suggest, name="host_suggest"),
 ]

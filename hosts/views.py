@@ -7,20 +7,25 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from django.conf import settings
+from django.contrib import messages
 from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 from django.http import HttpRequest, HttpResponse, QueryDict
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.text import capfirst
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
+from hosts import selectors as health
 from hosts import services
 from hosts.choices import HostStatus
 from hosts.filtersets import HostFilterSet, WorkerFilterSet
 from hosts.forms import BulkHostsForm, ReasonForm, split_labels
 from hosts.models import Host, HostEvent, Label, Worker
 from jobs import selectors
+from jobs import services as job_services
 from jobs.forms import RESERVE_DURATIONS
 from jobs.models import Job, Lease
 from schedsite import roles
@@ -200,12 +205,51 @@ def host_detail_context(request: HttpRequest, host: Host, **extra: Any) -> dict:
         "refresh": refresh_seconds(),
         "durations": RESERVE_DURATIONS,
         "live_url": reverse("hosts:host_detail", args=[host.hostname]),
+        **host_health_context(host),
     }
     context.update(extra)
     return context
 
 
-# One host: its state, lease, reservation and event timeline.
+def host_health_context(host: Host) -> dict:
+    """The health card: status, repair count, when the next check is due, maintenance history."""
+    check, policies = health.next_check(host, now=timezone.now())
+    busy = health.has_maintenance_job(host)
+    status = host.status
+    # The buttons shown are those the services would accept (docs/health.md#staff-actions).
+    shown = {
+        "verify": status in (HostStatus.READY, HostStatus.NEEDS_VERIFY) and not busy,
+        "repair": status not in (HostStatus.REPAIRING, HostStatus.RETIRED),
+        "retire": status != HostStatus.RETIRED,
+    }
+    return {
+        "next_check": check,
+        "policies": policies,
+        "history": health.maintenance_history(host),
+        "repair_max": settings.REPAIR_MAX_ATTEMPTS,
+        "maintenance_busy": busy,
+        "health_buttons": [
+            {**button, "confirm": button.get("confirm", "").format(host.hostname)}
+            for button in HEALTH_BUTTONS
+            if shown[button["action"]]
+        ],
+    }
+
+
+HEALTH_BUTTONS = [
+    {"action": "verify", "label": "Verify now", "icon": "check"},
+    {"action": "repair", "label": "Repair now", "icon": "play"},
+    {
+        "action": "retire",
+        "label": "Retire",
+        "danger": True,
+        "confirm": "Retire {}? It leaves service for good: no test or maintenance job runs on "
+        "it again. Its history is kept.",
+    },
+]
+
+
+# One host: its state, health, lease, reservation and event timeline.
 host_detail = detail_view(Host, host_detail_context)
 
 
@@ -281,13 +325,14 @@ WORKER = Target(
 
 @dataclass(frozen=True)
 class Switch:
-    """One hold action: whose, which service, and what the page says."""
+    """One staff action on a host or worker: whose, which service, and what the page says."""
 
     target: Target
     service: Callable[..., Any]
     deny: str  # what only staff may do, for the refusal
     done: str  # the message, formatted with the changed object
     reason_form: str = ""  # a lock or a pause: its form's prefix (lock_reason, lock_error)
+    error_form: str = ""  # a form without a reason that shows its own error (health_error)
 
 
 SWITCHES = {
@@ -303,6 +348,28 @@ SWITCHES = {
         "pause",
     ),
     "worker_resume": Switch(WORKER, services.worker_resume, "resume workers", "Resumed {0.name}"),
+    # The health card's buttons (docs/health.md#staff-actions).
+    "host_verify": Switch(
+        HOST,
+        job_services.host_verify_now,
+        "verify hosts",
+        "Verify job queued for {0.hostname}: it runs when the host is free",
+        error_form="health",
+    ),
+    "host_repair": Switch(
+        HOST,
+        job_services.host_repair_now,
+        "repair hosts",
+        "Repair job queued for {0.hostname}, with a fresh count of attempts",
+        error_form="health",
+    ),
+    "host_retire": Switch(
+        HOST,
+        services.host_delete,
+        "retire hosts",
+        "Retired {0.hostname}: kept with its history, out of service",
+        error_form="health",
+    ),
 }
 
 
@@ -338,7 +405,11 @@ def action_fragment(
 @ui_login_required
 @require_POST
 def hold_change(request: HttpRequest, change: str, **lookup: str) -> HttpResponse:
-    """Lock or unlock a host, pause or resume a worker (staff); a lock or pause needs a reason."""
+    """A staff action on a host or worker: lock, unlock, pause, resume, verify, repair, retire.
+
+    A lock or pause needs a reason. Refusals by the service show next to the form they came
+    from (or in the row), and the page stays as it was.
+    """
     switch = SWITCHES[change]
     if denied := staff_only(request, switch.deny):
         return denied
@@ -349,11 +420,12 @@ def hold_change(request: HttpRequest, change: str, **lookup: str) -> HttpRespons
         form = ReasonForm(request.POST)
         arguments["reason"] = form.cleaned_data["reason"] if form.is_valid() else ""
     try:
-        obj = switch.service(**arguments)
+        changed = switch.service(**arguments)
     except ServiceError as exc:
         extra = {}
+        if prefix := switch.reason_form or switch.error_form:
+            extra[f"{prefix}_error"] = exc.message
         if switch.reason_form:
-            extra[f"{switch.reason_form}_error"] = exc.message
             extra[f"{switch.reason_form}_reason"] = arguments["reason"]
         return action_fragment(
             request,
@@ -364,7 +436,17 @@ def hold_change(request: HttpRequest, change: str, **lookup: str) -> HttpRespons
             status=exc.status_code,
             **extra,
         )
-    return action_fragment(request, target, obj, message=switch.done.format(obj))
+    if changed is None:
+        # Retiring a host with no history deletes it: its page is gone, go to the list.
+        return gone_to_list(request, f"Deleted {obj}: it had no history to keep")
+    return action_fragment(request, target, changed, message=switch.done.format(changed))
+
+
+def gone_to_list(request: HttpRequest, message: str) -> HttpResponse:
+    """Leave the page of a host that no longer exists for the hosts list, saying why."""
+    messages.success(request, message)
+    url = reverse("hosts:host_list")
+    return HttpResponseClientRedirect(url) if getattr(request, "htmx", False) else redirect(url)
 
 
 # --- suggestions ----------------------------------------------------------------------------

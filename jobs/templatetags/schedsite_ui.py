@@ -25,9 +25,12 @@ register = template.Library()
 TONES: dict[str, dict[str, str]] = {
     "host": {
         "ready": "green",
+        "needs_verify": "teal",
+        "verifying": "indigo",
         "needs_repair": "amber",
         "repairing": "blue",
         "repair_failed": "red",
+        "retired": "grey",
     },
     "job": {
         "queued": "slate",
@@ -119,6 +122,8 @@ SECTIONS = {
     "hosts:host_detail": "hosts",
     "hosts:worker_list": "workers",
     "hosts:worker_detail": "workers",
+    "hosts:policy_list": "policies",
+    "hosts:policy_detail": "policies",
     "jobs:queue": "queue",
     "jobs:suite_list": "suites",
     "jobs:suite_detail": "suites",

@@ -1,0 +1,116 @@
+"""Reads for the host health card and the policies page: which policy applies, when it is due."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from hosts.choices import HostStatus
+from hosts.models import HealthPolicy, Host
+from jobs.choices import MAINTENANCE_KINDS, JobKind
+from jobs.models import Job, Lease
+from schedsite.ui.durations import human_duration
+
+HISTORY_SHOWN = 10  # maintenance jobs on a host's page
+
+# When a host that is not ready is checked next, whatever its policy says (docs/health.md).
+NOT_BY_POLICY = {
+    HostStatus.NEEDS_VERIFY: "due now: waiting for its verify job",
+    HostStatus.VERIFYING: "being verified now",
+    HostStatus.NEEDS_REPAIR: "after its repair (a passed repair counts as verified)",
+    HostStatus.REPAIRING: "after its repair (a passed repair counts as verified)",
+    HostStatus.REPAIR_FAILED: "not until staff press Repair now",
+    HostStatus.RETIRED: "never: the host is retired",
+}
+NO_POLICY = "no policy: never verified automatically"
+
+
+@dataclass(frozen=True)
+class NextCheck:
+    """When a host is verified next, and the policy that says so (None: no policy applies)."""
+
+    text: str
+    due: bool = False
+    policy: HealthPolicy | None = None
+
+
+def policy_check(
+    policy: HealthPolicy, *, last_verified_at: datetime | None, runs_since: int, now: datetime
+) -> NextCheck:
+    """When one policy makes a ready host due (the rule of jobs/scheduling/maintenance.py)."""
+    if last_verified_at is None:
+        return NextCheck("due now: never verified", True, policy)
+    parts = []
+    if policy.every_jobs:
+        left = policy.every_jobs - runs_since
+        if left <= 0:
+            return NextCheck(f"due now: {runs_since} jobs since its last verify", True, policy)
+        parts.append(f"after {left} more job{'s' if left != 1 else ''}")
+    if policy.every_hours:
+        seconds = (last_verified_at + timedelta(hours=policy.every_hours) - now).total_seconds()
+        if seconds <= 0:
+            return NextCheck(
+                f"due now: last verified over {policy.every_hours} h ago", True, policy
+            )
+        parts.append(f"in {human_duration(seconds)}")
+    if not parts:
+        return NextCheck("not again: the policy sets no period", False, policy)
+    return NextCheck(
+        " or ".join(parts) + (", whichever comes first" if len(parts) > 1 else ""), False, policy
+    )
+
+
+def policies_applying(
+    labels: Iterable[str], policies: Iterable[HealthPolicy]
+) -> list[HealthPolicy]:
+    """The enabled policies whose every label the host carries, by name."""
+    carried = set(labels)
+    return [p for p in policies if p.enabled and set(p.labels) <= carried]
+
+
+def next_check(host: Host, *, now: datetime) -> tuple[NextCheck, list[HealthPolicy]]:
+    """When the host is verified next, and every enabled policy that applies to it."""
+    applying = policies_applying(host.label_names, HealthPolicy.objects.order_by("name"))
+    if host.status in NOT_BY_POLICY:
+        return NextCheck(
+            NOT_BY_POLICY[host.status], host.status == HostStatus.NEEDS_VERIFY
+        ), applying
+    if not applying:
+        return NextCheck(NO_POLICY), applying
+    runs = test_runs_since(host, host.last_verified_at)
+    checks = [
+        policy_check(p, last_verified_at=host.last_verified_at, runs_since=runs, now=now)
+        for p in applying
+    ]
+    # A due policy first; otherwise the first by name (jobs and hours do not compare).
+    return min(checks, key=lambda c: not c.due), applying
+
+
+def test_runs_since(host: Host, since: datetime | None) -> int:
+    """Test jobs leased on the host since `since` (all of them when it is None)."""
+    leases = Lease.objects.filter(host=host, job__kind=JobKind.TEST)
+    if since is not None:
+        leases = leases.filter(acquired_at__gt=since)
+    return leases.count()
+
+
+def maintenance_history(host: Host, *, limit: int = HISTORY_SHOWN) -> list[Job]:
+    """The host's latest verify and repair jobs, newest first."""
+    jobs = Job.objects.filter(host=host, kind__in=MAINTENANCE_KINDS)
+    return list(jobs.order_by("-created_at", "-id")[:limit])
+
+
+def has_maintenance_job(host: Host) -> bool:
+    """Whether a verify or repair job is queued or running on the host."""
+    return Job.objects.unfinished().filter(host=host, kind__in=MAINTENANCE_KINDS).exists()
+
+
+def policies_with_host_counts() -> list[HealthPolicy]:
+    """Every policy by name, each with `n_hosts`: the hosts in service it selects."""
+    policies = list(HealthPolicy.objects.order_by("name"))
+    hosts = Host.objects.exclude(status=HostStatus.RETIRED)
+    # One count per policy: a lab keeps a handful, and `carrying` is one grouped subquery.
+    for policy in policies:
+        policy.n_hosts = hosts.carrying(policy.labels).count()
+    return policies

@@ -237,13 +237,11 @@ def test_the_capacity_chart_draws_three_series_from_the_ticks(alice_client, sam)
     lines = re.findall(r'<path class="line tone-(\w+)"', chart)
     assert lines == ["blue", "amber", "slate"]
     legend = re.findall(r'<span class="swatch tone-(\w+)"></span>([^<]+)</li>', chart)
-    assert legend == [
-        ("blue", "Schedulable"),
-        ("amber", "In maintenance"),
-        ("slate", "Repair failed"),
-    ]
-    assert "1 schedulable · 1 in maintenance · 1 failed" in chart
-    assert "Repair failed: now 1, peak 1, low 0" in chart  # the text a screen reader gets
+    assert legend == [("blue", "Free"), ("amber", "In maintenance"), ("slate", "Failed")]
+    assert '<span class="chart-now">1 free now</span>' in chart
+    # What a screen reader gets: every series now and over the ticks.
+    assert "Free: now 1, peak 2, low 1; In maintenance: now 1, peak 1, low 1" in chart
+    assert "Failed: now 1, peak 1, low 0" in chart
 
 
 def test_the_capacity_chart_leaves_out_ticks_that_did_not_count(alice_client):

@@ -16,17 +16,7 @@ from jobs import services
 from tests import factories as f
 from tests.ui.browser.conftest import screenshot, sign_in
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.parametrize("debug", [True, False], ids=["DEBUG=1", "DEBUG=0"]),
-]
-
-
-@pytest.fixture(autouse=True)
-def _debug(settings, debug: bool) -> None:  # noqa: ANN001
-    # pytest-django forces DEBUG off; the live server reads the setting on every request.
-    settings.DEBUG = debug
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def a_lab_losing_hosts(sam) -> list:  # noqa: ANN001
@@ -47,7 +37,9 @@ def a_lab_losing_hosts(sam) -> list:  # noqa: ANN001
     return hosts
 
 
-def test_staff_see_who_failed_repair_and_the_capacity_chart(page, sam, debug):  # noqa: ANN001
+@pytest.mark.parametrize("debug", [True, False], ids=["DEBUG=1", "DEBUG=0"])
+def test_staff_see_who_failed_repair_and_the_capacity_chart(page, sam, settings, debug):  # noqa: ANN001
+    settings.DEBUG = debug  # pytest-django forces it off; the live server reads it per request
     hosts = a_lab_losing_hosts(sam)
     sign_in(page, "sam", "sam-pass")
 

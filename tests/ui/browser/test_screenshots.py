@@ -121,9 +121,9 @@ def test_a_tour_of_every_page_with_screenshots(page, settings):
         screenshot(page, name)
         screenshot(page, f"{name}-full", full_page=True)
 
-    # The dashboard draws its three charts from the recorded ticks.
+    # The dashboard draws its four charts from the recorded ticks (capacity has three lines).
     page.goto("/")
-    expect(page.locator("svg.chart-svg path.line")).to_have_count(4)
+    expect(page.locator("svg.chart-svg path.line")).to_have_count(7)
     # The suite form's label suggestions, as a tester sees them.
     page.goto("/suites/new/")
     page.locator(".job-row").first.get_by_label("Labels the host needs").fill("board:eve po")

@@ -1,4 +1,4 @@
-"""Web UI routes for the queue, suites and leases (docs/ui.md#pages)."""
+"""Web UI routes for the queue, suites, jobs and leases (docs/ui.md#pages)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ urlpatterns = [
     path("suites/new/job-row/", views.suite_job_row, name="suite_job_row"),
     path("suites/<int:pk>/", views.suite_detail, name="suite_detail"),
     path("suites/<int:pk>/abort/", views.suite_abort, name="suite_abort"),
+    path("jobs/<int:pk>/", views.job_detail, name="job_detail"),
+    path("jobs/<int:pk>/output.txt", views.job_output, name="job_output"),
     path("leases/", views.lease_list, name="lease_list"),
     path("leases/<int:pk>/release/", views.lease_release, name="lease_release"),
 ]

@@ -1,4 +1,4 @@
-"""Queue, suites (list, detail, submit, abort) and leases (list, reserve, release) pages."""
+"""Queue, suites (list, detail, submit, abort), jobs (detail, output) and leases pages."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from hosts.models import Host
 from hosts.views import host_detail_context
-from jobs import limits, selectors, services
+from jobs import job_history, limits, selectors, services
 from jobs.choices import JobStatus, SuiteStatus
 from jobs.filtersets import JobFilterSet, LeaseFilterSet, SuiteFilterSet
 from jobs.forms import (
@@ -114,6 +114,7 @@ def _suite_rows(suites: list[Suite]) -> list[dict[str, Any]]:
             "counts": counts.get(s.pk, {}),
             "held": held.get(s.pk, 0),
             "status": s.status_from_counts(counts.get(s.pk, {})),
+            "outcome": job_history.suite_outcome(counts.get(s.pk, {})),
         }
         for s in suites
     ]
@@ -149,7 +150,8 @@ def suite_detail_context(request: HttpRequest, suite: Suite, **extra: Any) -> di
     filterset = JobFilterSet(query, queryset=suite.jobs.select_related("host").order_by("id"))
     page = paginate(filterset.qs, request.GET.get("page"), SUITE_JOBS_PER_PAGE)
     jobs = list(page.object_list)
-    leases = selectors.active_leases_by_job([j.pk for j in jobs])
+    # The latest lease: where a job runs now, or the host it last ran on once it finished.
+    leases = job_history.last_leases_by_job([j.pk for j in jobs])
     queued = [j for j in jobs if j.status == JobStatus.QUEUED]
     reasons = selectors.wait_reasons_for(queued) if queued else {}
     can_manage = roles.can_manage(request.user, suite.owner_id)
@@ -158,6 +160,8 @@ def suite_detail_context(request: HttpRequest, suite: Suite, **extra: Any) -> di
         "counts": counts,
         "held": held,
         "status": status,
+        "outcome": job_history.suite_outcome(counts),
+        "results_by_name": job_history.suite_results_by_name(suite),
         "job_rows": [
             {"job": j, "lease": leases.get(j.pk), "reason": reasons.get(j.pk)} for j in jobs
         ],
@@ -176,6 +180,49 @@ def suite_detail_context(request: HttpRequest, suite: Suite, **extra: Any) -> di
 
 # One suite and its jobs: status, hosts, attempts and why the queued ones wait.
 suite_detail = detail_view(Suite, suite_detail_context)
+
+
+# --- jobs -----------------------------------------------------------------------------------
+
+
+def job_detail_context(request: HttpRequest, job: Job, **extra: Any) -> dict[str, Any]:
+    """One job: its facts, every attempt with its host and events, and why it waits."""
+    job = Job.objects.select_related("suite", "host__worker", "owner").get(pk=job.pk)
+    now = timezone.now()
+    queued = job.status == JobStatus.QUEUED
+    order = selectors.queue_order_ids().ids if queued else []
+    context = {
+        "job": job,
+        "attempts": job_history.job_attempts(job, now=now),
+        "reason": selectors.wait_reasons_for([job]).get(job.pk) if queued else None,
+        "position": job_history.queue_position(job, order) if queued else None,
+        "queue_length": len(order),
+        "unfinished": job.status in UNFINISHED_JOB_STATUSES,
+        "ran_seconds": (
+            (job.finished_at - job.started_at).total_seconds()
+            if job.finished_at and job.started_at
+            else None
+        ),
+        "now": now,
+        "refresh": refresh_seconds(),
+        "live_url": reverse("jobs:job_detail", args=[job.pk]),
+    }
+    context.update(extra)
+    return context
+
+
+# One job and its attempts; anyone signed in may read it, as they may read its suite.
+job_detail = detail_view(Job, job_detail_context)
+
+
+@ui_login_required
+@require_GET
+def job_output(request: HttpRequest, pk: int) -> HttpResponse:
+    """The job's output (its message) as a text file to download."""
+    job = get_object_or_404(Job, pk=pk)
+    response = HttpResponse(job.message, content_type="text/plain; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="job-{job.pk}-output.txt"'
+    return response
 
 
 @ui_login_required

@@ -10,7 +10,8 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from hosts.models import Host
+from hosts.choices import EventKind, HostStatus
+from hosts.models import Host, HostEvent
 from jobs.api.fields import (
     LabelListField,
     PriorityField,
@@ -20,6 +21,7 @@ from jobs.api.fields import (
 )
 from jobs.choices import JobKind, JobStatus, Priority, ReleaseReason, SuiteStatus
 from jobs.filtersets import RESERVATION
+from jobs.job_history import Attempt, suite_outcome
 from jobs.models import Job, Lease, SchedulerTick, Suite, decode_labels
 from jobs.services import JobSpec
 from jobs.services.submission import MAX_EXPIRES_AFTER
@@ -361,6 +363,74 @@ class JobAbortInputSerializer(serializers.Serializer):
     reason = StrictCharField(max_length=500, allow_blank=True, default="")
 
 
+class AttemptEventSerializer(serializers.ModelSerializer):
+    """One audit event of an attempt: on its host while it held the host, or about its lease."""
+
+    kind = serializers.ChoiceField(EventKind.choices, read_only=True)
+    # Blank on events that are not status changes; the schema has to say so.
+    old_status = serializers.ChoiceField(HostStatus.choices, allow_blank=True, read_only=True)
+    new_status = serializers.ChoiceField(HostStatus.choices, allow_blank=True, read_only=True)
+
+    class Meta:
+        model = HostEvent
+        fields = ["id", "created_at", "kind", "actor", "subject", "old_status", "new_status"]
+        fields += ["message", "lease_id"]
+        read_only_fields = fields
+
+
+ATTEMPT_RESULTS = sorted({*JobStatus.values, *ReleaseReason.values} - {JobStatus.QUEUED})
+
+
+class JobAttemptSerializer(serializers.Serializer):
+    """One try of a job: the lease it ran under, its host, what came of it and its events."""
+
+    id = serializers.IntegerField(source="lease.pk", help_text="The lease's id.")
+    number = serializers.IntegerField(help_text="1 = the first attempt.")
+    host = serializers.CharField(source="lease.host.hostname")
+    worker = serializers.CharField(
+        source="lease.host.worker.name",
+        allow_null=True,
+        default=None,
+        help_text="The host's worker (now).",
+    )
+    acquired_at = serializers.DateTimeField(source="lease.acquired_at")
+    started_at = serializers.DateTimeField(
+        allow_null=True, help_text="When the runner started the test (null: never started)."
+    )
+    heartbeat_at = serializers.DateTimeField(source="lease.heartbeat_at", allow_null=True)
+    released_at = serializers.DateTimeField(
+        source="lease.released_at", allow_null=True, help_text="Null while it holds the host."
+    )
+    release_reason = serializers.ChoiceField(
+        source="lease.release_reason", choices=ReleaseReason.choices, allow_blank=True
+    )
+    released_by = serializers.CharField(source="lease.released_by", allow_blank=True)
+    host_failed = serializers.BooleanField(
+        source="lease.host_failed", help_text="It ended because its host failed under the job."
+    )
+    result = serializers.ChoiceField(
+        choices=ATTEMPT_RESULTS,
+        help_text="The job's status while this attempt holds it or when this attempt ended it; "
+        "failed for a try whose host broke; otherwise how the lease ended (expired, released, "
+        "timeout, aborted).",
+    )
+    message = serializers.CharField(
+        allow_blank=True,
+        help_text="The job's output (up to 10,000 characters) if this attempt ended the job; "
+        "else the message of the event that ended the lease.",
+    )
+    retried_because = serializers.SerializerMethodField()
+    events = AttemptEventSerializer(many=True, help_text="Oldest first.")
+
+    @extend_schema_field(
+        serializers.CharField(
+            allow_null=True, help_text="Why the job went back to the queue after this attempt."
+        )
+    )
+    def get_retried_because(self, attempt: Attempt) -> str | None:
+        return attempt.retried_because or None
+
+
 # --- suites ---------------------------------------------------------------------------------
 
 
@@ -374,12 +444,22 @@ class JobCountsSerializer(serializers.Serializer):
         return {status: serializers.IntegerField() for status in JobStatus.values}
 
 
+class SuiteOutcomeSerializer(serializers.Serializer):
+    """How a suite's jobs came out; a completed suite passed only if all passed."""
+
+    passed = serializers.IntegerField()
+    failed = serializers.IntegerField(help_text="failed, error or expired.")
+    aborted = serializers.IntegerField()
+    unfinished = serializers.IntegerField(help_text="queued, leased or running.")
+
+
 class SuiteSerializer(serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:suite-detail")
     owner = RelatedName("owner.username")
     priority = serializers.IntegerField(read_only=True)
     status = serializers.SerializerMethodField()
     job_counts = serializers.SerializerMethodField()
+    outcome = serializers.SerializerMethodField()
     jobs_total = serializers.SerializerMethodField()
     hosts_held = serializers.SerializerMethodField()
     fanout_labels = serializers.SerializerMethodField()
@@ -398,6 +478,7 @@ class SuiteSerializer(serializers.ModelSerializer):
             "owner",
             "status",
             "job_counts",
+            "outcome",
             "jobs_total",
             "hosts_held",
             "fanout_labels",
@@ -417,6 +498,10 @@ class SuiteSerializer(serializers.ModelSerializer):
     @extend_schema_field(JobCountsSerializer)
     def get_job_counts(self, suite: Suite) -> dict[str, int]:
         return JobCountsSerializer().to_representation(self._counts(suite))
+
+    @extend_schema_field(SuiteOutcomeSerializer)
+    def get_outcome(self, suite: Suite) -> dict[str, int]:
+        return suite_outcome(self._counts(suite))
 
     def get_jobs_total(self, suite: Suite) -> int:
         return sum(self._counts(suite).values())

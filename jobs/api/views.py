@@ -14,7 +14,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from jobs import selectors, services
+from jobs import job_history, selectors, services
 from jobs.api import idempotency
 from jobs.api import serializers as s
 from jobs.filtersets import JobFilterSet, LeaseFilterSet, SuiteFilterSet
@@ -150,6 +150,7 @@ class JobViewSet(ReadViewSet):
     action_summaries = {
         "list": "List jobs (filter status, suite, label, host, owner, q)",
         "retrieve": "One job, with its wait reason and active lease",
+        "attempts": "A job's attempts in order: each lease, its host, result, retry reason, events",
         "create": "Submit a standalone job",
         "start": "Runner protocol: the test has begun (leased → running)",
         "complete": "Runner protocol: report passed/failed; releases the lease",
@@ -186,6 +187,12 @@ class JobViewSet(ReadViewSet):
 
     def retrieve(self, request: Request, pk: str) -> Response:
         return Response(self._render([self.get_object()])[0])
+
+    @extend_schema(responses=s.JobAttemptSerializer(many=True), filters=False)
+    @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
+    def attempts(self, request: Request, pk: str) -> Response:
+        job = self.get_object()
+        return Response(s.JobAttemptSerializer(job_history.job_attempts(job), many=True).data)
 
     @idempotent_create({201: s.JobSerializer, 429: TOO_MANY})
     def create(self, request: Request) -> Response:

@@ -89,6 +89,7 @@ ACTIONS = [
     # jobs
     Action("job list", "get", "/api/jobs/", READ),
     Action("job detail", "get", lambda lab: f"/api/jobs/{lab.queued.pk}/", READ),
+    Action("job attempts", "get", lambda lab: f"/api/jobs/{lab.running.pk}/attempts/", READ),
     Action("job create", "post", "/api/jobs/", ANY_USER_CREATES, NEW_JOB),
     Action(
         "job start",

@@ -55,7 +55,7 @@ def test_a_locked_host_is_not_leased_and_the_waiting_job_is_told_about_the_lock(
     reason = result.wait_reasons[2]
     assert reason.code == "outranked"
     assert reason.message == (
-        "Outranked: 1 matching host went to 1 job ahead of it this tick; 1 other: 1 locked"
+        "1 free host went to a job ahead of it in the queue; the other one is locked"
     )
     assert reason.details["locked"] == 1
 
@@ -197,7 +197,7 @@ def test_a_pinned_job_waits_its_turn_by_priority() -> None:
     assert leases(result) == {2: 1}
     reason = result.wait_reasons[1]
     assert reason.code == "outranked"
-    assert reason.message == "Outranked: pinned host h1 went to a job ahead of it this tick"
+    assert reason.message == "Its pinned host h1 went to a job ahead of it in the queue"
 
 
 def test_a_pinned_job_gets_its_host_when_an_earlier_job_can_use_another() -> None:
@@ -289,7 +289,10 @@ def test_reason_counts_busy_and_locked_matching_hosts() -> None:
     ]
     reason = _reason(hosts, job(1, "board:x", priority=80))
     assert reason.code == "hosts_unavailable"
-    assert reason.message == "3 matching hosts: 2 busy (running priority ≤ 70), 1 locked"
+    assert (
+        reason.message
+        == "None of the 3 hosts that fit is free: 2 busy running priority ≤ 70 jobs, 1 locked"
+    )
     assert reason.details["busy"] == 2
     assert reason.details["max_running_priority"] == 70
 
@@ -300,8 +303,8 @@ def test_reason_counts_reserved_paused_offline_and_not_ready_hosts() -> None:
     reason = _reason(hosts, job(1))
     assert reason.code == "hosts_unavailable"
     assert reason.message == (
-        "5 matching hosts: 1 busy (1 reserved manually), 1 on a paused worker, "
-        "2 on an offline worker, 1 not ready"
+        "None of the 5 hosts that fit is free: 1 reserved by hand, 1 on a paused worker, "
+        "2 on an offline worker, 1 not ready (being checked or repaired)"
     )
 
 
@@ -312,8 +315,8 @@ def test_reason_counts_the_hosts_that_went_to_jobs_ahead() -> None:
     reason = result.wait_reasons[3]
     assert reason.code == "outranked"
     assert reason.message == (
-        "Outranked: 2 matching hosts went to 2 jobs ahead of it this tick; "
-        "1 other: 1 busy (running priority ≤ 70)"
+        "2 free hosts went to 2 jobs ahead of it in the queue; "
+        "the other one is busy running a priority 70 job"
     )
     assert reason.details["outranked_by"] == 2
 
@@ -334,11 +337,14 @@ def test_reason_names_the_labels_the_pinned_host_lacks() -> None:
 
 def test_reason_for_a_pinned_host_in_each_unusable_state() -> None:
     cases = {
-        "pinned_host_busy": (dict(leased=True, lease_priority=70), "is busy (running priority 70)"),
+        "pinned_host_busy": (
+            dict(leased=True, lease_priority=70),
+            "is busy (running a priority 70 job)",
+        ),
         "pinned_host_locked": (dict(locked=True, lock_reason="flashing"), "is locked: flashing"),
         "pinned_host_paused": (dict(worker_paused=True), "is on a paused worker"),
         "pinned_host_offline": (dict(worker_offline=True), "is on an offline worker"),
-        "pinned_host_not_ready": (dict(ready=False), "is not ready"),
+        "pinned_host_not_ready": (dict(ready=False), "is not ready (being checked or repaired)"),
     }
     for code, (state, words) in cases.items():
         reason = _reason([host(1, **state), host(2)], job(1, pinned=1))
@@ -347,7 +353,7 @@ def test_reason_for_a_pinned_host_in_each_unusable_state() -> None:
 
 def test_reason_for_a_pinned_host_reserved_by_hand() -> None:
     reason = _reason([host(1, leased=True)], job(1, pinned=1))
-    assert reason.message == "Pinned host h1 is busy (reserved manually)"
+    assert reason.message == "Pinned host h1 is busy (reserved by hand)"
 
 
 def test_waiting_jobs_of_one_class_share_one_reason_stored_under_their_class_key() -> None:

@@ -244,7 +244,7 @@ def test_the_suite_page_lists_its_jobs_hosts_and_wait_reasons(alice_client, alic
     services.scheduler_tick()
     html = alice_client.get(f"/suites/{suite.pk}/").content.decode()
     assert "h1.lab" in html and "h2.lab" in html
-    assert "2 matching hosts" in html  # the third job waits: both hosts busy
+    assert "2 free hosts went to 2 jobs ahead of it in the queue" in html  # the third waits
     assert "Abort suite" in html
 
 

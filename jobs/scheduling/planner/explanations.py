@@ -57,26 +57,39 @@ class _Tally:
         if self.max_priority is None or priority > self.max_priority:
             self.max_priority = priority
 
-    def unavailable(self) -> str:
-        """Describe the unusable hosts, e.g. '2 busy (running priority ≤ 70), 1 locked'."""
+    def unavailable_parts(self) -> list[str]:
+        """The unusable hosts by cause, e.g. ['2 busy running priority ≤ 70 jobs', '1 locked']."""
         parts = []
         busy, reserved = self.counts["busy"], self.counts["reserved"]
-        if busy or reserved:
-            notes = []
-            if busy:
-                notes.append(f"running priority ≤ {self.max_priority}")
-            if reserved:
-                notes.append(f"{reserved} reserved manually")
-            parts.append(f"{busy + reserved} busy ({', '.join(notes)})")
+        if busy == 1:
+            parts.append(f"1 busy running a priority {self.max_priority} job")
+        elif busy:
+            parts.append(f"{busy} busy running priority ≤ {self.max_priority} jobs")
+        if reserved:
+            parts.append(f"{reserved} reserved by hand")
         for key, words in (
             ("locked", "locked"),
             ("paused", "on a paused worker"),
             ("offline", "on an offline worker"),
-            ("not_ready", "not ready"),
+            ("not_ready", "not ready (being checked or repaired)"),
         ):
             if self.counts[key]:
                 parts.append(f"{self.counts[key]} {words}")
-        return ", ".join(parts)
+        return parts
+
+    def unavailable(self) -> str:
+        """Describe the unusable hosts, e.g. '2 busy running priority ≤ 70 jobs, 1 locked'."""
+        return ", ".join(self.unavailable_parts())
+
+    def say(self, n: int, one: str, many: str, mixed: str) -> str:
+        """Say why n hosts are not free: "All 3 … are locked" when one cause covers them all."""
+        parts = self.unavailable_parts()
+        if len(parts) > 1:
+            return f"{mixed.format(n=n)}{', '.join(parts)}"
+        cause = parts[0].split(" ", 1)[1]  # the count is said once, in the subject
+        if n == 1:
+            return f"{one} is {cause}"
+        return f"{many.format(n=n)} are {cause}"
 
     def details(self) -> dict[str, object]:
         return {
@@ -194,20 +207,22 @@ class Explainer:
             return self._pinned(self.hosts_by_id[job.pinned_host_id])
         tally = self.tally(job.labels)
         if not tally.counts["free"]:
-            return WaitReason(
-                "hosts_unavailable",
-                f"{_plural(tally.total, 'matching host')}: {tally.unavailable()}",
-                tally.details(),
+            message = tally.say(
+                tally.total,
+                "The only host that fits",
+                "Both hosts that fit" if tally.total == 2 else "All {n} hosts that fit",
+                "None of the {n} hosts that fit is free: ",
             )
+            return WaitReason("hosts_unavailable", message, tally.details())
         # Work conservation: every free matching host was leased this tick, to jobs ahead.
         went = sum(self.matching.used[c] for c in bit_indexes(self.matching.eligible[j]))
-        message = (
-            f"Outranked: {_plural(went, 'matching host')} went to "
-            f"{_plural(went, 'job')} ahead of it this tick"
-        )
+        jobs = "a job" if went == 1 else f"{went} jobs"
+        message = f"{_plural(went, 'free host')} went to {jobs} ahead of it in the queue"
         others = tally.total - tally.counts["free"]
         if others:
-            message += f"; {_plural(others, 'other')}: {tally.unavailable()}"
+            message += "; " + tally.say(
+                others, "the other one", "the other {n}", "of the other {n}, "
+            )
         return WaitReason("outranked", message, {**tally.details(), "outranked_by": went})
 
     def _pinned(self, host: HostState) -> WaitReason:
@@ -217,7 +232,7 @@ class Explainer:
         if blocker is None:
             return WaitReason(
                 "outranked",
-                f"Outranked: pinned host {name} went to a job ahead of it this tick",
+                f"Its pinned host {name} went to a job ahead of it in the queue",
                 {**details, "outranked_by": 1},
             )
         if blocker == "locked":
@@ -229,9 +244,9 @@ class Explainer:
             )
         if blocker in ("busy", "reserved"):
             note = (
-                f"running priority {host.lease_priority}"
+                f"running a priority {host.lease_priority} job"
                 if blocker == "busy"
-                else "reserved manually"
+                else "reserved by hand"
             )
             return WaitReason(
                 "pinned_host_busy",
@@ -241,7 +256,7 @@ class Explainer:
         words = {
             "paused": "is on a paused worker",
             "offline": "is on an offline worker",
-            "not_ready": "is not ready",
+            "not_ready": "is not ready (being checked or repaired)",
         }
         return WaitReason(f"pinned_host_{blocker}", f"Pinned host {name} {words[blocker]}", details)
 

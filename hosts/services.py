@@ -457,6 +457,7 @@ def hosts_bulk_lock(
 
 # The most a policy's period may be: beyond these a policy would in effect never fire.
 POLICY_LIMITS = {"every_jobs": 1_000_000, "every_hours": 100_000}
+POLICY_PERIODS = {"every_jobs": "every N test jobs", "every_hours": "every N hours"}
 POLICY_FIELDS = ("name", "labels", "every_jobs", "every_hours", "enabled")
 
 
@@ -473,7 +474,8 @@ def _policy_period(field: str, value: object) -> int | None:
     # bool is an int to Python; True is not a period anyone meant.
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
         raise InvalidInput(
-            f"{field}: a whole number from 1 to {most}, or empty for never", field=field
+            f"{POLICY_PERIODS[field]}: a whole number from 1 to {most}, or empty for never",
+            field=field,
         )
     return value
 

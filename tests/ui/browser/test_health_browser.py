@@ -1,0 +1,121 @@
+"""Host health in a real browser: the staff buttons, the status filter and the policies page."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from hosts.choices import HostStatus
+from hosts.models import HealthPolicy, Host
+from jobs import services
+from jobs.choices import JobKind
+from jobs.models import Job
+from tests import factories as f
+from tests.ui.browser.conftest import assert_not_reloaded, mark_page, sign_in
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+SHOTS = Path("/tmp")
+
+
+def failed_repairs(host: Host) -> None:
+    Host.objects.filter(pk=host.pk).update(status=HostStatus.REPAIR_FAILED, repair_attempts=3)
+
+
+def health_card(page):  # noqa: ANN001, ANN201
+    return page.locator("#host-health")
+
+
+def test_staff_repair_verify_and_retire_hosts_from_their_pages(page, sam, lab):
+    failed_repairs(lab.h1)
+    sign_in(page, "sam", "sam-pass")
+
+    page.goto("/hosts/h1.lab/")
+    mark_page(page)
+    card = health_card(page)
+    expect(card).to_contain_text("Repair failed")
+    expect(card).to_contain_text("3 of 3 failed in a row")
+    expect(card.get_by_role("button", name="Verify now")).to_have_count(0)
+    page.screenshot(path=str(SHOTS / "health-host-repair-failed.png"), full_page=True)
+    card.get_by_role("button", name="Repair now").click()
+    expect(page.locator("#toast")).to_contain_text("Repair job queued for h1.lab")
+    expect(health_card(page)).to_contain_text("0 of 3")
+    assert_not_reloaded(page)
+    assert Job.objects.filter(host=lab.h1, kind=JobKind.REPAIR).exists()
+
+    page.goto("/hosts/h2.lab/")
+    health_card(page).get_by_role("button", name="Verify now").click()
+    expect(page.locator("#toast")).to_contain_text("Verify job queued for h2.lab")
+    expect(health_card(page)).to_contain_text("A verify or repair job is queued or running")
+    assert Job.objects.filter(host=lab.h2, kind=JobKind.VERIFY).exists()
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    health_card(page).get_by_role("button", name="Retire").click()
+    expect(page.locator("#toast")).to_contain_text("Retired h2.lab")
+    expect(page.locator("#host-detail .page-head")).to_contain_text("Retired")
+    expect(health_card(page).get_by_role("button")).to_have_count(0)
+    assert Host.objects.get(pk=lab.h2.pk).status == HostStatus.RETIRED
+    page.screenshot(path=str(SHOTS / "health-host-retired.png"), full_page=True)
+
+
+def test_retiring_a_leased_host_says_why_not_in_the_card(page, sam, lab):
+    f.job("busy", ["board:kevin"])
+    services.scheduler_tick()  # h3.lab holds the lease
+    sign_in(page, "sam", "sam-pass")
+    page.goto("/hosts/h3.lab/")
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    health_card(page).get_by_role("button", name="Retire").click()
+
+    expect(page.locator("#health-error")).to_contain_text("has an active lease; release it first")
+    expect(health_card(page).get_by_role("button", name="Retire")).to_be_visible()
+    assert Host.objects.get(pk=lab.h3.pk).status == HostStatus.READY
+    page.screenshot(path=str(SHOTS / "health-retire-refused.png"), full_page=True)
+
+
+def test_staff_filter_the_hosts_list_by_repair_failed(page, sam, lab):
+    failed_repairs(lab.h3)
+    sign_in(page, "sam", "sam-pass")
+    page.get_by_role("link", name="Hosts", exact=True).click()
+
+    page.get_by_label("Repair failed").check()
+
+    expect(page).to_have_url(re.compile(r"/hosts/\?.*status=repair_failed"))
+    rows = page.locator("#hosts-table tbody tr")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("h3.lab")
+    expect(rows.first.locator(".badge.tone-red")).to_have_text("Repair failed")
+    page.screenshot(path=str(SHOTS / "health-hosts-repair-failed.png"))
+
+
+def test_staff_add_a_policy_after_fixing_a_bad_value(page, sam, lab):
+    sign_in(page, "sam", "sam-pass")
+    page.get_by_role("link", name="Health policies").click()
+    expect(page.get_by_role("heading", name="Health policies")).to_be_visible()
+    mark_page(page)
+
+    page.get_by_label("Name").fill("eve daily")
+    page.get_by_label("Labels").fill("board:eve")
+    page.get_by_label("Every N hours").fill("0")
+    page.get_by_role("button", name="Add policy").click()
+
+    error = page.locator("#id_every_hours-error")
+    expect(error).to_contain_text("Every N hours: a whole number from 1 to 100000")
+    expect(page.get_by_label("Name")).to_have_value("eve daily")  # what was typed is kept
+    assert not HealthPolicy.objects.exists()
+    page.screenshot(path=str(SHOTS / "health-policy-error.png"), full_page=True)
+
+    page.get_by_label("Every N hours").fill("24")
+    page.get_by_role("button", name="Add policy").click()
+
+    expect(page.locator("#toast")).to_contain_text("Added health policy eve daily")
+    row = page.locator("#policies tbody tr").first
+    expect(row).to_contain_text("eve daily")
+    expect(row).to_contain_text("board:eve")
+    expect(row.locator("td.num").last).to_have_text("2")  # h1.lab and h2.lab carry board:eve
+    assert_not_reloaded(page)
+    assert HealthPolicy.objects.get().every_hours == 24
+    page.screenshot(path=str(SHOTS / "health-policies.png"), full_page=True)

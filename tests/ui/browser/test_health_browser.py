@@ -6,15 +6,18 @@ import re
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 from playwright.sync_api import expect
 
+from hosts import services as host_services
 from hosts.choices import HostStatus
 from hosts.models import HealthPolicy, Host
 from jobs import services
-from jobs.choices import JobKind
+from jobs.choices import JobKind, JobStatus
 from jobs.models import Job
+from jobs.scheduling.maintenance import create_maintenance_jobs
 from tests import factories as f
-from tests.ui.browser.conftest import assert_not_reloaded, mark_page, sign_in
+from tests.ui.browser.conftest import assert_not_reloaded, mark_page, screenshot, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -119,3 +122,40 @@ def test_staff_add_a_policy_after_fixing_a_bad_value(page, sam, lab):
     assert_not_reloaded(page)
     assert HealthPolicy.objects.get().every_hours == 24
     page.screenshot(path=str(SHOTS / "health-policies.png"), full_page=True)
+
+
+def run_maintenance(host: Host, result: str, message: str) -> None:
+    """Let the tick lease the host's waiting verify or repair job; its runner reports result."""
+    services.scheduler_tick()
+    job = Job.objects.get(host=host, status=JobStatus.LEASED)
+    services.job_complete(job=job, result=result, by="runner-1", message=message)
+
+
+def test_the_host_page_tells_a_hosts_health_story(page, sam, lab, settings):
+    """The screenshot of docs/ui.md: a host that failed a verify, was repaired, then tested."""
+    settings.REPAIR_BACKOFF = 0
+    create_maintenance_jobs([(lab.h1, JobKind.VERIFY)], now=timezone.now(), why="staff")
+    run_maintenance(lab.h1, JobStatus.FAILED, "verify: ssh to the DUT timed out after 30 s")
+    run_maintenance(lab.h1, JobStatus.FAILED, "repair: servo did not answer; reflash skipped")
+    run_maintenance(lab.h1, JobStatus.PASSED, "repair: reflashed R120 over servo, DUT back")
+    for name in ("platform_Boot", "graphics_Idle"):
+        f.job(name, ["board:eve", "pool:cq"])
+        services.scheduler_tick()
+        job = Job.objects.get(name=name)
+        services.job_complete(job=job, result=JobStatus.PASSED, by="runner-1")
+    policy = {"labels": ["board:eve"], "every_jobs": 50, "every_hours": 24}
+    host_services.health_policy_create(by="sam", name="eve daily", **policy)
+    sign_in(page, "sam", "sam-pass")
+
+    page.goto("/hosts/h1.lab/")
+
+    card = health_card(page)
+    expect(card).to_contain_text("Ready")
+    expect(card).to_contain_text("After 48 more jobs or in 23h")
+    expect(card.get_by_role("link", name="eve daily")).to_be_visible()
+    history = page.locator("#host-maintenance tbody tr")
+    expect(history).to_have_count(3)
+    expect(history.first).to_contain_text("Passed")
+    expect(history.last).to_contain_text("ssh to the DUT timed out")
+    screenshot(page, "host-health")
+    page.screenshot(path=str(SHOTS / "health-host-story.png"), full_page=True)

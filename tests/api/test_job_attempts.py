@@ -100,12 +100,15 @@ def test_anonymous_callers_get_401(anon_client, lab):
     assert anon_client.get(f"/api/jobs/{lab.running.pk}/attempts/").status_code == 401
 
 
-@pytest.mark.parametrize("path", ["/api/jobs/999999/attempts/", "/api/jobs/abc/attempts/"])
+@pytest.mark.parametrize(
+    "path",
+    ["/api/jobs/999999/attempts/", "/api/jobs/abc/attempts/", f"/api/jobs/{10**30}/attempts/"],
+)
 def test_no_such_job_is_a_404(alice_client, path):
     response = alice_client.get(path)
 
     assert response.status_code == 404
-    assert response.json() == {"detail": "Not found."} or "detail" in response.json()
+    assert "detail" in response.json()
 
 
 def queries(client, path: str) -> tuple[int, list]:  # noqa: ANN001

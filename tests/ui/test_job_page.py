@@ -129,7 +129,9 @@ def test_signed_out_visitors_are_sent_to_sign_in(client, retried):
     assert client.get(f"/jobs/{retried.pk}/output.txt").status_code == 302
 
 
-@pytest.mark.parametrize("path", ["/jobs/999999/", "/jobs/999999/output.txt"])
+@pytest.mark.parametrize(
+    "path", ["/jobs/999999/", "/jobs/999999/output.txt", f"/jobs/{10**30}/", "/jobs/abc/"]
+)
 def test_a_job_that_does_not_exist_is_the_usual_not_found_page(alice_client, settings, path):
     settings.DEBUG = False
 

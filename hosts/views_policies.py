@@ -100,7 +100,7 @@ def policy_list(request: HttpRequest) -> HttpResponse:
         context = list_context(request, form=form, form_open=True)
         return answer(request, context, message=message, ok=False, status=status)
     message = f"Added health policy {policy.name}."
-    return answer(request, list_context(request), message=message, ok=True, status=201)
+    return answer(request, list_context(request), message=message, ok=True, status=200)
 
 
 @ui_login_required

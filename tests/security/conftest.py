@@ -10,7 +10,7 @@ from django.db.models import Model
 from rest_framework.authtoken.models import Token
 
 from hosts import services as host_services
-from hosts.models import Host, HostEvent, Label, Worker
+from hosts.models import HealthPolicy, Host, HostEvent, Label, Worker
 from jobs import services
 from jobs.models import Job, Lease, Suite
 from tests import factories as f
@@ -18,7 +18,9 @@ from tests import factories as f
 HTMX = {"HX-Request": "true"}
 
 # Everything a UI or API action can change. A refused request must leave all of it as it was.
-WATCHED: tuple[type[Model], ...] = (Host, HostEvent, Label, Worker, Suite, Job, Lease, Token)
+WATCHED: tuple[type[Model], ...] = (
+    Host, HostEvent, Label, Worker, HealthPolicy, Suite, Job, Lease, Token,
+)  # fmt: skip
 
 
 def snapshot() -> dict[str, list[tuple]]:
@@ -56,6 +58,9 @@ def lab(db, alice, sam):  # noqa: ANN001, ANN201
     )
     # No host carries board:none, so the suite stays queued and abortable.
     suite = f.suite("nightly", [["board:none"], ["board:none"]], owner=alice)
+    # Enabled, but no host carries its label: no tick here verifies anything because of it.
+    policy = host_services.health_policy_create(by=sam, name="x daily", labels=["board:none"])
+    off = host_services.health_policy_create(by=sam, name="z off", labels=[], enabled=False)
     return SimpleNamespace(
         w1=w1,
         w2=w2,
@@ -64,4 +69,6 @@ def lab(db, alice, sam):  # noqa: ANN001, ANN201
         reserved=reserved,
         reservation=reservation,
         suite=suite,
+        policy=policy,
+        disabled_policy=off,
     )

@@ -97,6 +97,38 @@ ACTIONS = [
             "job_labels": ["board:x"],
         },
     ),
+    *(
+        Action(route, lambda lab, r=route, h=host: reverse(r, args=[h]), STAFF_ONLY)
+        for route, host in (
+            ("hosts:host_verify", "free.lab"),
+            ("hosts:host_repair", "free.lab"),
+            ("hosts:host_retire", "locked.lab"),  # it has history: retired, not deleted
+        )
+    ),
+    Action(
+        "hosts:policy_list",  # add a health policy
+        lambda lab: reverse("hosts:policy_list"),
+        STAFF_ONLY,
+        {"name": "matrix", "labels": "board:z", "every_hours": "6", "enabled": "on"},
+    ),
+    Action(
+        "hosts:policy_detail",
+        lambda lab: reverse("hosts:policy_detail", args=[lab.policy.pk]),
+        STAFF_ONLY,
+        {"name": "x daily", "labels": "board:none", "every_hours": "12"},
+    ),
+    *(
+        Action(
+            route,
+            lambda lab, route=route, which=which: reverse(route, args=[getattr(lab, which).pk]),
+            STAFF_ONLY,
+        )
+        for route, which in (
+            ("hosts:policy_enable", "disabled_policy"),
+            ("hosts:policy_disable", "policy"),
+            ("hosts:policy_delete", "policy"),
+        )
+    ),
     Action("profile", lambda lab: reverse("profile"), ANY_USER),  # create or regenerate a token
     Action("token_revoke", lambda lab: reverse("token_revoke"), ANY_USER),
 ]
@@ -108,6 +140,8 @@ PAGES: dict[str, Callable[[SimpleNamespace], str]] = {
     "hosts:host_detail": lambda lab: "/hosts/reserved.lab/",
     "hosts:worker_list": lambda lab: "/workers/",
     "hosts:worker_detail": lambda lab: "/workers/w1/",
+    "hosts:policy_list": lambda lab: "/health-policies/",
+    "hosts:policy_detail": lambda lab: f"/health-policies/{lab.policy.pk}/",
     "hosts:label_suggest": lambda lab: "/suggest/labels/?label=board",
     "hosts:host_suggest": lambda lab: "/suggest/hosts/?host=free",
     "jobs:queue": lambda lab: "/queue/",

@@ -5,10 +5,17 @@ suites, the tick runs at that time, and simulated runners act on their leases at
 HTTP, no cluster). A share of test runs are infrastructure failures: the runner reports the
 DUT broken (host_ok false; the DUT really is broken until a repair fixes it), or the runner
 vanishes and the lease expires. Repairs fix a broken DUT with some probability; a few hosts
-cannot be repaired at all. The report says how many repairable hosts are back in service at
-the end and that no job was lost (docs/health.md).
+cannot be repaired at all.
 
-    python -m bench.labday --hosts 60 --workers 4 --hours 24 --seed 1
+A day ends as a lab's does: after the submitting hours testers stop submitting and the lab runs
+on for a drain period, finishing what it has and letting the repair loop settle. Staff do
+rounds: once every few hours a person presses "Repair now" on every `repair_failed` host,
+through the real service. The report says how many repairable hosts are back in service at the
+end of the drain, and at the instant submissions stopped, and that no job was lost
+(docs/health.md).
+
+    python -m bench.labday --hosts 60 --workers 4 --hours 24 --drain-minutes 60 \
+        --staff-rounds-hours 8 --repair-fixes 0.7 --seeds 1
 """
 
 from __future__ import annotations
@@ -35,11 +42,16 @@ class Shape:
 
     hosts: int = 60
     workers: int = 4
-    hours: float = 24.0
+    hours: float = 24.0  # testers submit for this long
+    # Then no more submissions; the lab finishes what it has and the repair loop settles.
+    drain_minutes: float = 60
+    # A person presses Repair now on every repair_failed host this often (0: nobody does):
+    # once a shift in a lab staffed around the clock in three 8-hour shifts.
+    staff_rounds_hours: float = 8
     step: int = 20
     infra_failures: float = 0.10  # of test runs: half host_ok false, half the runner vanishing
     real_failures: float = 0.10  # of the other test runs: the test itself failed
-    repair_fixes: float = 0.7
+    repair_fixes: float = 0.7  # the odds that one repair mends a broken (repairable) DUT
     unrepairable: float = 0.05  # of hosts: every repair fails
     test_minutes: tuple[float, float] = (5, 40)
     verify_minutes: tuple[float, float] = (2, 5)
@@ -72,6 +84,8 @@ class Lab:
     runs: dict[int, Run] = field(default_factory=dict)
     vanished: int = 0
     reported_broken: int = 0
+    rounds: int = 0
+    pressed: list[int] = field(default_factory=list)  # host ids, once per press
 
 
 def build_lab(shape: Shape, *, rng: random.Random) -> Lab:
@@ -222,8 +236,28 @@ def runners_act(lab: Lab, *, at: datetime) -> None:
         del lab.runs[lease_id]  # released: completed, expired, or timed out
 
 
+def staff_round(lab: Lab, *, at: datetime) -> None:
+    """A person presses Repair now on every repair_failed host, as on the hosts page."""
+    from django.contrib.auth import get_user_model
+
+    from hosts.choices import HostStatus
+    from hosts.models import Host
+    from jobs.services import health
+    from schedsite.errors import ServiceError
+
+    staff = get_user_model().objects.get(username="labday-admin")
+    lab.rounds += 1
+    for host in Host.objects.filter(status=HostStatus.REPAIR_FAILED).order_by("pk"):
+        try:
+            health.host_repair_now(host=host, by=staff)
+        except ServiceError as exc:
+            print(f"  {at:%H:%M:%S} repair now {host.hostname}: {exc}", file=sys.stderr)
+        else:
+            lab.pressed.append(host.pk)
+
+
 def simulate_day(shape: Shape, *, seed: int, start: datetime) -> dict[str, object]:
-    """Build the lab and run its day; return the report."""
+    """Build the lab, run its day and its drain; return the report."""
     from hosts import services as host_services
     from hosts.models import Worker
     from jobs import services
@@ -233,24 +267,53 @@ def simulate_day(shape: Shape, *, seed: int, start: datetime) -> dict[str, objec
     workers = list(Worker.objects.all())
     step = timedelta(seconds=shape.step)
     steps = int(shape.hours * 3600 / shape.step)
+    drain_steps = int(shape.drain_minutes * 60 / shape.step)
+    round_steps = int(shape.staff_rounds_hours * 3600 / shape.step)
     submit_chance = shape.step / (shape.suite_every_minutes * 60)
     suites = 0
+    at_stop: dict[str, object] = {}
     began = time.perf_counter()
     at = start
-    for _ in range(steps):
+    for n in range(1, steps + drain_steps + 1):
         at += step
         for worker in workers:
             host_services.worker_heartbeat(worker=worker, at=at)
-        if rng.random() < submit_chance:
+        if n <= steps and rng.random() < submit_chance:
             suites += 1
             submit_suite(lab, at=at, number=suites)
+        if round_steps and n % round_steps == 0:
+            staff_round(lab, at=at)
         services.scheduler_tick(now=at)
         runners_act(lab, at=at)
+        if n == steps:
+            at_stop = host_figures(lab)
     return {
         "seed": seed,
         "simulated_hours": shape.hours,
+        "drain_minutes": shape.drain_minutes,
+        "staff_rounds_hours": shape.staff_rounds_hours,
+        "repair_fixes": shape.repair_fixes,
         "wall_s": round(time.perf_counter() - began, 1),
+        "at_submissions_stop": at_stop,
         **report(lab, suites=suites),
+    }
+
+
+def host_figures(lab: Lab) -> dict[str, object]:
+    """Where the repairable hosts are now: in service, given up on, or on their way back."""
+    from hosts.choices import HostStatus
+    from hosts.models import Host
+
+    hosts = dict(Host.objects.values_list("pk", "status"))
+    repairable = [pk for pk in hosts if pk not in lab.unrepairable]
+    in_service = sum(1 for pk in repairable if hosts[pk] == HostStatus.READY)
+    failed = sum(1 for pk in repairable if hosts[pk] == HostStatus.REPAIR_FAILED)
+    return {
+        "in_service_of_repairable": f"{in_service}/{len(repairable)}",
+        "in_service_pct": round(100 * in_service / max(1, len(repairable)), 1),
+        "repairable_repair_failed": failed,
+        "repairable_in_repair": len(repairable) - in_service - failed,
+        "hosts_by_status": dict(sorted(Counter(hosts.values()).items())),
     }
 
 
@@ -264,8 +327,6 @@ def report(lab: Lab, *, suites: int) -> dict[str, object]:
     from jobs.models import Job, Lease
 
     hosts = dict(Host.objects.values_list("pk", "status"))
-    repairable = [pk for pk in hosts if pk not in lab.unrepairable]
-    in_service = [pk for pk in repairable if hosts[pk] == HostStatus.READY]
     tests = Job.objects.filter(kind=JobKind.TEST)
     infra = tests.filter(message__contains="broke (")
     held = Exists(Lease.objects.active().filter(job=OuterRef("pk")))
@@ -281,14 +342,15 @@ def report(lab: Lab, *, suites: int) -> dict[str, object]:
 
     retries = tests.aggregate(n=Sum("attempts"))["n"] or 0
     started = tests.exclude(attempts=0).count()
+    pressed = set(lab.pressed)
     return {
         "hosts": len(hosts),
         "unrepairable_hosts": len(lab.unrepairable),
-        "in_service_of_repairable": f"{len(in_service)}/{len(repairable)}",
-        "in_service_pct": round(100 * len(in_service) / max(1, len(repairable)), 1),
-        "hosts_by_status": dict(sorted(Counter(hosts.values()).items())),
-        "repairable_repair_failed": sum(
-            1 for pk in repairable if hosts[pk] == HostStatus.REPAIR_FAILED
+        **host_figures(lab),
+        "staff_rounds": lab.rounds,
+        "repair_now_pressed": len(lab.pressed),
+        "pressed_repairable_back": sum(
+            1 for pk in pressed - lab.unrepairable if hosts[pk] == HostStatus.READY
         ),
         "broken_repairable": len(lab.ever_broken - lab.unrepairable),
         "broken_repairable_back": sum(
@@ -318,19 +380,35 @@ def report(lab: Lab, *, suites: int) -> dict[str, object]:
     }
 
 
+# The lab's and the day's parameters a run can set, with what each means.
+SHAPE_OPTIONS = (
+    ("hosts", int, None),
+    ("workers", int, None),
+    ("hours", float, "submitting hours"),
+    ("drain_minutes", float, "after the submitting hours, run on this long with no submissions"),
+    ("staff_rounds_hours", float, "press Repair now on each repair_failed host this often (0: no)"),
+    ("repair_fixes", float, "odds that one repair mends a broken, repairable DUT"),
+    ("step", int, "simulated seconds a step"),
+    ("suite_every_minutes", float, "a suite from some tester this often on average: the load"),
+)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hosts", type=int, default=Shape.hosts)
-    parser.add_argument("--workers", type=int, default=Shape.workers)
-    parser.add_argument("--hours", type=float, default=Shape.hours)
-    parser.add_argument("--step", type=int, default=Shape.step, help="simulated seconds a step")
+    for name, kind, text in SHAPE_OPTIONS:
+        flag = "--" + name.replace("_", "-")
+        parser.add_argument(flag, type=kind, default=getattr(Shape, name), help=text)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1])
     parser.add_argument("--db", default="bench_labday", help="throwaway database (bench_*)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if not 0 <= args.repair_fixes <= 1:
+        parser.error("--repair-fixes is a probability: between 0 and 1")
+    if min(args.drain_minutes, args.staff_rounds_hours) < 0 or args.suite_every_minutes <= 0:
+        parser.error("--drain-minutes, --staff-rounds-hours: >= 0; --suite-every-minutes: > 0")
     from bench import dbload
 
-    shape = Shape(hosts=args.hosts, workers=args.workers, hours=args.hours, step=args.step)
+    shape = Shape(**{name: getattr(args, name) for name, _, _ in SHAPE_OPTIONS})
     dbload.setup_django(args.db, fresh=True)
     from django.core.management import call_command
     from django.db import connection
@@ -353,9 +431,12 @@ def main() -> None:
     dbload.drop_database(args.db)
     if len(results) > 1:
         pct = [r["in_service_pct"] for r in results]
+        at_stop = [r["at_submissions_stop"]["in_service_pct"] for r in results]
         wall = [r["wall_s"] for r in results]
         print(
-            f"in service: min {min(pct)} % median {statistics.median(pct)} %; "
+            f"in service after the drain: min {min(pct)} % median {statistics.median(pct)} %; "
+            f"when submissions stopped: min {min(at_stop)} % "
+            f"median {statistics.median(at_stop)} %; "
             f"lost: max {max(r['lost'] for r in results)}; "
             f"wall: min {min(wall)} s median {statistics.median(wall)} s"
         )

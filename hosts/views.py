@@ -211,6 +211,20 @@ def host_detail_context(request: HttpRequest, host: Host, **extra: Any) -> dict:
     return context
 
 
+# The health card's staff buttons, in the order shown; host_health_context picks which.
+HEALTH_BUTTONS = [
+    {"action": "verify", "label": "Verify now", "icon": "check"},
+    {"action": "repair", "label": "Repair now", "icon": "play"},
+    {
+        "action": "retire",
+        "label": "Retire",
+        "danger": True,
+        "confirm": "Retire {}? It leaves service for good: no test or maintenance job runs on "
+        "it again. Its history is kept.",
+    },
+]
+
+
 def host_health_context(host: Host) -> dict:
     """The health card: status, repair count, when the next check is due, maintenance history."""
     check, policies = health.next_check(host, now=timezone.now())
@@ -234,19 +248,6 @@ def host_health_context(host: Host) -> dict:
             if shown[button["action"]]
         ],
     }
-
-
-HEALTH_BUTTONS = [
-    {"action": "verify", "label": "Verify now", "icon": "check"},
-    {"action": "repair", "label": "Repair now", "icon": "play"},
-    {
-        "action": "retire",
-        "label": "Retire",
-        "danger": True,
-        "confirm": "Retire {}? It leaves service for good: no test or maintenance job runs on "
-        "it again. Its history is kept.",
-    },
-]
 
 
 # One host: its state, health, lease, reservation and event timeline.

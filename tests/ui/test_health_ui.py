@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from hosts import services as host_services
@@ -419,3 +421,19 @@ def test_the_admin_adds_and_deletes_policies_through_the_audited_services(lab, d
     events = HostEvent.objects.filter(subject="health policy admin made").order_by("id")
     assert [(e.kind, e.actor) for e in events] == [("created", "root"), ("deleted", "root")]
     assert not HealthPolicy.objects.exists()
+
+
+def test_the_policies_page_costs_the_same_queries_for_two_policies_as_for_ten(alice_client, lab):
+    for n in range(2):
+        policy(name=f"p{n}", labels=["board:eve"])
+    alice_client.get("/health-policies/")  # the session and the like, loaded once
+    with CaptureQueriesContext(connection) as two:
+        alice_client.get("/health-policies/")
+    for n in range(2, 10):
+        policy(name=f"p{n}", labels=[f"pool:{n}"])
+
+    with CaptureQueriesContext(connection) as ten:
+        html = alice_client.get("/health-policies/").content.decode()
+
+    assert html.count('<tr id="policy-') == 10
+    assert len(ten.captured_queries) == len(two.captured_queries)

@@ -14,7 +14,7 @@ from hosts.choices import HostStatus
 from hosts.models import Worker
 from jobs import services
 from tests import factories as f
-from tests.ui.browser.conftest import screenshot, sign_in
+from tests.ui.browser.conftest import VIEWPORT, screenshot, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -56,6 +56,12 @@ def test_staff_see_who_failed_repair_and_the_capacity_chart(page, sam, settings,
     assert chart.evaluate("fig => fig.scrollWidth <= fig.clientWidth")
     shot = screenshot(page, f"dashboard-health-debug{int(debug)}")
     Path("/tmp", shot.name).write_bytes(shot.read_bytes())
+    # At phone width the call-out wraps instead of widening the page.
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+    narrow = screenshot(page, f"dashboard-health-narrow-debug{int(debug)}")
+    Path("/tmp", narrow.name).write_bytes(narrow.read_bytes())
+    page.set_viewport_size(VIEWPORT)
 
     # The call-out leads to the hosts list, filtered to those hosts.
     callout.get_by_role("link", name="2 hosts failed repair").click()

@@ -38,8 +38,11 @@ def test_a_tester_goes_from_the_suite_to_a_retried_job_and_downloads_its_output(
     first, second = job.leases.order_by("id").values_list("host__hostname", flat=True)
 
     sign_in(page, "alice", "alice-pass")
-    page.goto(f"/suites/{suite.pk}/")
+    page.goto("/suites/")
+    expect(page.locator("#suites-table tbody tr").first).to_contain_text("completed · 1 failed")
+    page.get_by_role("link", name="nightly").click()
     expect(page.locator(".page-head .badge").first).to_have_text("completed · 1 failed")
+    page.screenshot(path="/tmp/job14/suite-page.png", full_page=True)
     row = page.locator(f"#job-{job.pk}")
     expect(row.get_by_role("link", name=second)).to_be_visible()  # the host it passed on
     row.get_by_role("link", name="power_Resume").click()
@@ -58,6 +61,12 @@ def test_a_tester_goes_from_the_suite_to_a_retried_job_and_downloads_its_output(
     assert output.evaluate("box => box.scrollHeight > box.clientHeight")
     screenshot(page, f"job-page-{'debug' if debug else 'prod'}")
     page.screenshot(path=f"/tmp/job14/job-page-{'debug' if debug else 'prod'}.png", full_page=True)
+
+    # At phone width the output and the attempts scroll in their own boxes, not the page.
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+    page.screenshot(path=f"/tmp/job14/job-page-narrow-{'debug' if debug else 'prod'}.png")
+    page.set_viewport_size({"width": 1280, "height": 800})
 
     with page.expect_download() as download:
         page.get_by_role("link", name="Download as text").click()

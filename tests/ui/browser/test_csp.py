@@ -73,6 +73,7 @@ def test_every_page_runs_without_a_csp_violation(watched, sam, alice, lab, setti
         ("/queue/", "Queue"),
         ("/suites/", "Suites"),
         (f"/suites/{suite.pk}/", "nightly"),
+        (f"/jobs/{lease.job_id}/", lease.job.name),
         ("/suites/new/", "Submit a suite"),
         ("/leases/", "Leases"),
         ("/accounts/profile/", "sam"),

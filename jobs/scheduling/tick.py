@@ -116,7 +116,10 @@ def _log_tick(summary: TickSummary, *, trigger: str) -> None:
     # One line per tick, idle and unchanged ones included ("is the scheduler alive?"); with
     # LOG_FORMAT=json the extras become fields a log shipper can index.
     leased = len(summary.leases)
-    queued = summary.jobs_considered - leased
+    # jobs_considered counts the test jobs the planner saw; the maintenance phase's verify and
+    # repair leases are not among them.
+    tests_leased = sum(1 for lease in summary.leases if lease.get("kind", "test") == "test")
+    queued = summary.jobs_considered - tests_leased
     log.info(
         "tick %s: %d leased, %d expired, %d timed out, %d queued, %.1f ms (plan %.1f ms)",
         summary.tick_id,

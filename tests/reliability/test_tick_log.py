@@ -7,6 +7,7 @@ import logging
 
 import pytest
 
+from hosts.models import HealthPolicy
 from jobs import services
 from schedsite.logformat import JsonFormatter
 from tests import factories as f
@@ -51,6 +52,17 @@ def test_a_tick_logs_its_numbers_as_fields(caplog: pytest.LogCaptureFixture) -> 
     assert (line["leased"], line["expired"], line["timed_out"], line["queued"]) == (1, 0, 0, 2)
     assert line["trigger"] == "suite submitted"
     assert line["duration_ms"] >= line["plan_ms"] >= 0
+
+
+def test_a_tick_leasing_verify_jobs_counts_only_test_jobs_as_queued(caplog) -> None:  # noqa: ANN001
+    f.host("h1", ["board:x"], worker=f.worker("w1"))
+    f.host("h2", ["board:x"], worker=f.worker("w2"))
+    HealthPolicy.objects.create(name="all", label_key="")  # never verified: verify both
+    f.job("t", ["board:x"])
+    with caplog.at_level(logging.INFO, logger="schedsite.scheduler"):
+        services.scheduler_tick(trigger="schedule")
+    line = tick_line(caplog)
+    assert (line["leased"], line["queued"]) == (2, 1)  # two verifies; the test waits
 
 
 def test_an_idle_tick_is_logged_too(caplog: pytest.LogCaptureFixture) -> None:

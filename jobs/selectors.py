@@ -334,12 +334,6 @@ def _queue_order_ids_uncached() -> QueueOrder:
     )
 
 
-def active_leases_by_job(job_ids: list[int]) -> dict[int, Lease]:
-    """The active lease of each of the given jobs, with its host, in one query."""
-    leases = Lease.objects.active().filter(job_id__in=job_ids).select_related("host")
-    return {lease.job_id: lease for lease in leases}
-
-
 def label_suggestions(*, text: str, limit: int = 8) -> list[tuple[str, int]]:
     """Existing labels containing the text, most used first, with how many hosts carry each."""
     qs = Label.objects.all()

@@ -229,8 +229,14 @@ class LeaseSerializer(ActiveLeaseSerializer):
 
     class Meta(ActiveLeaseSerializer.Meta):
         fields = [*ActiveLeaseSerializer.Meta.fields, "worker", "suite", "active", "manual"]
-        fields += ["released_at", "release_reason", "released_by"]
+        fields += ["released_at", "release_reason", "released_by", "host_failed"]
         read_only_fields = fields
+        extra_kwargs = {
+            "host_failed": {
+                "help_text": "The host failed under this lease's test job: the runner reported "
+                "it broken (host_ok false), or the lease expired. The job was retried or ended."
+            }
+        }
 
     @extend_schema_field(serializers.IntegerField(allow_null=True))
     def get_suite(self, lease: Lease) -> int | None:

@@ -127,6 +127,7 @@ SECTIONS = {
     "jobs:queue": "queue",
     "jobs:suite_list": "suites",
     "jobs:suite_detail": "suites",
+    "jobs:job_detail": "suites",
     "jobs:suite_create": "submit",
     "jobs:lease_list": "leases",
 }

@@ -128,3 +128,19 @@ def test_leases_filter_by_active_worker_host_job_and_manual(staff_client, lab):
         Lease.objects.filter(job=lab.leased).values_list("id", flat=True)
     )
     assert staff_client.get("/api/leases/?job=abc").status_code == 400
+
+
+def test_a_lease_says_whether_its_host_failed_under_its_job(staff_client, lab):
+    lease = active_lease(lab.running)
+    staff_client.post(
+        f"/api/jobs/{lab.running.pk}/complete/",
+        {"result": "failed", "host_ok": False, "lease": lease.pk},
+        format="json",
+    )
+    other = active_lease(lab.leased)
+
+    broken = staff_client.get(f"/api/leases/{lease.pk}/").json()
+    fine = staff_client.get(f"/api/leases/{other.pk}/").json()
+
+    assert (broken["release_reason"], broken["host_failed"]) == ("completed", True)
+    assert (fine["release_reason"], fine["host_failed"]) == ("", False)

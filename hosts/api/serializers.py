@@ -11,7 +11,12 @@ from rest_framework import serializers
 from hosts.choices import HostStatus
 from hosts.models import HealthPolicy, Host, HostEvent, Worker
 from hosts.services import POLICY_LIMITS
-from hosts.validators import hostname_validator, worker_name_validator
+from hosts.validators import (
+    hostname_validator,
+    label_validator,
+    policy_name_validator,
+    worker_name_validator,
+)
 from jobs.api.fields import LabelListField, RelatedName
 from jobs.api.serializers import ActiveLeaseSerializer
 from jobs.scheduling.planner import host_is_schedulable
@@ -263,19 +268,29 @@ class HealthPolicySerializer(serializers.ModelSerializer):
 
 
 def _every(what: str, field: str) -> StrictIntegerField:
-    # Types only: the range is checked by hosts.services.health_policy_clean, for every caller.
+    # The range is the service's (POLICY_LIMITS), stated here too so that the schema says it.
     return StrictIntegerField(
+        min_value=1,
+        max_value=POLICY_LIMITS[field],
         allow_null=True,
         default=None,
-        help_text=f"Verify every N {what}, 1 to {POLICY_LIMITS[field]}; null: never.",
+        help_text=f"Verify every N {what}; null: never.",
     )
 
 
 class HealthPolicyInputSerializer(serializers.Serializer):
-    """A policy's fields by type; their rules are the service's (health_policy_clean)."""
+    """A policy's fields; the rules are hosts.services.health_policy_clean's, shown in the schema.
 
-    name = StrictCharField(help_text="Letters, digits, spaces and . _ : / = + -; 1 to 100.")
-    labels = LabelListField(default=list, help_text="The label selector, such as [board:eve].")
+    The pattern and ranges come from the same validators and limits the service applies, so
+    the schema never allows what the service refuses.
+    """
+
+    name = StrictCharField(max_length=100, validators=[policy_name_validator])
+    labels = LabelListField(
+        child=StrictCharField(max_length=100, validators=[label_validator]),
+        default=list,
+        help_text="The label selector, such as [board:eve].",
+    )
     every_jobs = _every("test jobs", "every_jobs")
     every_hours = _every("hours", "every_hours")
     enabled = StrictBooleanField(default=True)

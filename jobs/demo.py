@@ -127,9 +127,9 @@ def seed(*, hosts_per_worker: int = 8, rng: random.Random | None = None) -> str:
         fanout_labels=["bluetooth"],
         fanout_name="bluetooth_Pair",
     )
-    services.job_submit(
-        owner=alice, spec=services.JobSpec(name="needs a board nobody has", labels=["board:sarien"])
-    )
+    # Shows a job that waits for a host the lab does not have, and says why.
+    unmatched = services.JobSpec(name="needs a board nobody has", labels=["board:sarien"])
+    services.job_submit(owner=alice, spec=unmatched, allow_unmatched=True)
     return f"seeded {Host.objects.count()} hosts on {Worker.objects.count()} workers"
 
 

@@ -55,6 +55,11 @@ class SuiteForm(forms.Form):
     fanout_labels = forms.CharField(max_length=1000, required=False)
     fanout_name = forms.CharField(max_length=150, required=False)
     max_retries = forms.IntegerField(min_value=0, max_value=10, initial=0)
+    allow_unmatched = forms.BooleanField(
+        label="Wait for such hosts",
+        required=False,
+        help_text="Submit jobs whose labels no host in the lab carries yet; they wait for one.",
+    )
     timeout_minutes = forms.IntegerField(min_value=1, max_value=7 * 24 * 60, required=False)
 
     def clean(self) -> dict:

@@ -476,6 +476,7 @@ def _import_suite(
             priority=s["priority"],
             min_duts=s["min_duts"],
             max_duts=s["max_duts"],
+            allow_unmatched=True,  # a lab file restores what it is given
             now=at,
         )
         result.suites += 1
@@ -538,7 +539,8 @@ def _import(lab: dict, *, actor: str, now: datetime) -> ImportResult:
     unfinished = Job.objects.unfinished().filter(suite__isnull=True)
     for k, j in enumerate(lab["jobs"], start=len(lab["suites"])):
         if not unfinished.filter(name=j["name"]).exists():
-            job = jobs_services.job_submit(owner=actor, spec=_spec(j, hosts), now=now + k * step)
+            spec, at = _spec(j, hosts), now + k * step
+            job = jobs_services.job_submit(owner=actor, spec=spec, allow_unmatched=True, now=at)
             made.append((job, j))
             result.jobs += 1
     for job, j in made:

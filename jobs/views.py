@@ -325,6 +325,7 @@ def suite_create(request: HttpRequest) -> HttpResponse:
                 jobs=specs,
                 fanout_labels=data.get("fanout_label_list") if fanout else None,
                 fanout_name=data.get("fanout_name", ""),
+                allow_unmatched=data.get("allow_unmatched", False),
             )
         except InvalidInput as exc:
             refused = exc

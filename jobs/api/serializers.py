@@ -92,7 +92,16 @@ def _hosts_by_name(names: set[str]) -> dict[str, Host]:
     return {h.hostname: h for h in Host.objects.filter(hostname__in=names)} if names else {}
 
 
+ALLOW_UNMATCHED_HELP = (
+    "Submit even a job no host in the lab can run yet (its labels match no host that is not "
+    "retired, or its pinned host lacks them): it waits for such a host. Default false: such a "
+    "job is refused with a 400 naming the labels that match nothing."
+)
+
+
 class JobCreateInputSerializer(JobSpecInputSerializer):
+    allow_unmatched = StrictBooleanField(default=False, help_text=ALLOW_UNMATCHED_HELP)
+
     def validate(self, data: dict) -> dict:
         hostname = data.get("host")
         if hostname:
@@ -133,6 +142,7 @@ class SuiteCreateInputSerializer(serializers.Serializer):
     )
     jobs = JobSpecInputSerializer(many=True, required=False)
     fanout = FanoutInputSerializer(required=False, allow_null=True, default=None)
+    allow_unmatched = StrictBooleanField(default=False, help_text=ALLOW_UNMATCHED_HELP)
 
     class Meta:
         # validate()'s rule, for the OpenAPI schema: at least one job, or a fan-out, not both.

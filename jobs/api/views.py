@@ -120,6 +120,7 @@ class SuiteViewSet(ReadViewSet):
             expires_after=data["expires_after"],
             fanout_labels=fanout["labels"] if fanout else None,
             fanout_name=fanout["name"] if fanout else "",
+            allow_unmatched=data["allow_unmatched"],
         )
         suite = self.get_queryset().get(pk=suite.pk)
         body = s.SuiteSerializer(suite, context=self._context([suite])).data
@@ -196,7 +197,10 @@ class JobViewSet(ReadViewSet):
 
     @idempotent_create({201: s.JobSerializer, 429: TOO_MANY})
     def create(self, request: Request) -> Response:
-        job = services.job_submit(owner=request.user, spec=self.action_input()["spec"])
+        data = self.action_input()
+        job = services.job_submit(
+            owner=request.user, spec=data["spec"], allow_unmatched=data["allow_unmatched"]
+        )
         return self._render_one(job, status.HTTP_201_CREATED)
 
     def _protocol_input(self) -> dict:

@@ -11,10 +11,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from hosts.audit import Actor, actor_user
-from hosts.models import Host
+from hosts.choices import HostStatus
+from hosts.models import Host, Label
 from hosts.services import labels_validate
 from jobs import limits
-from jobs.models import Job, Suite, encode_labels
+from jobs.models import Job, Suite, decode_labels, encode_labels
 from jobs.scheduling.triggers import request_tick
 from schedsite.errors import InvalidInput
 
@@ -94,6 +95,20 @@ def _job_from_spec(
     )
 
 
+def _check_suite(*, name: str, priority: int, min_duts: int, max_duts: int | None) -> None:
+    if not (name or "").strip():
+        raise InvalidInput("name is required", field="name")
+    if len(name.strip()) > 200:
+        raise InvalidInput("name: at most 200 characters", field="name")
+    _check_priority(priority)
+    if isinstance(min_duts, bool) or not isinstance(min_duts, int) or min_duts < 0:
+        raise InvalidInput("min_duts must be a whole number ≥ 0", field="min_duts")
+    if max_duts is not None and (not isinstance(max_duts, int) or max_duts < 1):
+        raise InvalidInput("max_duts must be empty or ≥ 1", field="max_duts")
+    if max_duts is not None and min_duts > max_duts:
+        raise InvalidInput("min_duts cannot exceed max_duts", field="min_duts")
+
+
 @transaction.atomic
 def suite_submit(
     *,
@@ -107,25 +122,19 @@ def suite_submit(
     fanout_labels: Sequence[str] | None = None,
     fanout_name: str = "",
     expires_after: int | None = None,
+    allow_unmatched: bool = False,
     now: datetime | None = None,
 ) -> Suite:
-    """Submit a suite with its jobs, or a fan-out suite with one job per matching host."""
+    """Submit a suite with its jobs, or a fan-out suite with one job per matching host.
+
+    A job no host in the lab could run (its labels, or its pinned host) is refused, naming
+    what matches nothing, unless `allow_unmatched`: the tester waits for such hosts to come.
+    """
     now = now or timezone.now()
-    name = (name or "").strip()
-    if not name:
-        raise InvalidInput("name is required", field="name")
-    if len(name) > 200:
-        raise InvalidInput("name: at most 200 characters", field="name")
-    _check_priority(priority)
-    if isinstance(min_duts, bool) or not isinstance(min_duts, int) or min_duts < 0:
-        raise InvalidInput("min_duts must be a whole number ≥ 0", field="min_duts")
-    if max_duts is not None and (not isinstance(max_duts, int) or max_duts < 1):
-        raise InvalidInput("max_duts must be empty or ≥ 1", field="max_duts")
-    if max_duts is not None and min_duts > max_duts:
-        raise InvalidInput("min_duts cannot exceed max_duts", field="min_duts")
+    _check_suite(name=name, priority=priority, min_duts=min_duts, max_duts=max_duts)
     _check_expires_after(expires_after)
     suite = Suite(
-        name=name,
+        name=name.strip(),
         build=(build or "")[:200],
         priority=priority,
         min_duts=min_duts,
@@ -149,6 +158,14 @@ def suite_submit(
         _job_from_spec(spec, suite=suite, owner=owner, now=now, index=i)
         for i, spec in enumerate(jobs)
     ]
+    if min_duts > len(rows):
+        raise InvalidInput(
+            f"min_duts ({min_duts}) is more than the suite's {len(rows)} "
+            f"job{'s' * (len(rows) != 1)}: the quota could never be met",
+            field="min_duts",
+        )
+    if not allow_unmatched:
+        _check_matched(rows, indexed=True)
     if (user := actor_user(owner)) is not None:
         limits.submission_check(
             user=user,
@@ -164,14 +181,48 @@ def suite_submit(
     return suite
 
 
+def _check_matched(jobs: Sequence[Job], *, indexed: bool) -> None:
+    """Refuse a job that no host in the lab, retired ones aside, could ever take."""
+    lab = Host.objects.exclude(status=HostStatus.RETIRED)
+    known = set(Label.objects.filter(hosts__in=lab).values_list("name", flat=True).distinct())
+    fits: dict[str, bool] = {}  # label_key -> some host carries them all: one query per set
+    pinned = {job.host_id for job in jobs if job.host_id is not None}
+    carries = {h.pk: h for h in lab.filter(pk__in=pinned).prefetch_related("labels")}
+    for i, job in enumerate(jobs):
+        where = f"jobs[{i}]." if indexed else ""
+        labels = decode_labels(job.label_key)
+        if job.host_id is not None:
+            host = carries.get(job.host_id)
+            lacks = sorted(set(labels) - set(host.label_names)) if host else []
+            if host is None or lacks:
+                why = f"lacks {', '.join(lacks)}" if host else "is retired"
+                raise InvalidInput(
+                    f"{where}host: {job.host.hostname} {why}, so the job could never run; "
+                    "allow unmatched jobs to submit it anyway",
+                    field=f"{where}host",
+                )
+            continue
+        if missing := [name for name in labels if name not in known]:
+            what = f"label{'s' * (len(missing) > 1)} {', '.join(missing)}"
+        else:
+            if job.label_key not in fits:
+                fits[job.label_key] = lab.carrying(labels).exists()
+            if fits[job.label_key]:
+                continue
+            what = f"{', '.join(labels)} together" if labels else "anything: it has no hosts"
+        raise InvalidInput(
+            f"{where}labels: no host in the lab carries {what}; allow unmatched jobs to "
+            "submit it anyway and wait for such a host",
+            field=f"{where}labels",
+        )
+
+
 def _fanout_specs(labels: Sequence[str], job_name: str) -> list[JobSpec]:
     names = sorted(set(labels))
     if not names:
         raise InvalidInput("fan-out needs at least one label", field="fanout_labels")
-    hosts = Host.objects.all()
-    for name in names:
-        hosts = hosts.filter(labels__name=name)
-    hosts = list(hosts.order_by("hostname").distinct())
+    lab = Host.objects.exclude(status=HostStatus.RETIRED)  # a retired host runs nothing
+    hosts = list(lab.carrying(names).order_by("hostname"))
     if not hosts:
         raise InvalidInput(
             f"no host carries {', '.join(names)}: a fan-out suite would be empty",
@@ -181,10 +232,14 @@ def _fanout_specs(labels: Sequence[str], job_name: str) -> list[JobSpec]:
 
 
 @transaction.atomic
-def job_submit(*, owner: Actor, spec: JobSpec, now: datetime | None = None) -> Job:
-    """Submit a standalone job."""
+def job_submit(
+    *, owner: Actor, spec: JobSpec, allow_unmatched: bool = False, now: datetime | None = None
+) -> Job:
+    """Submit a standalone job; as in `suite_submit`, one no host could run is refused."""
     now = now or timezone.now()
     job = _job_from_spec(spec, suite=None, owner=owner, now=now)
+    if not allow_unmatched:
+        _check_matched([job], indexed=False)
     if (user := actor_user(owner)) is not None:
         limits.submission_check(
             user=user, priority=None, job_priorities=[job.priority], new_jobs=1, now=now

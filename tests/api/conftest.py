@@ -112,3 +112,9 @@ def lab(sam, alice, runner_user, runner_2) -> Lab:  # noqa: ANN001
 
 def active_lease(job: Job) -> Lease:
     return Lease.objects.get(job=job, released_at__isnull=True)
+
+
+@pytest.fixture
+def eve(db) -> Host:  # noqa: ANN001
+    """A board:eve, pool:cq host, so that submissions asking for those labels are accepted."""
+    return f.host("eve1.lab", ["board:eve", "pool:cq"])

@@ -13,6 +13,7 @@ from django_filters.rest_framework import FilterSet
 from hosts.filtersets import HostFilterSet
 from hosts.models import Host
 from schedsite.filters import StrictBooleanFilter
+from tests import factories as f
 from tests.api.conftest import token_client
 
 pytestmark = pytest.mark.django_db
@@ -154,6 +155,7 @@ def test_every_json_endpoint_refuses_a_deeply_nested_body(alice, caplog):
 
 
 def test_a_suite_nested_as_deep_as_the_api_needs_is_accepted(alice):
+    f.host("h1", ["board:x"])
     spec = {"name": "S", "jobs": [{"name": "t", "labels": ["board:x"]}]}
     response = token_client(alice).post("/api/suites/", data=spec, format="json")
     assert response.status_code == 201, response.json()

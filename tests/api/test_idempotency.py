@@ -16,6 +16,13 @@ from tests.threads import race
 
 pytestmark = pytest.mark.django_db
 
+
+@pytest.fixture(autouse=True)
+def eve_host(db) -> None:  # noqa: ANN001
+    """A host the suites below can run on: a job no host could run is refused."""
+    f.host("eve1.lab", ["board:eve"])
+
+
 SUITE = {"name": "bvt", "jobs": [{"name": "login_Smoke", "labels": ["board:eve"]}]}
 
 

@@ -19,7 +19,7 @@ from tests.api.conftest import active_lease
 pytestmark = pytest.mark.django_db
 
 
-def test_a_tester_submits_a_standalone_job_that_waits_for_the_next_tick(alice_client):
+def test_a_tester_submits_a_standalone_job_that_waits_for_the_next_tick(alice_client, eve):
     response = alice_client.post(
         "/api/jobs/", {"name": "solo", "labels": ["board:eve"], "priority": "pfq"}
     )
@@ -318,7 +318,7 @@ def test_the_queue_lists_a_maintenance_job_first_with_its_kind(alice_client, lab
     assert first["wait_reason"]["message"]
 
 
-def test_a_job_may_wait_expires_after_seconds_in_the_queue(alice_client):
+def test_a_job_may_wait_expires_after_seconds_in_the_queue(alice_client, eve):
     response = alice_client.post(
         "/api/jobs/", {"name": "solo", "labels": ["board:eve"], "expires_after": 60}, format="json"
     )
@@ -342,7 +342,7 @@ def test_an_expires_after_outside_one_second_to_thirty_days_is_a_400(alice_clien
     assert not Job.objects.exists()
 
 
-def test_a_suites_expires_after_applies_to_the_jobs_that_set_none(alice_client):
+def test_a_suites_expires_after_applies_to_the_jobs_that_set_none(alice_client, eve):
     response = alice_client.post(
         "/api/suites/",
         {

@@ -27,7 +27,7 @@ def suite_payload(**overrides: object) -> dict:
     return {**payload, **overrides}
 
 
-def test_a_tester_submits_a_suite_with_its_jobs_in_one_request(alice_client):
+def test_a_tester_submits_a_suite_with_its_jobs_in_one_request(alice_client, eve):
     response = alice_client.post("/api/suites/", suite_payload())
 
     assert response.status_code == 201, response.json()
@@ -91,7 +91,7 @@ def test_bad_suite_input_is_a_400_naming_the_field_and_creates_nothing(
     assert not Suite.objects.exists() and not Job.objects.exists()
 
 
-def test_a_named_priority_level_and_an_integer_string_both_work(alice_client):
+def test_a_named_priority_level_and_an_integer_string_both_work(alice_client, eve):
     assert (
         alice_client.post("/api/suites/", suite_payload(priority="Weekly")).json()["priority"] == 10
     )

@@ -92,6 +92,29 @@ def test_a_bad_label_is_marked_on_its_row(alice_client, lab):
     assert "Job 2, labels:" in html  # the summary at the top links to the row
 
 
+def test_a_job_no_host_could_run_is_refused_on_its_row_unless_told_to_wait(alice_client, lab):
+    rows = {"job_labels": ["board:eve", "board:nope", ""], "job_host": ["", "", ""]}
+
+    refused = alice_client.post("/suites/new/", form(**rows), headers=HTMX)
+    waits = alice_client.post("/suites/new/", form(**rows, allow_unmatched="on"), headers=HTMX)
+
+    html = refused.content.decode()
+    assert refused.status_code == 400
+    assert "no host in the lab carries label board:nope" in html.lower()
+    assert "Job 2, labels:" in html and html.count('aria-invalid="true"') == 1
+    assert waits.status_code == 200 and waits["HX-Redirect"]
+    assert Suite.objects.count() == 1 and Job.objects.count() == 2
+
+
+def test_min_duts_above_the_number_of_jobs_is_shown_next_to_min_duts(alice_client, lab):
+    response = alice_client.post("/suites/new/", form(min_duts="3"), headers=HTMX)
+    html = response.content.decode()
+    assert response.status_code == 400
+    assert "min_duts (3) is more than the suite" in html.lower()
+    assert 'id="id_min_duts-error"' in html
+    assert not Suite.objects.exists()
+
+
 def test_a_row_without_a_name_is_marked(alice_client, lab):
     response = alice_client.post(
         "/suites/new/", form(job_name=["login_Smoke", "", ""]), headers=HTMX

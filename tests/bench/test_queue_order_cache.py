@@ -64,7 +64,9 @@ def test_every_input_of_the_order_changed_behind_the_services_back_is_seen() -> 
         ),
         release_a_suite_lease,  # a suite holds one host fewer
         lambda: services.job_submit(
-            owner="alice", spec=services.JobSpec(name="late", labels=["board:none"], priority=90)
+            owner="alice",
+            spec=services.JobSpec(name="late", labels=["board:none"], priority=90),
+            allow_unmatched=True,
         ),
         lambda: queued.filter(pk=queued.first().pk).update(status=JobStatus.ABORTED),
         services.scheduler_tick,

@@ -11,11 +11,18 @@ from django.utils import timezone
 from jobs import services
 from jobs.models import Job, SubmitLimit, Suite
 from schedsite.errors import InvalidInput, LimitExceeded
+from tests import factories as f
 from tests.api.conftest import token_client
 from tests.factories import signed_in
 from tests.threads import race
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def board_x(db) -> None:  # noqa: ANN001
+    """A host the submissions below could run on: a job no host could run is refused."""
+    f.host("x1", ["board:x"])
 
 
 def one_job(name: str = "t") -> list[services.JobSpec]:
@@ -36,9 +43,9 @@ def submit(owner: object, *, jobs: int = 1, now: object = None, **kwargs: object
     ids=["up to cq priority", "up to four min_duts"],
 )
 def test_a_tester_may_submit_up_to_the_limit_but_not_above(alice, field, most):
-    assert getattr(submit(alice, **{field: most}), field) == most
+    assert getattr(submit(alice, jobs=5, **{field: most}), field) == most
     with pytest.raises(InvalidInput) as refused:
-        submit(alice, **{field: most + 1})
+        submit(alice, jobs=5, **{field: most + 1})
     assert refused.value.field == field
     assert f"at most {most}" in refused.value.message
     assert Suite.objects.count() == 1
@@ -61,7 +68,7 @@ def test_a_standalone_job_above_the_priority_limit_is_refused(alice):
 
 
 def test_lab_staff_are_not_limited(sam, django_user_model):
-    assert submit(sam, priority=100, min_duts=50).priority == 100
+    assert submit(sam, jobs=50, priority=100, min_duts=50).priority == 100
     staff_group, _ = Group.objects.get_or_create(name="lab-staff")
     lead = django_user_model.objects.create_user("lead")
     lead.groups.add(staff_group)
@@ -75,7 +82,7 @@ def test_a_group_grant_raises_the_limits_and_the_most_generous_grant_wins(alice,
     SubmitLimit.objects.create(group=perf, max_priority=75, max_min_duts=10)
     alice.groups.add(release, perf)
 
-    suite = submit(alice, priority=80, min_duts=10)
+    suite = submit(alice, jobs=10, priority=80, min_duts=10)
     assert (suite.priority, suite.min_duts) == (80, 10)
     with pytest.raises(InvalidInput):
         submit(alice, priority=90)
@@ -84,7 +91,7 @@ def test_a_group_grant_raises_the_limits_and_the_most_generous_grant_wins(alice,
 
 
 def test_system_actors_such_as_scripts_are_not_limited():
-    assert submit("import-script", priority=100, min_duts=20).priority == 100
+    assert submit("import-script", jobs=20, priority=100, min_duts=20).priority == 100
 
 
 # --- queued jobs ----------------------------------------------------------------------------

@@ -1,11 +1,13 @@
-"""Serializers for suites, jobs, leases, the queue and the scheduler (docs/api.md#endpoints)."""
+"""Serializers for jobs, leases, suites, the queue and the scheduler (docs/api.md#endpoints).
+
+What testers send to submit suites and jobs is in submit_serializers.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -13,187 +15,18 @@ from rest_framework import serializers
 from hosts.choices import EventKind, HostStatus
 from hosts.models import Host, HostEvent
 from jobs.api.fields import (
-    LabelListField,
-    PriorityField,
     RelatedName,
     Seconds,
-    seconds_field,
 )
-from jobs.choices import JobKind, JobStatus, Priority, ReleaseReason, SuiteStatus
+from jobs.choices import JobKind, JobStatus, ReleaseReason, SuiteStatus
 from jobs.filtersets import RESERVATION
 from jobs.job_history import Attempt, suite_outcome
 from jobs.models import Job, Lease, SchedulerTick, Suite, decode_labels
-from jobs.services import JobSpec
-from jobs.services.submission import MAX_EXPIRES_AFTER
 from schedsite.api_fields import (
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
 )
-
-# --- submission -----------------------------------------------------------------------------
-
-
-def expires_after_field(help_text: str) -> StrictIntegerField:
-    """Seconds a job may wait in the queue before it ends `expired` (1 s to 30 days)."""
-    return StrictIntegerField(
-        min_value=1,
-        max_value=MAX_EXPIRES_AFTER,
-        required=False,
-        allow_null=True,
-        default=None,
-        help_text=help_text,
-    )
-
-
-class JobSpecInputSerializer(serializers.Serializer):
-    """One job of a suite, or a standalone job."""
-
-    name = StrictCharField(max_length=200)
-    labels = LabelListField(required=False, default=list, help_text="The host must carry all.")
-    host = StrictCharField(
-        max_length=255,
-        required=False,
-        allow_null=True,
-        default=None,
-        help_text="Pin the job to this host (by hostname).",
-    )
-    priority = PriorityField(
-        required=False, allow_null=True, default=None, help_text="Defaults to the suite's."
-    )
-    max_retries = StrictIntegerField(min_value=0, max_value=100, default=0)
-    timeout = seconds_field(
-        required=False, allow_null=True, default=None, help_text="Maximum runtime in seconds."
-    )
-    estimated_duration = seconds_field(required=False, allow_null=True, default=None)
-    expires_after = expires_after_field(
-        "Seconds it may wait in the queue before it ends expired; defaults to the suite's."
-    )
-
-    @staticmethod
-    def spec(data: dict, hosts: dict[str, Host]) -> JobSpec:
-        return JobSpec(
-            name=data["name"],
-            labels=data["labels"],
-            host=hosts.get(data["host"]) if data.get("host") else None,
-            priority=data.get("priority"),
-            max_retries=data["max_retries"],
-            timeout=timedelta(seconds=data["timeout"]) if data.get("timeout") else None,
-            estimated_duration=(
-                timedelta(seconds=data["estimated_duration"])
-                if data.get("estimated_duration")
-                else None
-            ),
-            expires_after=data.get("expires_after"),
-        )
-
-
-def _hosts_by_name(names: set[str]) -> dict[str, Host]:
-    return {h.hostname: h for h in Host.objects.filter(hostname__in=names)} if names else {}
-
-
-ALLOW_UNMATCHED_HELP = (
-    "Submit even a job no host in the lab can run yet (its labels match no host that is not "
-    "retired, or its pinned host lacks them): it waits for such a host. Default false: such a "
-    "job is refused with a 400 naming the labels that match nothing."
-)
-
-
-class JobCreateInputSerializer(JobSpecInputSerializer):
-    allow_unmatched = StrictBooleanField(default=False, help_text=ALLOW_UNMATCHED_HELP)
-
-    def validate(self, data: dict) -> dict:
-        hostname = data.get("host")
-        if hostname:
-            hosts = _hosts_by_name({hostname})
-            if hostname not in hosts:
-                raise serializers.ValidationError({"host": [f"No host named {hostname}."]})
-            data["spec"] = self.spec(data, hosts)
-        else:
-            data["spec"] = self.spec(data, {})
-        return data
-
-
-class FanoutInputSerializer(serializers.Serializer):
-    """Run one job on every host carrying all the labels, each pinned to its host."""
-
-    labels = LabelListField(min_length=1)
-    name = StrictCharField(
-        max_length=150,
-        required=False,
-        allow_blank=True,
-        default="",
-        help_text="The test's name; jobs are named NAME@HOSTNAME (default: the suite's name).",
-    )
-
-
-class SuiteCreateInputSerializer(serializers.Serializer):
-    """A suite with its jobs (`jobs`), or a fan-out suite (`fanout`): exactly one of the two."""
-
-    name = StrictCharField(max_length=200)
-    build = StrictCharField(max_length=200, allow_blank=True, default="")
-    priority = PriorityField(default=Priority.DEFAULT.value)
-    min_duts = StrictIntegerField(min_value=0, max_value=100000, default=0)
-    max_duts = StrictIntegerField(
-        min_value=1, max_value=100000, required=False, allow_null=True, default=None
-    )
-    expires_after = expires_after_field(
-        "Seconds each job may wait in the queue before it ends expired, unless it sets its own."
-    )
-    jobs = JobSpecInputSerializer(many=True, required=False)
-    fanout = FanoutInputSerializer(required=False, allow_null=True, default=None)
-    allow_unmatched = StrictBooleanField(default=False, help_text=ALLOW_UNMATCHED_HELP)
-
-    class Meta:
-        # validate()'s rule, for the OpenAPI schema: at least one job, or a fan-out, not both.
-        openapi_request_rules = {
-            "oneOf": [
-                {
-                    "required": ["jobs"],
-                    "properties": {"jobs": {"minItems": 1}, "fanout": {"not": {"type": "object"}}},
-                },
-                {
-                    "required": ["fanout"],
-                    "properties": {"fanout": {"type": "object"}, "jobs": {"maxItems": 0}},
-                },
-            ]
-        }
-
-    def to_internal_value(self, data: Any) -> dict:
-        # Refuse an oversized suite before validating thousands of job entries one by one.
-        jobs = data.get("jobs") if hasattr(data, "get") else None
-        limit = settings.MAX_JOBS_PER_SUITE
-        if isinstance(jobs, list) and len(jobs) > limit:
-            raise serializers.ValidationError(
-                {"jobs": [f"A suite may have at most {limit} jobs; this one has {len(jobs)}."]}
-            )
-        return super().to_internal_value(data)
-
-    def validate(self, data: dict) -> dict:
-        jobs, fanout = data.get("jobs"), data.get("fanout")
-        if jobs and fanout:
-            raise serializers.ValidationError({"fanout": ["Give either jobs or fanout, not both."]})
-        if not jobs and not fanout:
-            raise serializers.ValidationError(
-                {"jobs": ["A suite needs at least one job (or a fanout)."]}
-            )
-        max_duts = data.get("max_duts")
-        if max_duts is not None and data["min_duts"] > max_duts:
-            raise serializers.ValidationError({"min_duts": ["min_duts cannot exceed max_duts."]})
-        if jobs:
-            # One query for every pinned host, however many jobs name one.
-            hosts = _hosts_by_name({j["host"] for j in jobs if j.get("host")})
-            errors = [
-                {"host": [f"No host named {j['host']}."]}
-                if j.get("host") and j["host"] not in hosts
-                else {}
-                for j in jobs
-            ]
-            if any(errors):
-                raise serializers.ValidationError({"jobs": errors})
-            data["specs"] = [JobSpecInputSerializer.spec(j, hosts) for j in jobs]
-        return data
-
 
 # --- leases ---------------------------------------------------------------------------------
 

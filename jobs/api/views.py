@@ -17,6 +17,7 @@ from rest_framework.response import Response
 from jobs import job_history, selectors, services
 from jobs.api import idempotency
 from jobs.api import serializers as s
+from jobs.api import submit_serializers as submit
 from jobs.filtersets import JobFilterSet, LeaseFilterSet, SuiteFilterSet
 from jobs.models import Job, Lease, SchedulerTick, Suite
 from jobs.scheduling.queue import queue_jobs, queue_select
@@ -82,7 +83,7 @@ class SuiteViewSet(ReadViewSet):
         "create": "Submit a suite with its jobs, or a fan-out suite over every matching host",
         "abort": "Abort every unfinished job of the suite (its owner, or staff)",
     }
-    action_inputs = {"create": s.SuiteCreateInputSerializer, "abort": None}
+    action_inputs = {"create": submit.SuiteCreateInputSerializer, "abort": None}
 
     def get_queryset(self) -> QuerySet[Suite]:
         return Suite.objects.select_related("owner")
@@ -158,7 +159,7 @@ class JobViewSet(ReadViewSet):
         "abort": "Abort a queued or running job (its owner, staff, or the runner holding it)",
     }
     action_inputs = {
-        "create": s.JobCreateInputSerializer,
+        "create": submit.JobCreateInputSerializer,
         "start": s.JobStartInputSerializer,
         "complete": s.JobCompleteInputSerializer,
         "abort": s.JobAbortInputSerializer,

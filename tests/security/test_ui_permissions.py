@@ -149,6 +149,8 @@ PAGES: dict[str, Callable[[SimpleNamespace], str]] = {
     "jobs:suite_create": lambda lab: "/suites/new/",
     "jobs:suite_job_row": lambda lab: "/suites/new/job-row/",
     "jobs:suite_detail": lambda lab: f"/suites/{lab.suite.pk}/",
+    "jobs:job_detail": lambda lab: f"/jobs/{lab.suite.jobs.first().pk}/",
+    "jobs:job_output": lambda lab: f"/jobs/{lab.suite.jobs.first().pk}/output.txt",
     "jobs:lease_list": lambda lab: "/leases/",
 }
 

@@ -270,6 +270,7 @@ def test_it_counts_maintenance_results_host_failures_and_expired_jobs(client, sa
     services.job_submit(
         owner="alice",
         spec=services.JobSpec(name="late", labels=["board:none"], expires_after=60),
+        allow_unmatched=True,
         now=timezone.now() - timedelta(minutes=5),
     )
     services.scheduler_tick()

@@ -102,15 +102,17 @@ def submitter(lab: Lab) -> Callable[[random.Random], None]:
                 job = f.job(f"solo-{n}", rng.choice(LABELS), priority=rng.choice([20, 40, 70]))
                 ids = [job.pk]
             else:
+                specs = [
+                    services.JobSpec(name=f"S{n}-t{i}", labels=rng.choice(LABELS))
+                    for i in range(rng.randint(1, 4))
+                ]
                 suite = services.suite_submit(
                     owner="alice",
                     name=f"S{n}",
-                    jobs=[
-                        services.JobSpec(name=f"S{n}-t{i}", labels=rng.choice(LABELS))
-                        for i in range(rng.randint(1, 4))
-                    ],
+                    jobs=specs,
                     priority=rng.choice([10, 40, 70, 80]),
-                    min_duts=rng.randint(0, 2),
+                    min_duts=rng.randint(0, min(2, len(specs))),
+                    allow_unmatched=True,
                 )
                 ids = list(suite.jobs.values_list("id", flat=True))
             with lab.lock:

@@ -113,7 +113,8 @@ def test_the_maintenance_history_lists_the_hosts_verify_and_repair_jobs(alice_cl
     html = alice_client.get("/hosts/h1.lab/").content.decode()
 
     history = html[html.index("Maintenance history") :]
-    assert ">Verify</th>" in history and "tone-red" in history and "no ssh" in history
+    assert f'<a href="/jobs/{job.pk}/">Verify #{job.pk}</a></th>' in history
+    assert "tone-red" in history and "no ssh" in history
 
 
 # --- the staff buttons ----------------------------------------------------------------------

@@ -118,7 +118,7 @@ def _log_tick(summary: TickSummary, *, trigger: str) -> None:
     leased = len(summary.leases)
     # jobs_considered counts the test jobs the planner saw; the maintenance phase's verify and
     # repair leases are not among them.
-    tests_leased = sum(1 for lease in summary.leases if lease.get("kind", "test") == "test")
+    tests_leased = sum(1 for lease in summary.leases if lease["kind"] == JobKind.TEST)
     queued = summary.jobs_considered - tests_leased
     log.info(
         "tick %s: %d leased, %d expired, %d timed out, %d queued, %.1f ms (plan %.1f ms)",

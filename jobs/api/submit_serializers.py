@@ -9,8 +9,10 @@ from django.conf import settings
 from rest_framework import serializers
 
 from hosts.models import Host
+from jobs import services
 from jobs.api.fields import LabelListField, PriorityField, seconds_field
 from jobs.choices import Priority
+from jobs.models import Suite
 from jobs.services import JobSpec
 from jobs.services.submission import MAX_EXPIRES_AFTER
 from schedsite.api_fields import StrictBooleanField, StrictCharField, StrictIntegerField
@@ -175,3 +177,21 @@ class SuiteCreateInputSerializer(serializers.Serializer):
                 raise serializers.ValidationError({"jobs": errors})
             data["specs"] = [JobSpecInputSerializer.spec(j, hosts) for j in jobs]
         return data
+
+
+def submit_suite(owner: Any, data: dict) -> Suite:
+    """Submit the suite a validated `SuiteCreateInputSerializer` describes, owned by `owner`."""
+    fanout = data.get("fanout")
+    return services.suite_submit(
+        owner=owner,
+        name=data["name"],
+        jobs=data.get("specs", ()),
+        build=data["build"],
+        priority=data["priority"],
+        min_duts=data["min_duts"],
+        max_duts=data["max_duts"],
+        expires_after=data["expires_after"],
+        fanout_labels=fanout["labels"] if fanout else None,
+        fanout_name=fanout["name"] if fanout else "",
+        allow_unmatched=data["allow_unmatched"],
+    )

@@ -108,21 +108,7 @@ class SuiteViewSet(ReadViewSet):
 
     @idempotent_create({201: s.SuiteSerializer, 429: TOO_MANY})
     def create(self, request: Request) -> Response:
-        data = self.action_input()
-        fanout = data.get("fanout")
-        suite = services.suite_submit(
-            owner=request.user,
-            name=data["name"],
-            jobs=data.get("specs", ()),
-            build=data["build"],
-            priority=data["priority"],
-            min_duts=data["min_duts"],
-            max_duts=data["max_duts"],
-            expires_after=data["expires_after"],
-            fanout_labels=fanout["labels"] if fanout else None,
-            fanout_name=fanout["name"] if fanout else "",
-            allow_unmatched=data["allow_unmatched"],
-        )
+        suite = submit.submit_suite(request.user, self.action_input())
         suite = self.get_queryset().get(pk=suite.pk)
         body = s.SuiteSerializer(suite, context=self._context([suite])).data
         return Response(body, status=status.HTTP_201_CREATED)

@@ -145,7 +145,8 @@ def job_specs(
 SUITE_FIELDS = ("name", "build", "priority", "min_duts", "max_duts", "expires_after")
 
 
-def _uniform(jobs: list[dict[str, Any]], key: str, default: object) -> tuple[bool, object]:
+def _uniform(jobs: list[dict[str, Any]], key: str, default: int | None) -> tuple[bool, Any]:
+    """Whether every job has the same value for `key`, and that value."""
     values = {job.get(key, default) for job in jobs}
     return len(values) == 1, next(iter(values))
 
@@ -176,10 +177,10 @@ def clone_form_values(body: dict[str, Any]) -> tuple[dict[str, Any], list[JobRow
     same, timeout = _uniform(jobs, "timeout", None)
     if not same:
         lost.append("timeouts that differ from job to job")
-    elif timeout is not None and timeout % 60:  # type: ignore[operator]
+    elif timeout is not None and timeout % 60:
         lost.append(f"a timeout of {timeout} s, which is not whole minutes")
     elif timeout is not None:
-        initial["timeout_minutes"] = timeout // 60  # type: ignore[operator]
+        initial["timeout_minutes"] = timeout // 60
     for key, what in (
         ("priority", "priorities"),
         ("estimated_duration", "estimated durations"),

@@ -70,6 +70,13 @@ def test_rerun_failed_jobs_lands_on_the_new_suite(
     assert rerun.owner.username == user
     if debug and user == "alice":
         shot(page, "suite-rerun")
+        page.set_viewport_size({"width": 390, "height": 800})
+        page.goto("/suites/")
+        expect(page.get_by_text(f"re-run of #{original.pk}")).to_be_visible()
+        shot(page, "suite-list-390")
+        page.goto(f"/suites/{rerun.pk}/")
+        shot(page, "suite-rerun-390")
+        page.set_viewport_size({"width": 1280, "height": 800})
 
     origin.get_by_role("link").click()
     expect(page.locator("#suite-reruns")).to_contain_text(f"#{rerun.pk}")

@@ -168,7 +168,12 @@ def clone_form_values(body: dict[str, Any]) -> tuple[dict[str, Any], list[JobRow
         )
         return initial, [JobRow()], lost
     jobs = body["jobs"]
-    rows = [JobRow(job["name"], " ".join(job["labels"]), job.get("host") or "") for job in jobs]
+    if len(jobs) > MAX_ROWS:
+        lost.append(f"its jobs past the first {MAX_ROWS}, more than the form takes")
+    rows = [
+        JobRow(job["name"], " ".join(job["labels"]), job.get("host") or "")
+        for job in jobs[:MAX_ROWS]
+    ]
     same, retries = _uniform(jobs, "max_retries", 0)
     if same:
         initial["max_retries"] = retries

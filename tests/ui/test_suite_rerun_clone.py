@@ -189,6 +189,14 @@ def test_a_clone_form_with_errors_keeps_its_link_to_the_original(alice_client, m
     assert f'name="cloned_from" value="{mine.pk}"' in response.content.decode()
 
 
+def test_a_clone_of_a_suite_bigger_than_the_form_says_so(alice_client, alice, lab, settings):
+    settings.MAX_JOBS_PER_SUITE = 600
+    big = f.suite("big", 501, labels=["board:eve"], owner=alice)
+    html = alice_client.get(f"/suites/new/?clone={big.pk}").content.decode()
+    assert html.count('class="job-row"') == 500
+    assert "its jobs past the first 500, more than the form takes" in html
+
+
 @pytest.mark.parametrize("value", ["abc", "999999"])
 def test_cloning_an_unknown_suite_is_a_404(alice_client, lab, value):
     assert alice_client.get(f"/suites/new/?clone={value}").status_code == 404

@@ -365,3 +365,12 @@ def label_suggestions(*, text: str, limit: int = 8) -> list[tuple[str, int]]:
 def hosts_with_labels_count(labels: list[str]) -> int:
     """How many hosts carry every one of the labels."""
     return Host.objects.carrying(labels).count()
+
+
+def suite_derived(suite: Suite, *, limit: int = 20) -> dict[str, list[Suite]]:
+    """The newest suites made from this one: its re-runs and its clones (two queries)."""
+    made = Suite.objects.order_by("-created_at", "-id")
+    return {
+        "reruns": list(made.filter(rerun_of=suite)[:limit]),
+        "clones": list(made.filter(cloned_from=suite)[:limit]),
+    }

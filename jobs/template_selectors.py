@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 
 from jobs import selectors
 from jobs.job_history import suite_outcome
@@ -18,13 +18,14 @@ def templates_list() -> QuerySet[SuiteTemplate]:
 
 def attach_last_runs(templates: Sequence[SuiteTemplate]) -> list[SuiteTemplate]:
     """Set `last_run` on each template, with its suite's status as `suite_status`: 3 queries."""
-    ids = [t.pk for t in templates]
-    latest = (
-        TemplateRun.objects.filter(template_id__in=ids)
-        .order_by("template_id", "-at", "-id")
-        .distinct("template_id")
-        .select_related("suite")
+    newest = TemplateRun.objects.filter(template=OuterRef("pk")).order_by("-at", "-id")
+    run_ids = (
+        SuiteTemplate.objects.filter(pk__in=[t.pk for t in templates])
+        .annotate(run_id=Subquery(newest.values("pk")[:1]))
+        .exclude(run_id=None)
+        .values_list("run_id", flat=True)
     )
+    latest = TemplateRun.objects.filter(pk__in=list(run_ids)).select_related("suite")
     runs = {run.template_id: run for run in latest}
     annotate_suite_status(list(runs.values()))
     for template in templates:

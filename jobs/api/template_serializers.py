@@ -67,22 +67,24 @@ CRON_HELP = (
 )
 
 
-class SuiteTemplateInputSerializer(serializers.Serializer):
-    """A template's fields: a suite `body`, or `from_suite` to save an existing suite."""
+class SuiteTemplateUpdateInputSerializer(serializers.Serializer):
+    """The fields of a template a PATCH may change; only those sent change."""
 
-    name = StrictCharField(max_length=200, required=False, help_text="Default: the suite's name.")
+    name = StrictCharField(max_length=200, required=False)
     body = serializers.JSONField(required=False, help_text="A POST /api/suites/ body.")
-    from_suite = StrictIntegerField(
-        min_value=1, required=False, help_text="Save this suite (its owner, or staff) instead."
-    )
     cron = StrictCharField(max_length=100, allow_blank=True, required=False, help_text=CRON_HELP)
     enabled = StrictBooleanField(required=False, help_text="Default true: the cron runs it.")
 
+
+class SuiteTemplateInputSerializer(SuiteTemplateUpdateInputSerializer):
+    """A new template: a suite `body`, or `from_suite` to save an existing suite."""
+
+    name = StrictCharField(max_length=200, required=False, help_text="Default: the suite's name.")
+    from_suite = StrictIntegerField(
+        min_value=1, required=False, help_text="Save this suite (its owner, or staff) instead."
+    )
+
     def validate(self, data: dict) -> dict:
-        if self.partial:
-            if "from_suite" in data:
-                raise serializers.ValidationError({"from_suite": ["Only when creating."]})
-            return data
         if ("body" in data) == ("from_suite" in data):
             raise serializers.ValidationError({"body": ["Give either body or from_suite."]})
         if "body" in data and not data.get("name"):

@@ -50,6 +50,7 @@ class SuiteTemplateViewSet(
     }
     action_inputs = {
         "create": ts.SuiteTemplateInputSerializer,
+        "partial_update": ts.SuiteTemplateUpdateInputSerializer,
         "dispatch_template": ts.DispatchInputSerializer,
     }
 
@@ -84,13 +85,9 @@ class SuiteTemplateViewSet(
             )
         return self._render(template, status.HTTP_201_CREATED)
 
-    @extend_schema(request=ts.SuiteTemplateInputSerializer(partial=True))
     def partial_update(self, request: Request, pk: str) -> Response:
-        # Only the fields sent change: no defaults fill in the others.
-        serializer = ts.SuiteTemplateInputSerializer(data=request.data, partial=True)
-        serializer.is_valid(raise_exception=True)
         template = suite_templates.template_update(
-            template=self.get_object(), by=request.user, **serializer.validated_data
+            template=self.get_object(), by=request.user, **self.action_input()
         )
         return self._render(template)
 

@@ -1,4 +1,4 @@
-"""Periodic suites: each cron slot makes one suite, or is skipped while the last run is unfinished."""
+"""Periodic suites: one suite per cron slot, or a skip while the last run is unfinished."""
 
 from __future__ import annotations
 
@@ -89,9 +89,7 @@ def test_a_suite_dispatched_by_hand_does_not_hold_back_the_cron(alice):
 def test_a_run_whose_body_no_longer_validates_is_an_error_with_the_reason(alice, sam):
     host = f.host("h1.lab", ["a"])
     body = {"name": "p", "jobs": [{"name": "t", "host": "h1.lab"}]}
-    template = suite_templates.template_create(
-        by=alice, name="pinned", body=body, cron="0 2 * * *"
-    )
+    template = suite_templates.template_create(by=alice, name="pinned", body=body, cron="0 2 * * *")
     host_services.host_set_status(host=host, status=HostStatus.RETIRED, by=sam, message="gone")
 
     run = suite_templates.template_run(template_id=template.pk, slot=TWO_AM)

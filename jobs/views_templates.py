@@ -12,8 +12,11 @@ from django.utils import timezone
 from django.utils.text import capfirst
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
+from rest_framework.exceptions import ValidationError
 
 from jobs import suite_templates, template_selectors
+from jobs.api.fields import PriorityField
+from jobs.choices import Priority
 from jobs.forms import DispatchForm, TemplateForm
 from jobs.models import Suite, SuiteTemplate
 from schedsite import roles
@@ -29,6 +32,14 @@ def _go(request: HttpRequest, url: str) -> HttpResponse:
     return HttpResponseClientRedirect(url) if getattr(request, "htmx", False) else redirect(url)
 
 
+def _priority(value: object) -> int:
+    """The body's priority as a number: it may name a level ("daily"), as the API allows."""
+    try:
+        return PriorityField().to_internal_value(value)
+    except ValidationError:
+        return Priority.DEFAULT.value
+
+
 def body_summary(body: dict[str, Any]) -> dict[str, Any]:
     """What a template's body submits, as its page lists it."""
     fanout = body.get("fanout") or {}
@@ -36,7 +47,7 @@ def body_summary(body: dict[str, Any]) -> dict[str, Any]:
     return {
         "name": body.get("name", ""),
         "build": body.get("build", ""),
-        "priority": body.get("priority"),
+        "priority": _priority(body.get("priority", Priority.DEFAULT.value)),
         "min_duts": body.get("min_duts") or 0,
         "max_duts": body.get("max_duts"),
         "fanout_labels": fanout.get("labels", []),

@@ -285,7 +285,10 @@ def template_run(
         .first()
     )
     if template is None:
-        return None  # deleted since the schedule fired; its schedule went with it
+        # Deleted since the schedule fired. template_delete takes the schedule with it; one
+        # left by a cascade (its owner's account deleted) is removed here, once.
+        Schedule.objects.filter(func=RUN_FUNC, args=repr(template_id)).delete()
+        return None
     at = _slot_of(slot, template.cron or "* * * * *", now)
     done = TemplateRun.objects.filter(template=template, slot=at).first()
     if done is not None:

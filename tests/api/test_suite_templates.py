@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django_q.models import Schedule
 
 from hosts import services as host_services
 from hosts.choices import HostStatus
 from hosts.models import HostEvent
+from jobs import suite_templates
 from jobs.choices import SuiteOrigin
 from jobs.models import Job, Suite, SuiteTemplate, TemplateRun
 from tests import factories as f
@@ -187,3 +192,36 @@ def test_the_schedule_follows_the_cron_enabled_and_delete(alice_client, eve):
     alice_client.patch(url, {"cron": "@daily"})
     assert alice_client.delete(url).status_code == 204
     assert not runs().exists()
+
+
+def test_runs_lists_every_run_newest_first_with_its_suites_status(alice_client, alice, eve):
+    pk = create(alice_client, cron="0 2 * * *").json()["id"]
+    template = SuiteTemplate.objects.get(pk=pk)
+    suite_templates.template_run(template_id=pk, slot=datetime(2026, 11, 23, 2, tzinfo=UTC))
+    suite_templates.template_run(template_id=pk, slot=datetime(2026, 11, 24, 2, tzinfo=UTC))
+
+    runs = alice_client.get(f"/api/suite-templates/{pk}/runs/").json()["results"]
+
+    assert [r["outcome"] for r in runs] == ["skipped", "created"]
+    assert runs[1]["suite_status"] == "queued" and runs[1]["actor"] == "scheduler"
+    assert "is unfinished" in runs[0]["reason"] and runs[0]["suite"] is None
+    assert template.runs.count() == 1
+
+
+def test_the_list_makes_as_many_queries_for_2_templates_as_for_12(
+    alice_client, alice, eve, django_assert_max_num_queries
+):
+    def add(n: int) -> None:
+        for i in range(n):
+            t = suite_templates.template_create(
+                by=alice, name=f"t{SuiteTemplate.objects.count()}-{i}", body=BODY, cron="0 2 * * *"
+            )
+            suite_templates.template_dispatch(template=t, by=alice, params={})
+
+    add(2)
+    with CaptureQueriesContext(connection) as few:
+        assert alice_client.get("/api/suite-templates/").status_code == 200
+    add(10)
+    with django_assert_max_num_queries(len(few.captured_queries)):
+        body = alice_client.get("/api/suite-templates/").json()
+    assert body["count"] == 12 and all(t["last_run"]["suite_status"] for t in body["results"])

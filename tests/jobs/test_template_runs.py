@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 from django.db import connection
+from django_q.models import Schedule
 
 from hosts import services as host_services
 from hosts.choices import HostStatus
@@ -110,6 +111,17 @@ def test_a_disabled_template_or_a_deleted_one_makes_nothing(alice):
     suite_templates.template_delete(template=template, by=alice)
     assert tasks.run_template(template.pk, slot=NEXT_DAY.isoformat())["outcome"] == "gone"
     assert not Suite.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_template_gone_with_its_owners_account_stops_its_schedule(alice):
+    template = nightly(alice)
+    alice.delete()  # the template goes by cascade; its schedule row is not the template's
+    assert Schedule.objects.filter(func=suite_templates.RUN_FUNC).exists()
+
+    assert tasks.run_template(template.pk, slot=TWO_AM.isoformat())["outcome"] == "gone"
+
+    assert not Schedule.objects.filter(func=suite_templates.RUN_FUNC).exists()
 
 
 @pytest.mark.postgres

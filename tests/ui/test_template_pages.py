@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django_q.models import Schedule
 
 from jobs import suite_templates
@@ -110,3 +112,21 @@ def test_a_suite_is_saved_as_a_template_from_its_page(alice_client, bob_client, 
     assert response.status_code == 302 and response["Location"] == f"/templates/{template.pk}/"
     assert template.name == "smoke daily" and template.owner == alice
     assert [j["labels"] for j in template.body["jobs"]] == [["board:eve"], ["board:kevin"]]
+
+
+def test_the_list_page_makes_as_many_queries_for_2_templates_as_for_12(
+    bob_client, alice, lab, django_assert_max_num_queries
+):
+    def add(n: int) -> None:
+        for _ in range(n):
+            name = f"t{SuiteTemplate.objects.count()}"
+            t = suite_templates.template_create(by=alice, name=name, body=BODY, cron="0 2 * * *")
+            suite_templates.template_dispatch(template=t, by=alice, params={})
+
+    add(2)
+    with CaptureQueriesContext(connection) as few:
+        assert bob_client.get("/templates/").status_code == 200
+    add(10)
+    with django_assert_max_num_queries(len(few.captured_queries)):
+        html = bob_client.get("/templates/").content.decode()
+    assert html.count('<tr id="template-') == 12

@@ -9,7 +9,7 @@ from rest_framework import serializers
 
 from jobs.api.fields import PriorityField, RelatedName
 from jobs.choices import SuiteStatus
-from jobs.models import SuiteTemplate, TemplateRun
+from jobs.models import Suite, SuiteTemplate, TemplateRun
 from jobs.suite_templates import DISPATCH_PARAMETERS, cron_words
 from schedsite.api_fields import StrictBooleanField, StrictCharField, StrictIntegerField
 
@@ -83,6 +83,12 @@ class SuiteTemplateInputSerializer(SuiteTemplateUpdateInputSerializer):
     from_suite = StrictIntegerField(
         min_value=1, required=False, help_text="Save this suite (its owner, or staff) instead."
     )
+
+    def validate_from_suite(self, value: int) -> Suite:
+        suite = Suite.objects.filter(pk=value).first()
+        if suite is None:
+            raise serializers.ValidationError(f"No suite {value}.")
+        return suite
 
     def validate(self, data: dict) -> dict:
         if ("body" in data) == ("from_suite" in data):

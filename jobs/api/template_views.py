@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.db.models import QuerySet
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -73,7 +72,7 @@ class SuiteTemplateViewSet(
         data = self.action_input()
         fields = {k: data[k] for k in ("cron", "enabled") if k in data}
         if "from_suite" in data:
-            suite = get_object_or_404(Suite, pk=data["from_suite"])
+            suite = data["from_suite"]
             if not roles.can_manage(request.user, suite.owner_id):
                 raise PermissionDenied("You may only save your own suites as templates.")
             template = suite_templates.template_from_suite(

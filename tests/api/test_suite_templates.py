@@ -161,6 +161,9 @@ def test_create_takes_a_body_or_a_suite_not_both(alice_client, alice, eve):
     both = {"name": "x", "body": BODY, "from_suite": suite.pk}
     assert alice_client.post("/api/suite-templates/", both).status_code == 400
     assert alice_client.post("/api/suite-templates/", {"name": "x"}).status_code == 400
+    missing = alice_client.post("/api/suite-templates/", {"from_suite": suite.pk + 1})
+    assert missing.status_code == 400
+    assert missing.json()["from_suite"] == [f"No suite {suite.pk + 1}."]
     assert not SuiteTemplate.objects.exists()
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connection
-from django_q.models import Schedule
+from django.utils import timezone
+from django_q.conf import Conf
+from django_q.models import Schedule, Task
+from django_q.scheduler import scheduler
 
 from hosts import services as host_services
 from hosts.choices import HostStatus
@@ -137,4 +140,31 @@ def test_two_clusters_running_one_slot_at_once_make_one_suite(alice):
         results = race(run, run, run)
         assert not [r for r in results if isinstance(r, BaseException)], results
         assert len(set(results)) == 1
+    assert Suite.objects.count() == 1 and TemplateRun.objects.count() == 1
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_django_q2_fires_the_schedule_for_its_slot_and_a_second_cluster_adds_nothing(
+    monkeypatch: pytest.MonkeyPatch, alice
+) -> None:
+    template = nightly(alice)
+    schedule = Schedule.objects.get(pk=template.schedule_id)
+    slot = (timezone.now() - timedelta(minutes=1)).replace(second=0, microsecond=0)
+    # The slot comes due; a cluster's scheduler runs the task (sync: here, as a worker would).
+    Schedule.objects.filter(pk=schedule.pk).update(next_run=slot)
+    monkeypatch.setattr(Conf, "SYNC", True)
+    scheduler()
+
+    task = Task.objects.get(func="jobs.tasks.run_template")
+    assert task.success, task.result
+    assert task.result["outcome"] == "created" and task.kwargs["slot"] == slot.isoformat()
+    run = TemplateRun.objects.get()
+    assert run.slot == slot and run.suite.template == template
+    schedule.refresh_from_db()
+    assert schedule.next_run > timezone.now() and schedule.next_run.hour == 2
+
+    # Another cluster that read the same due slot runs it too: still one suite.
+    Schedule.objects.filter(pk=schedule.pk).update(next_run=slot)
+    scheduler()
     assert Suite.objects.count() == 1 and TemplateRun.objects.count() == 1

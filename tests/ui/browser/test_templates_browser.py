@@ -117,6 +117,9 @@ def test_staff_give_a_template_a_cron_and_the_list_shows_next_and_last_run(
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(f"/templates/{weekly.pk}/")
     shot(page, f"template-detail-runs-debug{int(debug)}")
+    page.set_viewport_size({"width": 390, "height": 844})
+    shot(page, f"template-detail-narrow-debug{int(debug)}")
+    page.set_viewport_size({"width": 1280, "height": 800})
     screenshot(page, "suite-template", full_page=True)
 
 

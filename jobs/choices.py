@@ -63,3 +63,19 @@ class Priority(models.IntegerChoices):
     PFQ = 60, "pfq"
     CQ = 70, "cq"
     SUPER = 80, "super"
+
+
+class SuiteOrigin(models.TextChoices):
+    """How a suite came to be: sent by a tester, dispatched from a template, or by its cron."""
+
+    SUBMITTED = "submitted", "Submitted"
+    DISPATCHED = "dispatched", "Dispatched from a template"
+    CRON = "cron", "Run by a template's schedule"
+
+
+class TemplateRunOutcome(models.TextChoices):
+    """What one run of a suite template did (docs/scheduling.md#periodic-suites)."""
+
+    CREATED = "created", "Created a suite"
+    SKIPPED = "skipped", "Skipped"
+    ERROR = "error", "Error"

@@ -228,3 +228,34 @@ class ReleaseForm(forms.Form):
 
     requeue = forms.ChoiceField(choices=[("1", "requeue"), ("0", "abort")], required=False)
     reason = forms.CharField(required=False)  # the service checks it
+
+
+class TemplateForm(forms.Form):
+    """A template's name, cron and state as typed on its page; jobs.suite_templates checks them."""
+
+    name = forms.CharField(required=False, label="Name")  # the service checks it
+    cron = forms.CharField(required=False, label="Cron")
+    enabled = forms.BooleanField(required=False)
+
+    def template_fields(self) -> dict[str, object]:
+        return {key: self.cleaned_data[key] for key in ("name", "cron", "enabled")}
+
+
+class DispatchForm(forms.Form):
+    """Dispatch a template: the build, and the priority if it should differ from the template's."""
+
+    build = forms.CharField(max_length=200, required=False)
+    priority = forms.TypedChoiceField(
+        choices=[("", "the template's"), *PRIORITY_CHOICES],
+        coerce=int,
+        required=False,
+        empty_value=None,
+    )
+
+    def params(self) -> dict[str, object]:
+        params: dict[str, object] = {}
+        if self.cleaned_data["build"]:
+            params["build"] = self.cleaned_data["build"]
+        if self.cleaned_data["priority"] is not None:
+            params["priority"] = self.cleaned_data["priority"]
+        return params

@@ -10,7 +10,14 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from jobs.choices import JobKind, JobStatus, ReleaseReason, SuiteStatus
+from jobs.choices import (
+    JobKind,
+    JobStatus,
+    ReleaseReason,
+    SuiteOrigin,
+    SuiteStatus,
+    TemplateRunOutcome,
+)
 from jobs.querysets import JobQuerySet, LeaseQuerySet
 
 
@@ -51,6 +58,16 @@ class Suite(models.Model):
     )
     cloned_from = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="clones"
+    )
+    # The template it was made from, and whether a person dispatched it or its cron did.
+    template = models.ForeignKey(
+        "SuiteTemplate", null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+    )
+    origin = models.CharField(
+        max_length=10,
+        choices=SuiteOrigin.choices,
+        default=SuiteOrigin.SUBMITTED,
+        db_default=SuiteOrigin.SUBMITTED,
     )
 
     class Meta:
@@ -327,3 +344,61 @@ class IdempotencyKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} of user {self.user_id}"
+
+
+class SuiteTemplate(models.Model):
+    """A saved suite body to dispatch with a build, by hand or on a cron schedule."""
+
+    name = models.CharField(max_length=200)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="suite_templates"
+    )
+    # A POST /api/suites/ body, checked by SuiteCreateInputSerializer whenever it is saved.
+    body = models.JSONField(default=dict)
+    cron = models.CharField(max_length=100, blank=True)  # blank: dispatched by hand only
+    enabled = models.BooleanField(default=True)
+    # The django-q2 schedule that runs it: set while it has a cron and is enabled.
+    schedule = models.OneToOneField(
+        "django_q.Schedule", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "name"], name="one_template_name_per_owner"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TemplateRun(models.Model):
+    """One run of a template: a dispatch, or a cron slot that created, skipped or failed."""
+
+    template = models.ForeignKey(SuiteTemplate, on_delete=models.CASCADE, related_name="attempts")
+    # The cron time this run stands for; null for a dispatch by hand.
+    slot = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(max_length=10, choices=TemplateRunOutcome.choices)
+    suite = models.ForeignKey(
+        Suite, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    reason = models.TextField(blank=True)
+    actor = models.CharField(max_length=150)  # who dispatched it, or "scheduler"
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        constraints = [
+            # Two qclusters, or a retried task, cannot both run one cron slot.
+            models.UniqueConstraint(
+                fields=["template", "slot"],
+                condition=Q(slot__isnull=False),
+                name="one_run_per_template_slot",
+            ),
+        ]
+        indexes = [models.Index(fields=["template", "-at"], name="template_run_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.template_id} {self.outcome} at {self.at:%Y-%m-%d %H:%M}"

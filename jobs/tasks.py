@@ -1,4 +1,4 @@
-"""django-q2 tasks: the scheduler tick and its safety-net schedule."""
+"""django-q2 tasks: the scheduler tick and its safety-net schedule, and periodic suites."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 from django_q.models import Schedule
 
+from jobs import suite_templates
 from jobs.models import SchedulerState
 from jobs.scheduling.tick import scheduler_tick
 from jobs.scheduling.triggers import TICK_FUNC
@@ -56,3 +57,17 @@ def install_schedule(**_kwargs: object) -> None:
             "repeats": -1,
         },
     )
+
+
+def run_template(template_id: int, slot: str | None = None) -> dict:
+    """Run a suite template for the cron slot its django-q2 schedule fired for."""
+    run = suite_templates.template_run(template_id=template_id, slot=slot)
+    if run is None:
+        return {"template": template_id, "outcome": "gone"}
+    return {
+        "template": template_id,
+        "slot": run.slot.isoformat() if run.slot else None,
+        "outcome": run.outcome,
+        "suite": run.suite_id,
+        "reason": run.reason,
+    }

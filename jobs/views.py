@@ -173,6 +173,7 @@ def suite_detail_context(request: HttpRequest, suite: Suite, **extra: Any) -> di
         "can_abort": can_manage and status in (SuiteStatus.QUEUED, SuiteStatus.RUNNING),
         "can_rerun": can_manage and not outcome["unfinished"] and outcome["failed"] > 0,
         "can_clone": can_manage,
+        "can_manage": can_manage,
         "unfinished": sum(counts.get(s, 0) for s in UNFINISHED_JOB_STATUSES),
         "now": timezone.now(),
         "refresh": refresh_seconds(),

@@ -8,6 +8,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.routers import DefaultRouter
 
 from hosts.api.views import HealthPolicyViewSet, HostViewSet, WorkerViewSet
+from jobs.api.template_views import SuiteTemplateViewSet
 from jobs.api.views import JobViewSet, LeaseViewSet, QueueView, SchedulerViewSet, SuiteViewSet
 from schedsite.api_views import MeView, TokenView, api_not_found
 
@@ -20,6 +21,7 @@ router.register("workers", WorkerViewSet, basename="worker")
 router.register("hosts", HostViewSet, basename="host")
 router.register("health-policies", HealthPolicyViewSet, basename="healthpolicy")
 router.register("suites", SuiteViewSet, basename="suite")
+router.register("suite-templates", SuiteTemplateViewSet, basename="suitetemplate")
 router.register("jobs", JobViewSet, basename="job")
 router.register("leases", LeaseViewSet, basename="lease")
 router.register("scheduler", SchedulerViewSet, basename="schedulertick")

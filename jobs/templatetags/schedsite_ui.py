@@ -43,6 +43,7 @@ TONES: dict[str, dict[str, str]] = {
         "expired": "amber",
     },
     "suite": {"queued": "slate", "running": "blue", "completed": "green", "aborted": "grey"},
+    "run": {"created": "green", "skipped": "amber", "error": "red"},
     "worker": {"online": "green", "offline": "red", "paused": "amber"},
     "lease": {
         "active": "blue",
@@ -130,6 +131,8 @@ SECTIONS = {
     "jobs:job_detail": "suites",
     "jobs:suite_create": "submit",
     "jobs:lease_list": "leases",
+    "jobs:template_list": "templates",
+    "jobs:template_detail": "templates",
 }
 
 

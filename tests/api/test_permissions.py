@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import pytest
 from django.db import transaction
 
-from jobs.models import Lease, SchedulerTick
+from jobs import suite_templates
+from jobs.models import Lease, SchedulerTick, SuiteTemplate
 from tests.api.conftest import Lab, active_lease, token_client
 
 pytestmark = pytest.mark.django_db
@@ -39,6 +40,18 @@ OWNER_OR_STAFF = (401, 200, 403, 403, 403, 200)
 
 def staff(ok: int) -> tuple[int, ...]:
     return tuple(ok if code is None else code for code in STAFF_ONLY)
+
+
+def owned(ok: int) -> tuple[int, ...]:
+    return tuple(ok if code == 200 else code for code in OWNER_OR_STAFF)
+
+
+def alices_template(lab: Lab, action: str = "") -> str:
+    """Alice's template, made inside the role's savepoint (it goes with the rollback)."""
+    template = SuiteTemplate.objects.filter(owner=lab.suite.owner).first()
+    if template is None:
+        template = suite_templates.template_create(by=lab.suite.owner, name="bvt", body=NEW_SUITE)
+    return f"/api/suite-templates/{template.pk}/{action}"
 
 
 def one_tick(lab: Lab) -> str:
@@ -98,6 +111,33 @@ ACTIONS = [
         "post",
         lambda lab: f"/api/suites/{lab.suite.pk}/rerun/",
         (401, 409, 403, 403, 403, 409),
+    ),
+    # suite templates
+    Action("template list", "get", "/api/suite-templates/", READ),
+    Action("template detail", "get", alices_template, READ),
+    Action("template runs", "get", lambda lab: alices_template(lab, "runs/"), READ),
+    Action(
+        "template create",
+        "post",
+        "/api/suite-templates/",
+        ANY_USER_CREATES,
+        {"name": "mine", "body": NEW_SUITE},
+    ),
+    Action(
+        "template from suite",
+        "post",
+        "/api/suite-templates/",
+        owned(201),
+        lambda lab: {"from_suite": lab.suite.pk},
+    ),
+    Action("template update", "patch", alices_template, OWNER_OR_STAFF, {"cron": "0 2 * * *"}),
+    Action("template delete", "delete", alices_template, owned(204)),
+    Action(
+        "template dispatch",
+        "post",
+        lambda lab: alices_template(lab, "dispatch/"),
+        owned(201),
+        {"build": "R1"},
     ),
     # jobs
     Action("job list", "get", "/api/jobs/", READ),

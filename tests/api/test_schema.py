@@ -56,6 +56,9 @@ STATE_REFUSALS = {
     ("POST", "/api/hosts/"): "no worker by that name",
     ("PATCH", "/api/hosts/{hostname}/"): "no worker by that name",
     ("PATCH", "/api/workers/{name}/"): "no runner account by that name",
+    ("POST", "/api/suite-templates/"): "a body that is not a suite the lab can take",
+    ("PATCH", "/api/suite-templates/{id}/"): "a body that is not a suite the lab can take",
+    ("POST", "/api/suite-templates/{id}/dispatch/"): "a body whose jobs no host can run",
 }
 CONFIG = SchemathesisConfig.from_dict(
     {

@@ -11,16 +11,17 @@ from rest_framework.authtoken.models import Token
 
 from hosts import services as host_services
 from hosts.models import HealthPolicy, Host, HostEvent, Label, Worker
-from jobs import services
+from jobs import services, suite_templates
 from jobs.choices import JobStatus
-from jobs.models import Job, Lease, Suite
+from jobs.models import Job, Lease, Suite, SuiteTemplate, TemplateRun
 from tests import factories as f
 
 HTMX = {"HX-Request": "true"}
 
 # Everything a UI or API action can change. A refused request must leave all of it as it was.
 WATCHED: tuple[type[Model], ...] = (
-    Host, HostEvent, Label, Worker, HealthPolicy, Suite, Job, Lease, Token,
+    Host, HostEvent, Label, Worker, HealthPolicy, Suite, Job, Lease, Token, SuiteTemplate,
+    TemplateRun,
 )  # fmt: skip
 
 
@@ -65,6 +66,8 @@ def lab(db, alice, sam):  # noqa: ANN001, ANN201
     # Enabled, but no host carries its label: no tick here verifies anything because of it.
     policy = host_services.health_policy_create(by=sam, name="x daily", labels=["board:none"])
     off = host_services.health_policy_create(by=sam, name="z off", labels=[], enabled=False)
+    body = {"name": "bvt", "jobs": [{"name": "t", "labels": ["board:x"]}]}
+    template = suite_templates.template_create(by=alice, name="bvt", body=body)
     return SimpleNamespace(
         w1=w1,
         w2=w2,
@@ -76,4 +79,5 @@ def lab(db, alice, sam):  # noqa: ANN001, ANN201
         failed_suite=failed,
         policy=policy,
         disabled_policy=off,
+        template=template,
     )

@@ -134,6 +134,29 @@ ACTIONS = [
             ("hosts:policy_delete", "policy"),
         )
     ),
+    Action(
+        "jobs:suite_save_template",
+        lambda lab: reverse("jobs:suite_save_template", args=[lab.suite.pk]),
+        OWNER_OR_STAFF,
+        {"name": "matrix"},
+    ),
+    Action(
+        "jobs:template_detail",  # change its name, cron and state
+        lambda lab: reverse("jobs:template_detail", args=[lab.template.pk]),
+        OWNER_OR_STAFF,
+        {"name": "bvt nightly", "cron": "0 2 * * *", "enabled": "on"},
+    ),
+    Action(
+        "jobs:template_dispatch",
+        lambda lab: reverse("jobs:template_dispatch", args=[lab.template.pk]),
+        OWNER_OR_STAFF,
+        {"build": "R1"},
+    ),
+    Action(
+        "jobs:template_delete",
+        lambda lab: reverse("jobs:template_delete", args=[lab.template.pk]),
+        OWNER_OR_STAFF,
+    ),
     Action("profile", lambda lab: reverse("profile"), ANY_USER),  # create or regenerate a token
     Action("token_revoke", lambda lab: reverse("token_revoke"), ANY_USER),
 ]
@@ -157,6 +180,8 @@ PAGES: dict[str, Callable[[SimpleNamespace], str]] = {
     "jobs:job_detail": lambda lab: f"/jobs/{lab.suite.jobs.first().pk}/",
     "jobs:job_output": lambda lab: f"/jobs/{lab.suite.jobs.first().pk}/output.txt",
     "jobs:lease_list": lambda lab: "/leases/",
+    "jobs:template_list": lambda lab: "/templates/",
+    "jobs:template_detail": lambda lab: f"/templates/{lab.template.pk}/",
 }
 
 

@@ -1,0 +1,176 @@
+"""Suite templates pages: everyone reads them; the owner or staff dispatch, change and delete."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.text import capfirst
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+from rest_framework.exceptions import ValidationError
+
+from jobs import suite_templates, template_selectors
+from jobs.api.fields import PriorityField
+from jobs.choices import Priority
+from jobs.forms import DispatchForm, TemplateForm
+from jobs.models import Suite, SuiteTemplate
+from schedsite import roles
+from schedsite.errors import ServiceError
+from schedsite.ui.htmx import error_response, ui_login_required
+
+DETAIL_PAGE = "jobs/suitetemplate_detail.html"
+RUNS_SHOWN = 50
+
+
+def _go(request: HttpRequest, url: str) -> HttpResponse:
+    """To another page: htmx follows with a full load, a plain form post with a redirect."""
+    return HttpResponseClientRedirect(url) if getattr(request, "htmx", False) else redirect(url)
+
+
+def _priority(value: object) -> int:
+    """The body's priority as a number: it may name a level ("daily"), as the API allows."""
+    try:
+        return PriorityField().to_internal_value(value)
+    except ValidationError:
+        return Priority.DEFAULT.value
+
+
+def body_summary(body: dict[str, Any]) -> dict[str, Any]:
+    """What a template's body submits, as its page lists it."""
+    fanout = body.get("fanout") or {}
+    jobs = body.get("jobs") or []
+    return {
+        "name": body.get("name", ""),
+        "build": body.get("build", ""),
+        "priority": _priority(body.get("priority", Priority.DEFAULT.value)),
+        "min_duts": body.get("min_duts") or 0,
+        "max_duts": body.get("max_duts"),
+        "fanout_labels": fanout.get("labels", []),
+        "jobs": [
+            {"name": j.get("name", ""), "labels": j.get("labels", []), "host": j.get("host")}
+            for j in jobs
+        ],
+    }
+
+
+@ui_login_required
+@require_GET
+def template_list(request: HttpRequest) -> HttpResponse:
+    """Every suite template: its schedule, next run and last run with its suite's status."""
+    templates = template_selectors.attach_last_runs(list(template_selectors.templates_list()))
+    for template in templates:
+        template.cron_words = suite_templates.cron_words(template.cron)
+    context = {"templates": templates, "now": timezone.now()}
+    return render(request, "jobs/suitetemplate_list.html", context)
+
+
+def detail_context(request: HttpRequest, template: SuiteTemplate, **extra: Any) -> dict[str, Any]:
+    template = template_selectors.templates_list().get(pk=template.pk)
+    runs = template_selectors.template_runs(template)[:RUNS_SHOWN]
+    context = {
+        "template": template,
+        "summary": body_summary(template.body),
+        "cron_words": suite_templates.cron_words(template.cron),
+        "runs": template_selectors.annotate_suite_status(list(runs)),
+        "can_manage": roles.can_manage(request.user, template.owner_id),
+        "form": TemplateForm(
+            initial={"name": template.name, "cron": template.cron, "enabled": template.enabled}
+        ),
+        "dispatch_form": DispatchForm(),
+        "now": timezone.now(),
+    }
+    context.update(extra)
+    return context
+
+
+def _refused(request: HttpRequest, template: SuiteTemplate, what: str) -> HttpResponse | None:
+    if roles.can_manage(request.user, template.owner_id):
+        return None
+    return error_response(request, f"Only the template's owner or lab staff can {what}.", 403)
+
+
+def _with_error(form: Any, exc: ServiceError) -> None:
+    form.add_error(exc.field if exc.field in form.fields else None, capfirst(exc.message))
+
+
+@ui_login_required
+@require_http_methods(["GET", "POST"])
+def template_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """One template: what it submits, its runs; POST changes its name, cron or state."""
+    template = get_object_or_404(SuiteTemplate, pk=pk)
+    if request.method == "GET":
+        return render(request, DETAIL_PAGE, detail_context(request, template))
+    if denied := _refused(request, template, "change it"):
+        return denied
+    form = TemplateForm(request.POST)
+    form.is_valid()  # every field is optional text or a tick box: the service checks them
+    try:
+        suite_templates.template_update(
+            template=template, by=request.user, **form.template_fields()
+        )
+    except ServiceError as exc:
+        _with_error(form, exc)
+        context = detail_context(request, template, form=form, edit_open=True)
+        return render(request, DETAIL_PAGE, context, status=exc.status_code)
+    messages.success(request, f"Saved template {form.cleaned_data['name'].strip()}.")
+    return _go(request, reverse("jobs:template_detail", args=[template.pk]))
+
+
+@ui_login_required
+@require_POST
+def template_dispatch(request: HttpRequest, pk: int) -> HttpResponse:
+    """Submit a new suite from the template, then show it."""
+    template = get_object_or_404(SuiteTemplate, pk=pk)
+    if denied := _refused(request, template, "dispatch it"):
+        return denied
+    form = DispatchForm(request.POST)
+    status = 400
+    if form.is_valid():
+        try:
+            suite = suite_templates.template_dispatch(
+                template=template, by=request.user, params=form.params()
+            )
+        except ServiceError as exc:
+            _with_error(form, exc)
+            status = exc.status_code
+        else:
+            messages.success(request, f"Dispatched {template.name}: suite {suite.name} queued.")
+            return _go(request, reverse("jobs:suite_detail", args=[suite.pk]))
+    context = detail_context(request, template, dispatch_form=form)
+    return render(request, DETAIL_PAGE, context, status=status)
+
+
+@ui_login_required
+@require_POST
+def template_delete(request: HttpRequest, pk: int) -> HttpResponse:
+    """Delete the template and its schedule; its suites stay."""
+    template = get_object_or_404(SuiteTemplate, pk=pk)
+    if denied := _refused(request, template, "delete it"):
+        return denied
+    try:
+        suite_templates.template_delete(template=template, by=request.user)
+    except ServiceError as exc:
+        return error_response(request, capfirst(exc.message), exc.status_code)
+    messages.success(request, f"Deleted template {template.name}.")
+    return _go(request, reverse("jobs:template_list"))
+
+
+@ui_login_required
+@require_POST
+def suite_save_template(request: HttpRequest, pk: int) -> HttpResponse:
+    """Save a suite as a template (its owner, or staff), then show the template."""
+    suite = get_object_or_404(Suite, pk=pk)
+    if not roles.can_manage(request.user, suite.owner_id):
+        return error_response(request, "Only the suite's owner or lab staff can save it.", 403)
+    name = request.POST.get("name", "").strip() or suite.name
+    try:
+        template = suite_templates.template_from_suite(by=request.user, suite=suite, name=name)
+    except ServiceError as exc:
+        return error_response(request, capfirst(exc.message), exc.status_code)
+    messages.success(request, f"Saved suite {suite.name} as template {template.name}.")
+    return _go(request, reverse("jobs:template_detail", args=[template.pk]))

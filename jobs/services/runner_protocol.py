@@ -43,6 +43,7 @@ def job_start(*, job: Job, by: Actor, at: datetime | None = None) -> Job:
 
 
 def _start(lease: Lease, *, by: Actor, at: datetime) -> Job:
+    """Move the lease's job to running; the lease first, as every call by lease does."""
     _extend(lease, at=at, unexpired=False)  # `start` counts as a heartbeat
     job = lease.job
     transitions.move_job(job, to=JobStatus.RUNNING, mover=Mover.RUNNER, at=at)
@@ -181,6 +182,7 @@ def _extend(lease: Lease, *, at: datetime, unexpired: bool) -> None:
 
 
 def _lock_job_lease(lease: Lease) -> Lease:
+    """Lock and read an active job lease, for the calls that act on more than its row."""
     locked = Lease.objects.select_for_update().filter(pk=lease.pk).first()
     if locked is None or locked.released_at is not None or locked.job_id is None:
         raise _ended(locked or lease)

@@ -57,6 +57,8 @@ def _class_reasons(tick: SchedulerTick, keys: set[str]) -> dict[str, dict]:
 def wait_reasons_for(jobs: list[Job], tick: SchedulerTick | None = None) -> dict[int, dict]:
     """Each queued job's wait reason: its own when it waits for a retry or a maintenance slot,
     else the latest tick's reason for its class."""
+    if not any(job.status == JobStatus.QUEUED for job in jobs):
+        return {}  # only queued jobs wait: no need to read the latest tick's reasons
     tick = tick if tick is not None else latest_tick()
     now = timezone.now()
     # Whether a maintenance job's host is busy: one query for the page, not one per job.

@@ -192,8 +192,13 @@ def move_jobs(
 
 
 def move_job(job: Job, *, to: str, mover: Mover, at: datetime, **fields: object) -> None:
-    """Move one job, or raise Conflict saying which status it is in instead."""
+    """Move one job, or raise Conflict saying which status it is in instead.
+
+    The instance is updated to match the row, so a caller can answer without reading it again.
+    """
     if move_jobs([job.pk], to=to, mover=mover, at=at, **fields):
+        for name, value in {"status": to, **_job_times(to, at), **fields}.items():
+            setattr(job, name, value)
         return
     status = Job.objects.filter(pk=job.pk).values_list("status", flat=True).first()
     if status is None:
@@ -220,10 +225,11 @@ def release_leases(
     LEASE.sources(reason, mover)
     if not leases:
         return
+    by_name = actor_name(by)
     released = (
         Lease.objects.active()
         .filter(pk__in=[lease.pk for lease in leases])
-        .update(released_at=at, release_reason=reason, released_by=actor_name(by))
+        .update(released_at=at, release_reason=reason, released_by=by_name)
     )
     # The bulk callers hold the leases' row locks, so none can end between their read and this
     # update; a lease that did end anyway must not get a second ending in its host's trail.
@@ -231,6 +237,8 @@ def release_leases(
         if len(leases) == 1:
             raise Conflict(f"lease {leases[0].pk} is no longer active")
         raise Conflict(f"{len(leases) - released} of {len(leases)} leases are no longer active")
+    for lease in leases:  # the instances match their rows: callers answer without a re-read
+        lease.released_at, lease.release_reason, lease.released_by = at, reason, by_name
     text = message if callable(message) else lambda _lease: message
     kind = RELEASE_EVENTS[reason]
     audit.record_many(

@@ -63,11 +63,11 @@ class Runner:
         self.stopping = threading.Event()  # SIGTERM: take no new leases
         self.killing = threading.Event()  # grace over (or a second signal): kill and abort
         self.runs: dict[int, JobRun] = {}  # lease id -> the run of its job
-        self.waiting: dict[int, tuple[dict, float]] = {}  # lease id -> (lease, last heartbeat)
+        self.waiting: dict[int, dict] = {}  # lease id -> a lease no slot is free for yet
         self.ignored: set[int] = set()
         self.lease_ttl = 600.0
         self.offline_timeout = 120.0
-        self._last_worker_beat = 0.0
+        self._last_beat = 0.0
         outcomes = ("passed", "failed", "aborted", "lost", "handed_back")
         self.results: dict[str, int] = dict.fromkeys(outcomes, 0)
         self._warned_kinds: set[str] = set()
@@ -104,11 +104,10 @@ class Runner:
         return 0
 
     def step(self) -> None:
-        """One pass: heartbeat the worker when due, start what fits, keep waiting leases alive."""
+        """One pass: heartbeat the worker and its leases when due, start what fits."""
         self._reap()
-        self._beat_worker()
+        self._beat()
         self._take_leases()
-        self._keep_waiting_alive()
 
     def stop(self) -> None:
         """Take no new leases; let running jobs finish within the grace period."""
@@ -135,6 +134,7 @@ class Runner:
             )
         deadline = time.monotonic() + self.config.grace
         while self._reap() and time.monotonic() < deadline and not self.killing.is_set():
+            self._beat_while_stopping()
             time.sleep(0.1)
         if self._reap():
             log.warning("grace period over: killing %d job(s)", len(self.runs))
@@ -154,7 +154,7 @@ class Runner:
             leases = list(self.api.pages(f"workers/{self.config.worker}/leases/"))
         except ApiError as exc:
             log.warning("could not list leases while stopping: %s", exc)
-            return [lease for lease, _beat in self.waiting.values()]
+            return list(self.waiting.values())
         return [
             lease
             for lease in leases
@@ -168,14 +168,66 @@ class Runner:
                 self.results[run.outcome] = self.results.get(run.outcome, 0) + 1
         return len(self.runs)
 
-    def _beat_worker(self) -> None:
+    def _beat(self) -> None:
+        """When due, one heartbeat for the worker and every lease it holds; stop the ones gone.
+
+        Due every `offline_timeout / 4` for the worker, and every heartbeat period while it
+        holds leases (docs/api.md#the-runner-protocol-and-run_worker).
+        """
         now = time.monotonic()
-        if now - self._last_worker_beat < max(1.0, self.offline_timeout / 4):
+        held = sorted([*self.runs, *self.waiting])
+        period = max(1.0, self.offline_timeout / 4)
+        if held:
+            period = min(period, self.heartbeat_period)
+        if now - self._last_beat < period:
             return
-        info = self.api.call("POST", f"workers/{self.config.worker}/heartbeat/")
+        info = self.api.call("POST", f"workers/{self.config.worker}/heartbeat/", {"leases": held})
+        info = info if isinstance(info, dict) else {}
         self.lease_ttl = float(info.get("lease_ttl") or self.lease_ttl)
         self.offline_timeout = float(info.get("offline_timeout") or self.offline_timeout)
-        self._last_worker_beat = now
+        self._last_beat = now
+        gone = info.get("gone")
+        if gone is None:  # a server that predates the bulk heartbeat: one call per lease
+            gone = self._beat_each(held)
+        for lease_id in gone:
+            self._lost(lease_id)
+
+    def _beat_while_stopping(self) -> None:
+        """Keep running jobs' leases alive through the grace period, without the worker.
+
+        A worker heartbeat would bring a stopping worker back online (docs/health.md#runners):
+        the leases are beaten one by one, as the single heartbeat does not.
+        """
+        now = time.monotonic()
+        if now - self._last_beat < self.heartbeat_period:
+            return
+        self._last_beat = now
+        try:
+            for lease_id in self._beat_each(sorted(self.runs)):
+                self._lost(lease_id)
+        except ApiError as exc:
+            log.warning("could not heartbeat leases while stopping: %s", exc)
+
+    def _beat_each(self, lease_ids: list[int]) -> list[int]:
+        """Heartbeat leases one by one; return those gone (an unreachable API is retried)."""
+        gone = []
+        for lease_id in lease_ids:
+            try:
+                self.api.call("POST", f"leases/{lease_id}/heartbeat/")
+            except ApiUnavailable as exc:
+                log.warning("lease %s: heartbeat failed, will retry: %s", lease_id, exc)
+            except ApiError as exc:
+                log.info("lease %s: heartbeat refused: %s", lease_id, exc)
+                gone.append(lease_id)
+        return gone
+
+    def _lost(self, lease_id: int) -> None:
+        """A lease that is gone (released, aborted, expired, timed out): stop its job."""
+        run = self.runs.get(lease_id)
+        if run is not None:
+            log.warning("lease %s lost, stopping its job", lease_id)
+            run.lost.set()
+        self.waiting.pop(lease_id, None)
 
     @property
     def heartbeat_period(self) -> float:
@@ -207,7 +259,7 @@ class Runner:
                 return
             if len(self.runs) >= self.config.concurrency:
                 # No free slot: keep the lease alive until one frees up.
-                self.waiting.setdefault(lease_id, (lease, time.monotonic()))
+                self.waiting.setdefault(lease_id, lease)
                 continue
             self.waiting.pop(lease_id, None)
             self._start(lease)
@@ -234,19 +286,6 @@ class Runner:
         run = JobRun(self, lease)
         self.runs[lease["id"]] = run
         run.start()
-
-    def _keep_waiting_alive(self) -> None:
-        now = time.monotonic()
-        for lease_id, (lease, last) in list(self.waiting.items()):
-            if now - last < self.heartbeat_period:
-                continue
-            try:
-                self.api.call("POST", f"leases/{lease_id}/heartbeat/")
-                self.waiting[lease_id] = (lease, now)
-            except ApiError as exc:
-                if exc.status != 409:
-                    raise
-                self.waiting.pop(lease_id, None)
 
     def hand_back(self, lease: dict) -> str | None:
         """Return a lease whose job nobody started; the job is queued again, using no retry.
@@ -304,7 +343,7 @@ class Runner:
 
 
 class JobRun(threading.Thread):
-    """Run the command for one lease: heartbeat while it runs, then report its result."""
+    """Run the command for one lease, stop it if the lease is lost, then report its result."""
 
     def __init__(self, runner: Runner, lease: dict) -> None:
         super().__init__(name=f"lease-{lease['id']}", daemon=True)
@@ -314,6 +353,7 @@ class JobRun(threading.Thread):
         self.kind = job_kind(lease)
         self.command = list(runner.config.command_for(self.kind))
         self.outcome = "lost"
+        self.lost = threading.Event()  # set by the runner when the lease's heartbeat says gone
         self._tail: list[str] = []
         self._tail_len = 0
 
@@ -369,7 +409,7 @@ class JobRun(threading.Thread):
             return
         reader = threading.Thread(target=self._read, args=(proc,), daemon=True)
         reader.start()
-        started = last_beat = time.monotonic()
+        started = time.monotonic()
         timeout = float(self.job.get("timeout") or 0)
         stop_reason = ""
         while proc.poll() is None:
@@ -378,12 +418,10 @@ class JobRun(threading.Thread):
                 stop_reason = "runner stopped (grace period over) while the job ran"
             elif timeout and now - started > timeout:
                 stop_reason = f"timed out after {timeout:.0f} s"
-            elif now - last_beat >= self.runner.heartbeat_period:
-                last_beat = now
-                if not self._heartbeat():
-                    self._kill(proc)
-                    reader.join(5)
-                    return
+            elif self.lost.is_set():
+                self._kill(proc)
+                reader.join(5)
+                return
             if stop_reason:
                 self._kill(proc)
                 break
@@ -421,18 +459,6 @@ class JobRun(threading.Thread):
             self._tail_len += len(line)
             while self._tail_len > limit and len(self._tail) > 1:
                 self._tail_len -= len(self._tail.pop(0))
-
-    def _heartbeat(self) -> bool:
-        """Keep the lease alive; False when it is gone (released, expired, aborted)."""
-        try:
-            self.runner.api.call("POST", f"leases/{self.lease['id']}/heartbeat/")
-            return True
-        except ApiUnavailable as exc:
-            log.warning("lease %s: heartbeat failed, will retry: %s", self.lease["id"], exc)
-            return True
-        except ApiError as exc:
-            log.warning("lease %s lost, stopping its job: %s", self.lease["id"], exc)
-            return False
 
     def _kill(self, proc: subprocess.Popen) -> None:
         for sig, wait in ((signal.SIGTERM, self.runner.config.kill_timeout), (signal.SIGKILL, 5)):

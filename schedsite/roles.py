@@ -20,6 +20,11 @@ def _groups(user: User) -> set[str]:
     return cached
 
 
+def remember_groups(user: User, names: list[str]) -> None:
+    """Keep the user's group names, read along with the user, for the checks below."""
+    user._schedsite_groups = set(names)  # type: ignore[union-attr]
+
+
 def is_staff(user: User) -> bool:
     """Lab staff manage workers, hosts, leases and any suite."""
     return bool(user.is_authenticated and (user.is_staff or STAFF_GROUP in _groups(user)))

@@ -18,7 +18,7 @@ from hosts.validators import (
     worker_name_validator,
 )
 from jobs.api.fields import LabelListField, RelatedName
-from jobs.api.serializers import ActiveLeaseSerializer
+from jobs.api.serializers import MAX_ID, ActiveLeaseSerializer
 from jobs.scheduling.planner import host_is_schedulable
 from schedsite.api_fields import StrictBooleanField, StrictCharField, StrictIntegerField
 from schedsite.roles import RUNNER_GROUP
@@ -93,6 +93,21 @@ class WorkerPauseInputSerializer(serializers.Serializer):
     reason = StrictCharField(max_length=500)
 
 
+# The most leases one worker heartbeat may name: a worker drives hundreds of hosts, not more.
+MAX_HEARTBEAT_LEASES = 5000
+
+
+class WorkerHeartbeatInputSerializer(serializers.Serializer):
+    leases = serializers.ListField(
+        child=StrictIntegerField(min_value=1, max_value=MAX_ID),
+        required=False,
+        max_length=MAX_HEARTBEAT_LEASES,
+        help_text="Ids of the job leases the runner holds: each one still active on this "
+        "worker is extended to now + lease_ttl, in one statement; the others come back in "
+        f"`gone`. At most {MAX_HEARTBEAT_LEASES}. Without it only the worker is marked seen.",
+    )
+
+
 class WorkerHeartbeatSerializer(serializers.Serializer):
     """What a runner learns from its worker heartbeat: the timings it must keep to."""
 
@@ -106,10 +121,16 @@ class WorkerHeartbeatSerializer(serializers.Serializer):
     offline_timeout = serializers.IntegerField(
         help_text="Seconds without a heartbeat after which the worker counts as offline."
     )
+    gone = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="The named leases this heartbeat did not extend: released, expired, a manual "
+        "reservation, not this worker's, or no such lease. Stop their jobs.",
+    )
 
     @staticmethod
-    def payload(worker: Worker) -> dict:
+    def payload(worker: Worker, gone: list[int] | None = None) -> dict:
         return {
+            "gone": gone or [],
             "name": worker.name,
             "last_seen": worker.last_seen,
             "online": worker.is_online(),

@@ -114,7 +114,8 @@ class WorkerViewSet(InventoryViewSet):
         "destroy": "Delete a worker with no hosts left; one with history is retired (staff)",
         "pause": "Pause: no new leases on its hosts; running leases continue (staff)",
         "resume": "Resume a paused worker (staff)",
-        "heartbeat": "Runner protocol: mark the worker seen (its runner, or staff)",
+        "heartbeat": "Runner protocol: mark the worker seen and extend the leases named "
+        "(its runner, or staff)",
         "leases": "Runner protocol: the worker's active job leases (its runner, or staff)",
         "events": "The worker's event log (added, paused, resumed, back online), newest first",
     }
@@ -123,7 +124,7 @@ class WorkerViewSet(InventoryViewSet):
         "partial_update": s.WorkerUpdateInputSerializer,
         "pause": s.WorkerPauseInputSerializer,
         "resume": None,
-        "heartbeat": None,
+        "heartbeat": s.WorkerHeartbeatInputSerializer,
     }
     changes = {
         "partial_update": services.worker_update,
@@ -136,6 +137,8 @@ class WorkerViewSet(InventoryViewSet):
         return worker.runner_id
 
     def get_queryset(self) -> QuerySet[Worker]:
+        if self.action == "heartbeat":  # a runner's every few seconds: no host counts to show
+            return Worker.objects.all()
         return selectors.workers_with_host_counts()
 
     def create(self, request: Request) -> Response:
@@ -148,10 +151,11 @@ class WorkerViewSet(InventoryViewSet):
     @extend_schema(responses=s.WorkerHeartbeatSerializer)
     @action(detail=True, methods=["post"])
     def heartbeat(self, request: Request, name: str) -> Response:
-        worker = services.worker_heartbeat(worker=self.get_object(), at=timezone.now())
-        return Response(
-            s.WorkerHeartbeatSerializer(s.WorkerHeartbeatSerializer.payload(worker)).data
-        )
+        worker = self.get_object()
+        leases = self.action_input().get("leases", [])
+        gone = job_services.worker_leases_heartbeat(worker=worker, leases=leases)
+        payload = s.WorkerHeartbeatSerializer.payload(worker, gone)
+        return Response(s.WorkerHeartbeatSerializer(payload).data)
 
     @extend_schema(responses=RunnerLeaseSerializer(many=True), filters=False)
     @action(detail=True, methods=["get"])

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 
 from django.db.models import QuerySet
+from django.http import Http404
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, mixins, status, viewsets
@@ -227,32 +228,44 @@ class JobViewSet(ReadViewSet):
         serializer.is_valid(raise_exception=True)
         return serializer.validated_data
 
-    def _runner_lease(self, job: Job, lease_id: int | None) -> Lease:
-        """The lease the caller acts through: the one named, or (staff only) the job's own."""
-        user = self.request.user
+    def _runner_lease(self, lease_id: int | None) -> Lease:
+        """The lease the caller acts through, with its job and host: the one named, or (staff
+        only) the job's own. One query when the lease is named."""
+        leases = Lease.objects.select_related(
+            "host__worker", "job__suite", "job__owner", "job__host"
+        )
         if lease_id is not None:
-            lease = (
-                Lease.objects.select_related("host__worker").filter(pk=lease_id, job=job).first()
-            )
+            lease = leases.filter(pk=lease_id, job_id=self._job_id()).first()
             if lease is None:
+                job = self.get_object()  # 404 when there is no such job
                 raise ValidationError(
                     {"lease": [f"Lease {lease_id} is not a lease of job {job.pk}."]}
                 )
         else:
             # Only staff get here: the input serializer requires the lease from everyone else.
+            job = self.get_object()
             lease = selectors.lease_of_job(job)
             if lease is None:
                 raise Conflict(f"job {job.pk} holds no active lease (status {job.status})")
-        if not roles.runner_may_work(user, runner_id_of_lease(lease)):
+            lease = leases.get(pk=lease.pk)
+        if not roles.runner_may_work(self.request.user, runner_id_of_lease(lease)):
             raise PermissionDenied("This job's lease is on a worker you are not the runner of.")
         return lease
 
+    def _job_id(self) -> int:
+        try:
+            return int(self.kwargs["pk"])
+        except ValueError:
+            raise Http404 from None
+
     def change(self, service: Callable[..., Job]) -> Response:
-        """One runner-protocol step: the job, its checked body, the lease it acts through."""
-        job = self.get_object()
+        """One runner-protocol step: the checked body, the lease it acts through, its job."""
         data = self._protocol_input()
-        lease = self._runner_lease(job, data.pop("lease", None))
-        return self._render_one(service(lease=lease, by=self.request.user, **data))
+        lease = self._runner_lease(data.pop("lease", None))
+        job = service(lease=lease, by=self.request.user, **data)
+        # The service leaves the job and the lease as it wrote them: no second read.
+        job.active_leases = [lease] if lease.released_at is None else []
+        return Response(self._render([job])[0])
 
     @action(detail=True, methods=["post"])
     def abort(self, request: Request, pk: str) -> Response:
@@ -311,7 +324,6 @@ class LeaseViewSet(ReadViewSet):
         "extend": s.LeaseExtendInputSerializer,
     }
     changes = {
-        "heartbeat": services.lease_job_heartbeat,
         "release": lease_release_or_hand_back,
         "extend": services.lease_extend,
     }
@@ -330,6 +342,13 @@ class LeaseViewSet(ReadViewSet):
         """One change of a lease: found (404 or 403 first), its body checked, then the service."""
         lease = self.get_object()
         return self._render_one(service(lease=lease, by=self.request.user, **self.action_input()))
+
+    @extend_schema(request=None, responses=s.LeaseSerializer)
+    @action(detail=True, methods=["post"])
+    def heartbeat(self, request: Request, pk: str) -> Response:
+        # The hottest call of the protocol: answered from the lease as read and as written.
+        lease = services.lease_job_heartbeat(lease=self.get_object(), by=request.user)
+        return Response(self.get_serializer(lease).data)
 
     @idempotent_create({201: s.LeaseSerializer})
     def create(self, request: Request) -> Response:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 from django_q.tasks import async_task
@@ -25,31 +25,41 @@ def request_tick(reason: str) -> None:
 
 
 def _enqueue(reason: str) -> None:
-    now = timezone.now()
-    SchedulerState.objects.get_or_create(pk=1)
-    # Compare-and-set: only the request that flips the flag enqueues; the rest ride along.
-    claimed = (
-        SchedulerState.objects.filter(pk=1)
-        .filter(tick_pending=False)
-        .update(tick_pending=True, requested_at=now)
-    )
-    if not claimed:
-        # A tick clears the flag as it starts, so a request still pending after a few seconds
-        # was lost: the cluster holding it died (a Redis broker drops it; the ORM broker hands
-        # it out again only after `retry`, minutes later). Send a tick of our own rather than
-        # ride along. One request per window wins the compare-and-set on `requested_at`; a
-        # duplicate tick, should the old one turn up after all, changes nothing
-        # (docs/deployment.md#what-happens-when-things-fail).
-        stale_before = now - timedelta(seconds=settings.TICK_REQUEST_STALE_SECONDS)
-        resent = (
-            SchedulerState.objects.filter(pk=1, tick_pending=True)
-            .filter(Q(requested_at__lt=stale_before) | Q(requested_at__isnull=True))
-            .update(requested_at=now)
-        )
-        if not resent:
-            return
+    if not _claim_request(timezone.now()):
+        return
     try:
         async_task(TICK_FUNC, reason[:50], task_name="tick", group="tick")
     except Exception:  # the safety-net schedule will tick anyway; never fail the caller
         SchedulerState.objects.filter(pk=1).update(tick_pending=False)
         log.exception("could not enqueue a tick")
+
+
+def _claim_request(now: datetime) -> bool:
+    """Flag a tick as requested; True if this request should enqueue it.
+
+    Compare-and-set: only the request that flips the flag enqueues; the rest ride along. A tick
+    clears the flag as it starts, so a request still pending after a few seconds was lost: the
+    cluster holding it died (a Redis broker drops it; the ORM broker hands it out again only
+    after `retry`, minutes later). Then a request sends a tick of its own rather than ride
+    along; one request per window wins the compare-and-set on `requested_at`, and a duplicate
+    tick, should the old one turn up after all, changes nothing
+    (docs/deployment.md#what-happens-when-things-fail).
+    """
+    stale_before = now - timedelta(seconds=settings.TICK_REQUEST_STALE_SECONDS)
+    if connection.vendor == "postgresql":
+        # Every finished job asks for a tick: one statement, the row created if missing.
+        table = connection.ops.quote_name(SchedulerState._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {table} (id, tick_pending, requested_at) VALUES (1, true, %s) "
+                "ON CONFLICT (id) DO UPDATE SET tick_pending = true, requested_at = %s "
+                f"WHERE NOT {table}.tick_pending OR {table}.requested_at IS NULL "
+                f"OR {table}.requested_at < %s RETURNING id",
+                [now, now, stale_before],
+            )
+            return cursor.fetchone() is not None
+    SchedulerState.objects.get_or_create(pk=1)
+    due = Q(tick_pending=False) | Q(requested_at__isnull=True) | Q(requested_at__lt=stale_before)
+    return bool(
+        SchedulerState.objects.filter(due, pk=1).update(tick_pending=True, requested_at=now)
+    )

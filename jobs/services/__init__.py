@@ -23,6 +23,7 @@ from jobs.services.runner_protocol import (
     lease_job_complete,
     lease_job_heartbeat,
     lease_job_start,
+    worker_leases_heartbeat,
 )
 from jobs.services.staff import job_abort, lease_release, suite_abort
 from jobs.services.submission import JobSpec, job_submit, suite_submit
@@ -54,4 +55,5 @@ __all__ = [
     "suite_abort",
     "suite_submit",
     "tick_history_prune",
+    "worker_leases_heartbeat",
 ]

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Required, TypedDict, Unpack
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from hosts import audit
+from hosts import services as host_services
 from hosts.audit import Actor
 from hosts.choices import EventKind, HostStatus
 from hosts.models import Host, Worker
@@ -31,27 +33,32 @@ WAITS_FOR = {JobKind.VERIFY: HostStatus.NEEDS_VERIFY, JobKind.REPAIR: HostStatus
 @transaction.atomic
 def job_start(*, job: Job, by: Actor, at: datetime | None = None) -> Job:
     """Mark a leased job running (the runner has begun the test)."""
-    at = at or timezone.now()
     lease = active_lease_for(job)
     if lease is None:
         raise Conflict(f"job {job.pk} holds no active lease (status {job.status})")
-    transitions.move_job(job, to=JobStatus.RUNNING, mover=Mover.RUNNER, at=at)
-    Lease.objects.filter(pk=lease.pk).update(
-        heartbeat_at=at, expires_at=at + timedelta(seconds=settings.LEASE_TTL)
-    )
-    transitions.lease_event(
-        EventKind.STARTED, lease, by=by, at=at, message=f"job {job.name} started"
-    ).save()
+    lease.job = job
+    _start(lease, by=by, at=at or timezone.now())
     job.refresh_from_db()
     return job
 
 
-@transaction.atomic
+def _start(lease: Lease, *, by: Actor, at: datetime) -> Job:
+    """Move the lease's job to running; the lease first, as every call by lease does."""
+    _extend(lease, at=at, unexpired=False)  # `start` counts as a heartbeat
+    job = lease.job
+    transitions.move_job(job, to=JobStatus.RUNNING, mover=Mover.RUNNER, at=at)
+    transitions.lease_event(
+        EventKind.STARTED, lease, by=by, at=at, message=f"job {job.name} started"
+    ).save()
+    return job
+
+
 def lease_heartbeat(*, lease: Lease, by: Actor = None, at: datetime | None = None) -> Lease:
     """Extend an active lease by LEASE_TTL and mark its worker seen."""
     at = at or timezone.now()
     ttl = timedelta(seconds=settings.LEASE_TTL)
     # Compare-and-set: a heartbeat for a released (or already expired) lease changes nothing.
+    # Two single-row statements, each atomic by itself; neither reads first.
     changed = (
         Lease.objects.active()
         .filter(pk=lease.pk, expires_at__gte=at)
@@ -59,13 +66,17 @@ def lease_heartbeat(*, lease: Lease, by: Actor = None, at: datetime | None = Non
     )
     if not changed:
         raise Conflict(f"lease {lease.pk} is no longer active")
-    lease.refresh_from_db()
-    worker_id = Host.objects.filter(pk=lease.host_id).values_list("worker_id", flat=True).first()
-    if worker_id:
-        # A worker whose runner handed leases back is stopping (last_seen cleared): the jobs it
-        # still finishes do not bring it back online; only its runner's own heartbeat does.
-        Worker.objects.filter(pk=worker_id, last_seen__isnull=False).update(last_seen=at)
+    lease.heartbeat_at, lease.expires_at = at, at + ttl
+    _mark_worker_seen(lease, at=at)
     return lease
+
+
+def _mark_worker_seen(lease: Lease, *, at: datetime) -> None:
+    # A worker whose runner handed leases back is stopping (last_seen cleared): the jobs it
+    # still finishes do not bring it back online; only its runner's own heartbeat does.
+    # The host's worker is read in the same statement, as it is now.
+    worker_of_host = Host.objects.filter(pk=lease.host_id).values("worker_id")
+    Worker.objects.filter(pk__in=worker_of_host, last_seen__isnull=False).update(last_seen=at)
 
 
 @transaction.atomic
@@ -78,65 +89,110 @@ def job_complete(
     host_ok: bool = True,
     at: datetime | None = None,
 ) -> Job:
-    """Record a job's result and release its lease, then act on what it says of the host.
+    """Record a job's result and release its lease, then act on what it says of the host."""
+    _check_result(result)
+    lease = active_lease_for(job)
+    if lease is None:
+        raise Conflict(f"job {job.pk} holds no active lease (status {job.status})")
+    job.refresh_from_db()
+    lease.job = job
+    _complete(lease, result=result, by=by, message=message, host_ok=host_ok, at=at)
+    job.refresh_from_db()
+    return job
+
+
+def _complete(
+    lease: Lease,
+    *,
+    result: str,
+    by: Actor,
+    message: str = "",
+    host_ok: bool = True,
+    at: datetime | None = None,
+) -> Job:
+    """Release the job's lease with its result, then act on what it says of the host.
 
     A test that failed on a host the runner found broken is retried elsewhere while it has
     tries left; the host goes to repair. A verify or repair job moves its host along the
     health loop (docs/health.md).
     """
     at = at or timezone.now()
-    _check_result(result)
-    lease = active_lease_for(job)
-    if lease is None:
-        raise Conflict(f"job {job.pk} holds no active lease (status {job.status})")
-    job.refresh_from_db()
+    job = lease.job
     message = (message or "")[:10000]
     is_test = job.kind == JobKind.TEST
     host_broke = is_test and not host_ok
-    if not (host_broke and result == JobStatus.FAILED):
-        transitions.move_job(job, to=result, mover=Mover.RUNNER, at=at, message=message)
     done = f"{'job' if is_test else job.kind + ' job'} {job.name} {result}"
     done += f": {message[:200]}" if message else ""
-    transitions.release_leases(
-        [lease], reason=COMPLETED, mover=RUNNER, by=by, at=at, message=done, trigger="job completed"
-    )
+    # The lease first: its compare-and-set locks the row before the job's, in the order the
+    # tick's expiry takes them, and a lease that ended meanwhile fails the whole call.
+    try:
+        transitions.release_leases(
+            [lease], reason=COMPLETED, mover=RUNNER, by=by, at=at, message=done,
+            trigger="job completed",
+        )  # fmt: skip
+    except Conflict:
+        raise _ended(lease) from None
+    if not (host_broke and result == JobStatus.FAILED):
+        transitions.move_job(job, to=result, mover=Mover.RUNNER, at=at, message=message)
     if not is_test:
-        job.message = message
         passed = result == JobStatus.PASSED
         recovery.maintenance_ended(job, host=lease.host, passed=passed, mover=RUNNER, by=by, at=at)
     elif host_broke:
         if result == JobStatus.FAILED:
-            lease.job = job
             why = f"the runner reported it broken; {recovery.brief(message)}"
             recovery.retry_or_end([lease], end_as=FAILED, mover=RUNNER, at=at, why=why, by=by)
+            job.refresh_from_db()  # retried or ended by the recovery, not by move_job
         why = f"runner reported the host broken after job {job.name}"
         transitions.mark_needs_repair([lease.host_id], mover=RUNNER, by=by, why=why, at=at)
     elif result == JobStatus.FAILED:
         recovery.check_failure_streak(lease.host, by=by, at=at)
-    job.refresh_from_db()
     return job
 
 
 # --- the runner protocol addressed by lease (what the REST API calls) -----------------------
+#
+# The lease is what a runner holds. Each call is a compare-and-set on it being active, taken
+# before the job is touched, so a runner whose lease expired (and whose job was leased again
+# elsewhere) cannot act on the new lease. The lease comes with its job and host read.
+
+
+def _ended(lease: Lease) -> Conflict:
+    """The conflict of acting on a lease that is not an active job lease, saying why."""
+    row = Lease.objects.filter(pk=lease.pk).values("released_at", "release_reason").first()
+    if row is not None and row["released_at"] is not None:
+        why = f" ({row['release_reason']})" if row["release_reason"] else ""
+        return Conflict(f"lease {lease.pk} is no longer active{why}")
+    if lease.job_id is None:
+        return Conflict(f"lease {lease.pk} is a manual reservation, not a job's lease")
+    return Conflict(f"lease {lease.pk} is no longer active")
+
+
+def _extend(lease: Lease, *, at: datetime, unexpired: bool) -> None:
+    """Heartbeat an active job lease in one compare-and-set, which also locks its row.
+
+    With `unexpired`, a lease past its expiry that no tick has released yet is refused too.
+    """
+    expires_at = at + timedelta(seconds=settings.LEASE_TTL)
+    rows = Lease.objects.active().filter(pk=lease.pk, job__isnull=False)
+    if unexpired:
+        rows = rows.filter(expires_at__gte=at)
+    if not rows.update(heartbeat_at=at, expires_at=expires_at):
+        raise _ended(lease)
+    lease.heartbeat_at, lease.expires_at = at, expires_at
 
 
 def _lock_job_lease(lease: Lease) -> Lease:
-    # The lease is what a runner holds: lock it and check it is still active, so a runner whose
-    # lease expired (and whose job was leased again elsewhere) cannot act on the new lease.
+    """Lock and read an active job lease, for the calls that act on more than its row."""
     locked = Lease.objects.select_for_update().filter(pk=lease.pk).first()
-    if locked is None or locked.released_at is not None:
-        why = f" ({locked.release_reason})" if locked and locked.release_reason else ""
-        raise Conflict(f"lease {lease.pk} is no longer active{why}")
-    if locked.job_id is None:
-        raise Conflict(f"lease {lease.pk} is a manual reservation, not a job's lease")
+    if locked is None or locked.released_at is not None or locked.job_id is None:
+        raise _ended(locked or lease)
     return locked
 
 
 @transaction.atomic
 def lease_job_start(*, lease: Lease, by: Actor, at: datetime | None = None) -> Job:
     """Start the job of a lease the runner holds."""
-    lease = _lock_job_lease(lease)
-    return job_start(job=lease.job, by=by, at=at)
+    return _start(lease, by=by, at=at or timezone.now())
 
 
 class Report(TypedDict, total=False):
@@ -157,16 +213,67 @@ def _check_result(result: str) -> None:
 def lease_job_complete(*, lease: Lease, by: Actor, **report: Unpack[Report]) -> Job:
     """Report the result of the job of a lease the runner holds, and release the lease."""
     _check_result(report["result"])  # a bad result is a 400 even on a lease that has ended
-    lease = _lock_job_lease(lease)
-    return job_complete(job=lease.job, by=by, **report)
+    if lease.job_id is None:
+        raise _ended(lease)
+    return _complete(lease, by=by, **report)
 
 
-@transaction.atomic
 def lease_job_heartbeat(*, lease: Lease, by: Actor, at: datetime | None = None) -> Lease:
     """Heartbeat a job's lease; manual reservations are extended instead, never heartbeated."""
     # A heartbeat sets expires_at to now + LEASE_TTL, which would cut a reservation short.
-    lease = _lock_job_lease(lease)
-    return lease_heartbeat(lease=lease, by=by, at=at)
+    # No transaction: the compare-and-set is one statement, and marking the worker seen is
+    # true whether or not the lease was extended (the runner is alive). The hottest call of the
+    # protocol saves a BEGIN and a COMMIT.
+    at = at or timezone.now()
+    _extend(lease, at=at, unexpired=True)
+    _mark_worker_seen(lease, at=at)
+    return lease
+
+
+def worker_leases_heartbeat(
+    *, worker: Worker, leases: Sequence[int] = (), at: datetime | None = None
+) -> list[int]:
+    """Mark the worker seen and extend the active job leases it names; return those gone.
+
+    Gone: released, past their expiry, a manual reservation, not on this worker's hosts, or
+    no such lease. Two statements however many leases are named, each atomic by itself: the
+    worker is seen whatever becomes of the leases.
+    """
+    at = at or timezone.now()
+    host_services.worker_heartbeat(worker=worker, at=at)
+    wanted = sorted(set(leases))
+    if not wanted:
+        return []
+    kept = set(_extend_many(wanted, worker=worker, at=at))
+    return [pk for pk in wanted if pk not in kept]
+
+
+def _extend_many(ids: list[int], *, worker: Worker, at: datetime) -> list[int]:
+    """Heartbeat those of the leases that are active job leases on the worker's hosts."""
+    expires_at = at + timedelta(seconds=settings.LEASE_TTL)
+    if connection.vendor == "postgresql":
+        # One UPDATE … RETURNING: the compare-and-set answers which rows it extended. The
+        # lease's own conditions sit on the UPDATE, not in a subquery, so a lease released
+        # meanwhile is re-checked as it is now (an ORM update with a join would not be).
+        lease, host = Lease._meta.db_table, Host._meta.db_table
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {lease} SET heartbeat_at = %s, expires_at = %s "
+                "WHERE id = ANY(%s) AND released_at IS NULL AND job_id IS NOT NULL "
+                f"AND expires_at >= %s AND host_id IN (SELECT id FROM {host} WHERE worker_id = %s) "
+                "RETURNING id",
+                [at, expires_at, ids, at, worker.pk],
+            )
+            return [row[0] for row in cursor.fetchall()]
+    with transaction.atomic():
+        held = list(
+            Lease.objects.active()
+            .filter(pk__in=ids, job__isnull=False, expires_at__gte=at, host__worker=worker)
+            .select_for_update(of=("self",))
+            .values_list("pk", flat=True)
+        )
+        Lease.objects.filter(pk__in=held).update(heartbeat_at=at, expires_at=expires_at)
+    return held
 
 
 @transaction.atomic

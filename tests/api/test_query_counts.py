@@ -12,8 +12,9 @@ from django.utils import timezone
 from hosts import services as host_services
 from hosts.models import Host, HostEvent, Worker
 from jobs import services
-from jobs.models import Job, SchedulerTick
+from jobs.models import Job, Lease, SchedulerTick
 from tests import factories as f
+from tests.api.conftest import active_lease
 
 pytestmark = pytest.mark.django_db
 
@@ -115,3 +116,78 @@ def test_waiting_maintenance_jobs_cost_the_same_queries_for_3_and_15(staff_clien
     assert big[0] == small[0], "each waiting maintenance job costs queries of its own"
     reasons = staff_client.get(page_of(url)).json()["results"]
     assert all("busy" in row["wait_reason"]["message"] for row in reasons), reasons[:2]
+
+
+# --- the runner protocol --------------------------------------------------------------------
+# Counted as production runs them: no test transaction around the request, so BEGIN and
+# COMMIT count too (Django logs them), and so do the tick request's statements after commit.
+
+
+def leased_hosts(worker: Worker, n: int, *, prefix: str = "bulk") -> list[int]:
+    """n hosts on the worker, each held by a leased job; the leases' ids."""
+    now = timezone.now()
+    hosts = Host.objects.bulk_create(
+        [Host(hostname=f"{prefix}{i}.lab", worker=worker, created_at=now) for i in range(n)]
+    )
+    jobs = Job.objects.bulk_create(
+        [Job(name=f"{prefix}-{i}", status="leased", created_at=now) for i in range(n)]
+    )
+    leases = Lease.objects.bulk_create(
+        [
+            Lease(host=host, job=job, acquired_at=now, expires_at=now + timedelta(minutes=5))
+            for host, job in zip(hosts, jobs, strict=True)
+        ]
+    )
+    return [lease.pk for lease in leases]
+
+
+def post_counting(client, url: str, body: dict | None = None) -> tuple[int, dict]:  # noqa: ANN001
+    """(queries, answer) of one POST that must succeed."""
+    with CaptureQueriesContext(connection) as captured:
+        response = client.post(url, body or {}, format="json")
+    assert response.status_code == 200, (url, response.content[:300])
+    return len(captured.captured_queries), response.json()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("n", [1, 500])
+def test_a_bulk_heartbeat_costs_at_most_6_queries_for_1_or_500_leases(runner_client, lab, n):
+    leases = leased_hosts(lab.w1, n)
+    other_workers = active_lease(lab.other).pk
+    queries, body = post_counting(
+        runner_client, "/api/workers/w1/heartbeat/", {"leases": [*leases, other_workers]}
+    )
+    assert queries <= 6
+    assert body["gone"] == [other_workers]
+    extended = Lease.objects.filter(pk__in=leases, heartbeat_at__isnull=False).count()
+    assert extended == n
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_runner_protocol_call_costs_a_fixed_handful_of_queries(runner_client, lab):
+    running, leased = active_lease(lab.running), active_lease(lab.leased)
+    beat, _ = post_counting(runner_client, f"/api/leases/{running.pk}/heartbeat/")
+    start, _ = post_counting(
+        runner_client, f"/api/jobs/{lab.leased.pk}/start/", {"lease": leased.pk}
+    )
+    passed, body = post_counting(
+        runner_client,
+        f"/api/jobs/{lab.leased.pk}/complete/",
+        {"lease": leased.pk, "result": "passed"},
+    )
+    assert body["status"] == "passed" and body["lease"] is None
+    # A failed test also reads the host's recent results (docs/health.md#bad-host-detection).
+    failed, body = post_counting(
+        runner_client,
+        f"/api/jobs/{lab.running.pk}/complete/",
+        {"lease": running.pk, "result": "failed"},
+    )
+    assert body["status"] == "failed"
+    # Before: 13, 19, 23 (the lease read four times, the worker row updated inside the
+    # transaction, savepoints of nested services, the answer read again).
+    assert {"heartbeat": beat, "start": start, "passed": passed, "failed": failed} == {
+        "heartbeat": 4,
+        "start": 7,
+        "passed": 8,
+        "failed": 9,
+    }

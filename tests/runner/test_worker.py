@@ -15,21 +15,32 @@ from runner.worker import JobRun, Runner, RunnerConfig
 
 
 class RecordingApi:
-    """A stand-in API: records calls; heartbeats answer `heartbeat_status`, releases
-    `release_status`; the worker's leases are `leases`."""
+    """A stand-in API: records calls; a worker heartbeat reports the leases in `gone` gone (or,
+    with `bulk` false, answers as a server without the bulk heartbeat did), lease heartbeats
+    answer `heartbeat_status`, releases `release_status`; the worker's leases are `leases`."""
 
     base_url = "http://lab/api/"
 
     def __init__(
-        self, heartbeat_status: int = 200, release_status: int = 200, leases: Sequence[dict] = ()
+        self,
+        heartbeat_status: int = 200,
+        release_status: int = 200,
+        leases: Sequence[dict] = (),
+        gone: Sequence[int] = (),
+        bulk: bool = True,
     ) -> None:
         self.calls: list[tuple[str, str, Any]] = []
         self.heartbeat_status = heartbeat_status
         self.release_status = release_status
         self.leases = list(leases)
+        self.gone = list(gone)
+        self.bulk = bulk
 
     def call(self, method: str, path: str, body: dict | None = None) -> Any:
         self.calls.append((method, path, body))
+        if path.startswith("workers/") and path.endswith("/heartbeat/"):
+            info = {"lease_ttl": 600, "offline_timeout": 120}
+            return {**info, "gone": self.gone} if self.bulk else info
         if "heartbeat" in path and self.heartbeat_status != 200:
             raise ApiError(self.heartbeat_status, {"detail": "gone"}, method, path)
         if path.endswith("/release/") and self.release_status != 200:
@@ -116,16 +127,67 @@ def test_the_exit_status_decides_passed_or_failed_and_the_output_tail_is_the_mes
     assert run.outcome == "failed"
 
 
-def test_the_runner_names_its_lease_when_it_starts_heartbeats_and_completes_a_job():
+def runner_for(fake: RecordingApi, command: list[str], **config: Any) -> Runner:
+    return Runner(fake, RunnerConfig(worker="w1", command=command, **config))  # type: ignore[arg-type]
+
+
+def test_the_runner_names_its_lease_when_it_starts_and_completes_a_job():
     fake = RecordingApi()
-    runner = Runner(fake, RunnerConfig(worker="w1", command=["true"], heartbeat=0.01))  # type: ignore[arg-type]
+    runner = runner_for(fake, ["true"], heartbeat=0.01)
     runner._start(LEASE)
     runner.runs[7].join(30)
 
-    start, complete = fake.calls[0], fake.completes()[0]
-    assert start == ("POST", "jobs/42/start/", {"lease": 7})
+    assert fake.calls[0] == ("POST", "jobs/42/start/", {"lease": 7})
+    (complete,) = fake.completes()
     assert complete["lease"] == 7 and complete["result"] == "passed"
-    assert all(path == "leases/7/heartbeat/" for _m, path, _b in fake.calls[1:-1])
+    assert len(fake.calls) == 2  # the job's thread sends no heartbeat of its own
+
+
+def test_one_heartbeat_a_period_carries_the_worker_and_every_lease_it_holds():
+    fake = RecordingApi()
+    runner = runner_for(fake, ["sleep", "30"], heartbeat=60)
+    runner._start(LEASE)
+    runner.waiting[9] = {**LEASE, "id": 9}
+    try:
+        runner._beat()
+        runner._beat()  # not due again yet
+    finally:
+        runner.kill()
+        runner.runs[7].lost.set()
+        runner.runs[7].join(30)
+
+    beats = fake.posts("/heartbeat/")
+    assert beats == [("workers/w1/heartbeat/", {"leases": [7, 9]})]
+
+
+def test_a_lease_reported_gone_kills_its_command_and_reports_nothing():
+    fake = RecordingApi(gone=[7, 9])
+    runner = runner_for(fake, ["sleep", "30"], kill_timeout=1)
+    runner._start(LEASE)
+    runner.waiting[9] = {**LEASE, "id": 9}
+    started = time.monotonic()
+
+    runner._beat()
+    runner.runs[7].join(30)
+
+    assert time.monotonic() - started < 10
+    assert fake.completes() == [] and runner.runs[7].outcome == "lost"
+    assert runner.waiting == {}
+
+
+def test_against_a_server_without_the_bulk_heartbeat_it_beats_each_lease():
+    fake = RecordingApi(bulk=False, heartbeat_status=409)
+    runner = runner_for(fake, ["sleep", "30"], kill_timeout=1)
+    runner._start(LEASE)
+
+    runner._beat()
+    runner.runs[7].join(30)
+
+    assert [path for path, _body in fake.posts("/heartbeat/")] == [
+        "workers/w1/heartbeat/",
+        "leases/7/heartbeat/",
+    ]
+    assert fake.completes() == [] and runner.runs[7].outcome == "lost"
 
 
 def test_a_chosen_exit_status_reports_the_host_broken():
@@ -144,14 +206,6 @@ def test_the_command_sees_its_job_but_not_the_runners_token(monkeypatch):
     assert env["SCHEDSITE_HOST_LABELS"] == "board:eve,pool:cq"
     assert (env["SCHEDSITE_SUITE"], env["SCHEDSITE_BUILD"]) == ("bvt", "R2")
     assert "SCHEDSITE_TOKEN" not in env
-
-
-def test_a_lost_lease_kills_the_command_and_reports_nothing():
-    fake = RecordingApi(heartbeat_status=409)
-    started = time.monotonic()
-    run = run_job(["sleep", "30"], fake, heartbeat=0.2)
-    assert time.monotonic() - started < 10
-    assert fake.completes() == [] and run.outcome == "lost"
 
 
 def test_a_job_past_its_timeout_is_killed_and_failed():

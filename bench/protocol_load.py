@@ -1,0 +1,360 @@
+"""Runner-protocol load: bulk heartbeats and start/complete pairs of a big lab against gunicorn.
+
+Seeds a throwaway database with N hosts on W workers, every host held by a leased job, each
+worker with its own runner account; starts gunicorn (the project's gunicorn.conf.py, on
+127.0.0.1) and drives it for D seconds the way the lab's runners would: each worker sends one
+bulk heartbeat (`POST /api/workers/{name}/heartbeat/ {"leases": [...]}`) every interval, and
+jobs start and complete at a fixed rate (open loop: a slow server does not slow the offered
+load down). Prints p50/p95/p99 per endpoint and the throughput achieved.
+
+The client is plain asyncio: gunicorn's sync workers close every connection after one answer,
+so a pooling HTTP client gains nothing here, and on a 2-core machine the client's own CPU is
+taken from the server it measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import time
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench import dbload
+from bench.cli import print_result, stop_process_group
+from bench.latency import percentile
+from bench.pages import free_port, start_server
+
+P99_TARGET_MS = 250.0
+ENDPOINTS = ("heartbeat", "start", "complete")
+
+
+@dataclass
+class Lease:
+    """One leased job as its runner knows it."""
+
+    id: int
+    job: int
+    worker: str
+
+
+@dataclass
+class Lab:
+    """What the load needs of the seeded lab: each worker's token and leases."""
+
+    tokens: dict[str, str]  # worker name -> its runner's token
+    held: dict[str, set[int]]  # worker name -> ids of the leases its runner holds
+    unstarted: deque[Lease]  # leases whose jobs are still to start, round-robin over workers
+
+
+@dataclass
+class Stats:
+    """Latencies (ms) and failures per endpoint."""
+
+    times: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    failures: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    first_failure: dict[str, str] = field(default_factory=dict)
+
+
+# --- the lab --------------------------------------------------------------------------------
+
+
+def seed(hosts: int, workers: int) -> Lab:
+    """Write the workers, their runner accounts and tokens, hosts, and one leased job per host."""
+    from datetime import timedelta
+
+    from django.conf import settings
+    from django.contrib.auth.models import Group, User
+    from django.db import connection, transaction
+    from django.utils import timezone
+    from rest_framework.authtoken.models import Token
+
+    from hosts.models import Host, Worker
+    from jobs.models import Job
+    from jobs.models import Lease as LeaseRow
+    from schedsite.roles import RUNNER_GROUP
+
+    now = timezone.now()
+    expires = now + timedelta(seconds=settings.LEASE_TTL)
+    with transaction.atomic():
+        runners = User.objects.bulk_create(
+            [User(username=f"runner-{i}", password="!") for i in range(workers)]
+        )
+        group = Group.objects.create(name=RUNNER_GROUP)
+        group.user_set.add(*runners)
+        tokens = Token.objects.bulk_create(
+            [Token(key=Token.generate_key(), user=user) for user in runners]
+        )
+        rows = Worker.objects.bulk_create(
+            [Worker(name=f"w{i}", runner=runners[i], last_seen=now) for i in range(workers)]
+        )
+        host_rows = Host.objects.bulk_create(
+            [
+                Host(hostname=f"h{i}.lab", worker=rows[i % workers], created_at=now)
+                for i in range(hosts)
+            ],
+            batch_size=5000,
+        )
+        jobs = Job.objects.bulk_create(
+            [Job(name=f"load-{i}", status="leased", created_at=now) for i in range(hosts)],
+            batch_size=5000,
+        )
+        leases = LeaseRow.objects.bulk_create(
+            [
+                LeaseRow(host=host, job=job, acquired_at=now, expires_at=expires)
+                for host, job in zip(host_rows, jobs, strict=True)
+            ],
+            batch_size=5000,
+        )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    held: dict[str, set[int]] = defaultdict(set)
+    unstarted: deque[Lease] = deque()
+    for i, (lease, job) in enumerate(zip(leases, jobs, strict=True)):
+        worker = f"w{i % workers}"
+        held[worker].add(lease.pk)
+        unstarted.append(Lease(lease.pk, job.pk, worker))
+    names = {f"w{i}": token.key for i, token in enumerate(tokens)}
+    return Lab(tokens=names, held=dict(held), unstarted=unstarted)
+
+
+def cost_per_call(lab: Lab, n: int) -> dict[str, dict]:
+    """Each endpoint called n times in this process, one at a time: CPU and wall ms per call.
+
+    CPU time per call is what bounds a web process's throughput, and it varies less than
+    latency on a machine shared with other work.
+    """
+    from django.test import Client
+
+    client = Client()
+    workers = list(lab.tokens)
+    leases = [lab.unstarted.popleft() for _ in range(n)]
+    calls = {
+        "heartbeat": [
+            (f"/api/workers/{w}/heartbeat/", w, {"leases": sorted(lab.held[w])})
+            for w in (workers[i % len(workers)] for i in range(n))
+        ],
+        "start": [(f"/api/jobs/{x.job}/start/", x.worker, {"lease": x.id}) for x in leases],
+        "complete": [
+            (f"/api/jobs/{x.job}/complete/", x.worker, {"lease": x.id, "result": "passed"})
+            for x in leases
+        ],
+    }
+    out = {}
+    for name, todo in calls.items():
+        times = []
+        cpu = time.process_time()
+        for path, worker, body in todo:
+            start = time.perf_counter()
+            response = client.post(
+                path,
+                json.dumps(body),
+                content_type="application/json",
+                headers={"authorization": f"Token {lab.tokens[worker]}"},
+            )
+            times.append((time.perf_counter() - start) * 1000)
+            if response.status_code != 200:
+                raise SystemExit(f"{path}: {response.status_code} {response.content[:300]!r}")
+        out[name] = {
+            "calls": n,
+            "cpu_ms": round((time.process_time() - cpu) * 1000 / n, 2),
+            "p50_ms": round(percentile(times, 50), 2),
+        }
+    for lease in leases:
+        lab.held[lease.worker].discard(lease.id)
+    return out
+
+
+# --- the client -----------------------------------------------------------------------------
+
+
+async def post(port: int, path: str, token: str, body: dict) -> tuple[int, bytes]:
+    """One POST on a fresh loopback connection; (status, body)."""
+    payload = json.dumps(body).encode()
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Token {token}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
+        "Connection: close\r\n\r\n"
+    ).encode()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(head + payload)
+        await writer.drain()
+        answer = await reader.read()
+    finally:
+        writer.close()
+    status = int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/") else 0
+    return status, answer.partition(b"\r\n\r\n")[2]
+
+
+async def timed(stats: Stats, name: str, port: int, path: str, token: str, body: dict) -> bool:
+    start = time.perf_counter()
+    try:
+        status, answer = await asyncio.wait_for(post(port, path, token, body), timeout=30)
+    except (OSError, TimeoutError) as exc:
+        status, answer = 0, str(exc).encode()
+    stats.times[name].append((time.perf_counter() - start) * 1000)
+    if status != 200:
+        stats.failures[name] += 1
+        stats.first_failure.setdefault(name, f"{status}: {answer[:200].decode(errors='replace')}")
+    return status == 200
+
+
+async def beat_worker(
+    lab: Lab, stats: Stats, port: int, worker: str, interval: float, until: float
+) -> None:
+    """One worker's runner: a bulk heartbeat of every lease it holds, every interval."""
+    await asyncio.sleep(random.uniform(0, interval))  # runners do not start in step
+    while time.monotonic() < until:
+        body = {"leases": sorted(lab.held[worker])}
+        path = f"/api/workers/{worker}/heartbeat/"
+        await timed(stats, "heartbeat", port, path, lab.tokens[worker], body)
+        await asyncio.sleep(interval)
+
+
+async def pair(lab: Lab, stats: Stats, port: int, lease: Lease, run_s: float) -> None:
+    """Start a leased job, let it "run", complete it: its lease is then no longer held."""
+    token, body = lab.tokens[lease.worker], {"lease": lease.id}
+    if not await timed(stats, "start", port, f"/api/jobs/{lease.job}/start/", token, body):
+        return
+    await asyncio.sleep(run_s)
+    done = {**body, "result": "passed", "message": "ok"}
+    await timed(stats, "complete", port, f"/api/jobs/{lease.job}/complete/", token, done)
+    lab.held[lease.worker].discard(lease.id)
+
+
+async def warm_up(lab: Lab, port: int, web_workers: int) -> None:
+    """Untimed heartbeats until every gunicorn worker has loaded the app and connected."""
+    worker, token = next(iter(lab.tokens.items()))
+    for _ in range(3):
+        calls = [
+            post(port, f"/api/workers/{worker}/heartbeat/", token, {})
+            for _ in range(2 * web_workers)
+        ]
+        await asyncio.gather(*calls)
+
+
+async def drive(lab: Lab, port: int, args: argparse.Namespace) -> tuple[Stats, float]:
+    """Offer the load for args.seconds; return the stats and the seconds it took."""
+    await warm_up(lab, port, args.web_workers)
+    stats = Stats()
+    started = time.monotonic()
+    until = started + args.seconds
+    beats = [
+        asyncio.create_task(beat_worker(lab, stats, port, w, args.beat_interval, until))
+        for w in lab.tokens
+    ]
+    pairs: set[asyncio.Task] = set()
+    launched = 0
+    while (now := time.monotonic()) < until and lab.unstarted:
+        due = int((now - started) * args.pairs_per_second)
+        while launched < due and lab.unstarted:
+            task = asyncio.create_task(
+                pair(lab, stats, port, lab.unstarted.popleft(), random.uniform(0, args.run_max))
+            )
+            pairs.add(task)
+            task.add_done_callback(pairs.discard)
+            launched += 1
+        await asyncio.sleep(0.005)
+    await asyncio.gather(*beats, *pairs)
+    return stats, time.monotonic() - started
+
+
+# --- the run --------------------------------------------------------------------------------
+
+
+def summary(stats: Stats, elapsed: float) -> dict[str, dict]:
+    out = {}
+    for name in ENDPOINTS:
+        times = stats.times.get(name, [])
+        if not times:
+            continue
+        out[name] = {
+            "requests": len(times),
+            "answered_rps": round((len(times) - stats.failures.get(name, 0)) / elapsed, 1),
+            "failed": stats.failures.get(name, 0),  # timed out after 30 s, or not a 200
+            **{f"p{q}_ms": round(percentile(times, q), 1) for q in (50, 95, 99)},
+            "max_ms": round(max(times), 1),
+        }
+    return out
+
+
+def main() -> None:
+    """Seed a lab, start gunicorn, drive the runner protocol, print the latencies."""
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--hosts", type=int, default=10000)
+    parser.add_argument("--workers", type=int, default=200, help="lab workers (runners)")
+    parser.add_argument("--seconds", type=float, default=60, help="how long to offer the load")
+    parser.add_argument("--beat-interval", type=float, default=10, help="seconds, per worker")
+    parser.add_argument("--pairs-per-second", type=float, default=70, help="start+complete")
+    parser.add_argument("--run-max", type=float, default=5, help="longest a job 'runs', s")
+    parser.add_argument(
+        "--web-workers", type=int, default=None, help="gunicorn workers (default: its config's)"
+    )
+    parser.add_argument(
+        "--in-process", type=int, default=200, help="calls per endpoint timed in-process first"
+    )
+    parser.add_argument("--redis-url", default="", help="REDIS_URL for the server (cache)")
+    parser.add_argument("--db", default="bench_protocol", help="database to (re)create: bench_*")
+    parser.add_argument("--json", action="store_true", help="print one JSON line")
+    args = parser.parse_args()
+    if args.hosts < args.seconds * args.pairs_per_second + args.in_process:
+        parser.error("--hosts must cover the jobs to start: seconds × pairs/s + in-process")
+
+    # The cache (throttle counts) and the broker, for the calls in-process and the server alike.
+    os.environ.pop("REDIS_URL", None)
+    if args.redis_url:
+        os.environ["REDIS_URL"] = args.redis_url
+    dbload.setup_django(args.db)
+    from django.db import connections
+
+    with dbload.timed(f"seed {args.hosts} leased hosts on {args.workers} workers"):
+        lab = seed(args.hosts, args.workers)
+    in_process = cost_per_call(lab, args.in_process) if args.in_process else {}
+    connections.close_all()
+    args.web_workers = web_workers = args.web_workers or _configured_workers()
+    port = free_port()
+    log = Path(os.environ.get("TMPDIR", "/tmp")) / f"{args.db}-gunicorn.log"
+    load_before = os.getloadavg()[0]
+    server = start_server(args.db, port, web_workers, log)
+    try:
+        stats, elapsed = asyncio.run(drive(lab, port, args))
+    finally:
+        stop_process_group(server)
+        dbload.drop_database(args.db)
+    result = {
+        "hosts": args.hosts,
+        "workers": args.workers,
+        "web_workers": web_workers,
+        "cpus": os.cpu_count(),
+        "cache": "redis" if args.redis_url else "database",
+        "offered_rps": round(args.workers / args.beat_interval + 2 * args.pairs_per_second, 1),
+        "answered_rps": round(_answered(stats) / elapsed, 1),
+        "load_before": round(load_before, 1),
+        "load_after": round(os.getloadavg()[0], 1),
+        "p99_target_ms": P99_TARGET_MS,
+        "in_process": in_process,  # CPU and wall ms per call, one at a time
+        "endpoints": summary(stats, elapsed),
+        "first_failures": stats.first_failure,
+    }
+    print_result(result, as_json=args.json, width=14)
+
+
+def _answered(stats: Stats) -> int:
+    """Requests answered 200 (a timed-out or refused one is offered load, not throughput)."""
+    return sum(len(times) - stats.failures.get(name, 0) for name, times in stats.times.items())
+
+
+def _configured_workers() -> int:
+    """The process count gunicorn.conf.py gives on this machine."""
+    import multiprocessing
+
+    return int(os.environ.get("WEB_CONCURRENCY", min(2 * multiprocessing.cpu_count() + 1, 8)))
+
+
+if __name__ == "__main__":
+    main()

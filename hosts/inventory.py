@@ -152,6 +152,11 @@ def _changes(host: Host, wanted: dict) -> list[str]:
     return out
 
 
+def _named(entry: dict) -> str:
+    name = entry.get("hostname")
+    return name if isinstance(name, str) else ""
+
+
 def import_plan(entries: list[object], wheres: list[str], *, lock: bool = False) -> ImportPlan:
     """Check lab-file host entries against the inventory: each new, changed, unchanged or wrong.
 
@@ -159,13 +164,18 @@ def import_plan(entries: list[object], wheres: list[str], *, lock: bool = False)
     page accepts is one `import_lab` accepts too; a worker must exist already.
     """
     known = set(Worker.objects.filter(retired_at__isnull=True).values_list("name", flat=True))
-    mappings = [e for e in entries if isinstance(e, dict)]
-    checked = iter(labfile.host_entries(mappings, known))
-    names = [e.get("hostname") for e in mappings if isinstance(e.get("hostname"), str)]
-    hosts = Host.objects.filter(hostname__in=names).select_related("worker")
+    names = {_named(e) for e in entries if isinstance(e, dict)} - {""}
+    hosts = Host.objects.filter(hostname__in=names)
     if lock:
         hosts = hosts.select_for_update(of=("self",))
-    existing = {h.hostname: h for h in hosts.prefetch_related("labels")}
+    existing = {h.hostname: h for h in hosts.select_related("worker").prefetch_related("labels")}
+    # A field the file leaves out (a missing CSV column or YAML key) keeps the host's value.
+    mappings = [
+        {**inventory_values(existing[e["hostname"]]), **e} if _named(e) in existing else e
+        for e in entries
+        if isinstance(e, dict)
+    ]
+    checked = iter(labfile.host_entries(mappings, known))
     rows = []
     for entry, where in zip(entries, wheres, strict=True):
         if not isinstance(entry, dict):

@@ -41,6 +41,18 @@ def _too_many(n: int) -> None:
         raise InvalidInput(f"the file has {n} hosts; import at most {MAX_ROWS} at a time")
 
 
+def _csv_entry(row: dict[str, str]) -> dict[str, object]:
+    """A CSV row as a lab-file host entry; a column the file lacks is left out of it."""
+    entry: dict[str, object] = {"hostname": (row.get("hostname") or "").strip()}
+    if "worker" in row:
+        entry["worker"] = (row["worker"] or "").strip() or None
+    if "labels" in row:
+        entry["labels"] = [name for name in LABEL_SEPARATORS.split(row["labels"] or "") if name]
+    if "build" in row:
+        entry["current_build"] = (row["build"] or "").strip()
+    return entry
+
+
 def read_csv(text: str) -> Parsed:
     """Hosts from CSV; a bad header is an InvalidInput, a bad row is the row's problem."""
     reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
@@ -61,15 +73,7 @@ def read_csv(text: str) -> Parsed:
         if None in row:
             entries.append(None)  # more cells than columns: shown as the row's error
         else:
-            worker = (row.get("worker") or "").strip()
-            entries.append(
-                {
-                    "hostname": (row.get("hostname") or "").strip(),
-                    "worker": worker or None,
-                    "labels": [n for n in LABEL_SEPARATORS.split(row.get("labels") or "") if n],
-                    "current_build": (row.get("build") or "").strip(),
-                }
-            )
+            entries.append(_csv_entry(row))
         wheres.append(f"line {reader.line_num}")
         _too_many(len(entries))
     return entries, wheres, []

@@ -212,3 +212,19 @@ def test_an_export_imports_back_unchanged(lab, fmt):
 def test_csv_export_lists_labels_separated_by_spaces(lab):
     text = files.write_csv(Host.objects.filter(hostname="h1.lab"))
     assert text == "hostname,worker,labels,build\nh1.lab,w1,board:eve pool:cq,R1\n"
+
+
+def test_a_column_the_file_leaves_out_keeps_the_hosts_value(lab):
+    plan = plan_of("hostname,labels\nh1.lab,board:eve\nh5.lab,wifi\n")
+    assert [(r.action, r.changes) for r in plan.rows] == [
+        ("changed", ["labels board:eve, pool:cq → board:eve"]),  # worker and build kept
+        ("new", []),
+    ]
+    assert (plan.rows[0].worker, plan.rows[0].current_build) == ("w1", "R1")
+    assert plan.rows[1].worker is None
+
+
+def test_a_yaml_entry_that_is_not_a_mapping_is_its_rows_error(lab):
+    plan = plan_of("hosts:\n- h1.lab\n- {hostname: [h2.lab]}\n", "yaml")
+    assert plan.rows[0].errors == ["must be a mapping"]
+    assert plan.rows[1].action == "error"

@@ -12,7 +12,7 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.core import signing
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.text import capfirst
@@ -55,6 +55,11 @@ def saved_or_errors(form: forms.Form, save: Callable[[dict[str, Any]], Any]) -> 
         return None, exc.status_code
 
 
+def posted(request: HttpRequest) -> QueryDict | None:
+    """The form's data on a POST, even an empty one (then the form says what is missing)."""
+    return request.POST if request.method == "POST" else None
+
+
 def done(request: HttpRequest, message: str, url: str) -> HttpResponse:
     messages.success(request, message)
     return redirect(url)
@@ -69,7 +74,7 @@ def host_create(request: HttpRequest) -> HttpResponse:
     """Add a host: hostname, worker, labels (with suggestions) and build."""
     if denied := staff_only(request, "add hosts"):
         return denied
-    form = HostCreateForm(request.POST or None)
+    form = HostCreateForm(posted(request))
     if request.method == "POST":
         host, status = saved_or_errors(
             form, lambda _: services.host_create(by=request.user, **form.host_fields())
@@ -123,7 +128,7 @@ def worker_create(request: HttpRequest) -> HttpResponse:
     """Add a worker (a lab server); its runner then starts with --worker NAME."""
     if denied := staff_only(request, "add workers"):
         return denied
-    form = WorkerNameForm(request.POST or None)
+    form = WorkerNameForm(posted(request))
     status = 200
     if request.method == "POST":
         worker, status = saved_or_errors(
@@ -142,7 +147,7 @@ def worker_rename(request: HttpRequest, name: str) -> HttpResponse:
     if denied := staff_only(request, "rename workers"):
         return denied
     worker = get_object_or_404(Worker, name=name)
-    form = WorkerNameForm(request.POST or None, initial={"name": worker.name})
+    form = WorkerNameForm(posted(request), initial={"name": worker.name})
     status = 200
     if request.method == "POST":
         renamed, status = saved_or_errors(

@@ -254,3 +254,19 @@ def test_the_export_honours_the_filters_and_imports_back_unchanged(sam_client, l
 
 def test_a_bad_export_filter_is_a_400(sam_client, lab):
     assert sam_client.get("/hosts/export.csv?status=sleepy").status_code == 400
+
+
+def test_an_empty_post_says_what_is_missing(sam_client, lab):
+    response = sam_client.post("/hosts/new/", {})
+    assert response.status_code == 400
+    assert "Hostname &#x27;&#x27;: Use letters" in response.content.decode()
+    response = sam_client.post("/workers/new/", {})
+    assert (
+        response.status_code == 400
+        and "Name &#x27;&#x27;: Use letters" in response.content.decode()
+    )
+
+
+def test_the_export_links_follow_the_hosts_list_filters(alice_client, lab):
+    html = alice_client.get("/hosts/?label=pool:cq", headers={"HX-Request": "true"}).content
+    assert b'href="/hosts/export.yaml?label=pool%3Acq"' in html

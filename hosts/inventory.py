@@ -10,6 +10,7 @@ import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db import transaction
 
@@ -50,6 +51,26 @@ def _locked_host(host: Host) -> Host:
     )
 
 
+def _unchanged_since(current: Host, version: str) -> None:
+    if inventory_version(current) != version:
+        raise Conflict(
+            f"host {current.hostname} was changed by someone else since it was read; "
+            "reload it to see their change, then edit again",
+            field="version",
+        )
+
+
+@transaction.atomic
+def host_update_checked(
+    *, host: Host, by: Actor, version: str | None = None, **fields: Any
+) -> Host:
+    """host_update, refused if the labels, worker or build changed since `version` (if given)."""
+    current = _locked_host(host)
+    if version is not None:
+        _unchanged_since(current, version)
+    return services.host_update(host=current, by=by, **fields)
+
+
 @transaction.atomic
 def host_edit(
     *,
@@ -68,11 +89,7 @@ def host_edit(
     current = _locked_host(host)
     if current.status == HostStatus.RETIRED:
         raise Conflict(f"host {current.hostname} is retired; its inventory is kept as it was")
-    if inventory_version(current) != version:
-        raise Conflict(
-            f"host {current.hostname} was changed by someone else since this form was opened; "
-            "reload the page to see their change, then edit again"
-        )
+    _unchanged_since(current, version)
     if worker is not None and worker.retired_at is not None:
         raise InvalidInput(f"worker {worker.name} is retired", field="worker")
     if len(current_build) > 200:

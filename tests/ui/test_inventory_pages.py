@@ -5,12 +5,15 @@ Testers get no buttons and a 403; a refused form shows its errors and changes no
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.core import signing
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from hosts import inventory
 from hosts.models import Host, HostEvent, Worker
+from jobs import services as job_services
 from tests.hosts.test_inventory_services import rows
 
 pytestmark = pytest.mark.django_db
@@ -270,3 +273,11 @@ def test_an_empty_post_says_what_is_missing(sam_client, lab):
 def test_the_export_links_follow_the_hosts_list_filters(alice_client, lab):
     html = alice_client.get("/hosts/?label=pool:cq", headers={"HX-Request": "true"}).content
     assert b'href="/hosts/export.yaml?label=pool%3Acq"' in html
+
+
+def test_the_edit_page_of_a_leased_host_says_the_lease_carries_on(sam_client, lab):
+    job_services.lease_reserve(
+        host=lab.h1, holder="alice", duration=timedelta(hours=1), reason="debugging"
+    )
+    html = sam_client.get("/hosts/h1.lab/edit/").content.decode()
+    assert "It keeps its lease: new labels count from the host" in html

@@ -51,7 +51,9 @@ def saved_or_errors(form: forms.Form, save: Callable[[dict[str, Any]], Any]) -> 
     try:
         return save(form.cleaned_data), 200
     except ServiceError as exc:
-        form.add_error(exc.field if exc.field in form.fields else None, capfirst(exc.message))
+        # A hidden field (the edit's version) shows nothing: its error goes above the form.
+        shown = exc.field in form.fields and not form.fields[exc.field].widget.is_hidden
+        form.add_error(exc.field if shown else None, capfirst(exc.message))
         return None, exc.status_code
 
 

@@ -6,6 +6,7 @@ import re
 
 from django import forms
 
+from hosts.models import Worker
 from schedsite.filters import AnyValueMultipleField
 
 LABEL_SPLIT = re.compile(r"[\s,]+")
@@ -48,3 +49,80 @@ class HealthPolicyForm(forms.Form):
         data = dict(self.cleaned_data)
         data["labels"] = split_labels(data.get("labels", ""))
         return data
+
+
+class WorkerChoiceField(forms.ModelChoiceField):
+    """A worker picked by name among those in service; empty is "no worker"."""
+
+    def __init__(self, **kwargs: object) -> None:
+        workers = Worker.objects.filter(retired_at__isnull=True).order_by("name")
+        super().__init__(
+            queryset=workers, to_field_name="name", required=False, empty_label="(no worker)",
+            **kwargs,
+        )  # fmt: skip
+
+
+class HostEditForm(forms.Form):
+    """A host's labels, worker and build, and the version of them the form was opened on."""
+
+    worker = WorkerChoiceField(label="Worker")
+    labels = forms.CharField(required=False, label="Labels")
+    current_build = forms.CharField(required=False, label="Build")  # the service checks length
+    version = forms.CharField(required=False, widget=forms.HiddenInput)
+
+    def host_fields(self) -> dict[str, object]:
+        """The service's keyword arguments (call after is_valid)."""
+        data = self.cleaned_data
+        return {
+            "worker": data["worker"],
+            "labels": split_labels(data["labels"]),
+            "current_build": data["current_build"],
+        }
+
+
+class HostCreateForm(HostEditForm):
+    """A new host: its name too; no version, there is nothing to have changed yet."""
+
+    hostname = forms.CharField(required=False, label="Hostname")  # the service checks it
+    field_order = ["hostname", "worker", "labels", "current_build"]
+
+    def host_fields(self) -> dict[str, object]:
+        return {"hostname": self.cleaned_data["hostname"].strip(), **super().host_fields()}
+
+
+class WorkerNameForm(forms.Form):
+    """A new worker's name, or a worker's new name (the service checks it)."""
+
+    name = forms.CharField(required=False, label="Name")
+
+
+class HostImportForm(forms.Form):
+    """A CSV or YAML host list, uploaded or pasted."""
+
+    FORMATS = [("auto", "Guess from the file"), ("csv", "CSV"), ("yaml", "YAML")]
+    MAX_BYTES = 1_000_000
+
+    file = forms.FileField(required=False, label="File")
+    text = forms.CharField(required=False, label="Or paste it", widget=forms.Textarea)
+    format = forms.ChoiceField(choices=FORMATS, initial="auto", required=False, label="Format")
+
+    def clean(self) -> dict:
+        data = super().clean()
+        upload = data.get("file")
+        if upload:
+            if upload.size > self.MAX_BYTES:
+                raise forms.ValidationError("the file is over 1 MB; split it")
+            try:
+                data["text"] = upload.read().decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise forms.ValidationError("the file is not UTF-8 text") from exc
+            data["filename"] = upload.name
+        if not (data.get("text") or "").strip():
+            raise forms.ValidationError("choose a file or paste the hosts")
+        return data
+
+
+class HostImportApplyForm(forms.Form):
+    """The preview's signed rows, sent back to apply them."""
+
+    payload = forms.CharField(widget=forms.HiddenInput)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from django.urls import URLPattern, path, register_converter
+from django.urls import URLPattern, path, re_path, register_converter
 
-from hosts import views, views_policies
+from hosts import views, views_inventory, views_policies
 
 
 class NameConverter:
@@ -30,14 +30,21 @@ def hold(route: str, change: str) -> URLPattern:
 app_name = "hosts"
 urlpatterns = [
     path("hosts/", views.host_list, name="host_list"),
+    # Before hosts/<name>/: these words are pages, not hostnames.
+    path("hosts/new/", views_inventory.host_create, name="host_create"),
+    path("hosts/import/", views_inventory.host_import, name="host_import"),
+    re_path(r"^hosts/export\.(?P<fmt>csv|yaml)$", views_inventory.host_export, name="host_export"),
     path("hosts/<name:hostname>/", views.host_detail, name="host_detail"),
+    path("hosts/<name:hostname>/edit/", views_inventory.host_edit, name="host_edit"),
     hold("hosts/<name:hostname>/lock/", "host_lock"),
     hold("hosts/<name:hostname>/unlock/", "host_unlock"),
     hold("hosts/<name:hostname>/verify/", "host_verify"),
     hold("hosts/<name:hostname>/repair/", "host_repair"),
     hold("hosts/<name:hostname>/retire/", "host_retire"),
     path("workers/", views.worker_list, name="worker_list"),
+    path("workers/new/", views_inventory.worker_create, name="worker_create"),
     path("workers/<name:name>/", views.worker_detail, name="worker_detail"),
+    path("workers/<name:name>/rename/", views_inventory.worker_rename, name="worker_rename"),
     hold("workers/<name:name>/pause/", "worker_pause"),
     hold("workers/<name:name>/resume/", "worker_resume"),
     path("health-policies/", views_policies.policy_list, name="policy_list"),

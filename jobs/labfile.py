@@ -210,8 +210,9 @@ def _validate_workers(data: dict, check: _Checker) -> list[dict]:
     return workers
 
 
-def _validate_hosts(data: dict, check: _Checker, known_workers: set[str]) -> list[dict]:
-    hosts: list[dict] = []
+def _host_entries(
+    data: dict, check: _Checker, known_workers: set[str]
+) -> Iterator[tuple[str, dict]]:
     for entry, where, hostname in _named_entries(data, check, "hosts", "hostname", HOSTNAMES):
         worker = entry.get("worker")
         if worker is not None and (not isinstance(worker, str) or worker not in known_workers):
@@ -223,7 +224,8 @@ def _validate_hosts(data: dict, check: _Checker, known_workers: set[str]) -> lis
             )
         locked = check.boolean(entry, "locked", where)
         lock_reason = check.text(entry, "lock_reason", where, limit=500)
-        hosts.append(
+        yield (
+            where,
             {
                 "hostname": hostname,
                 "worker": worker,
@@ -232,9 +234,28 @@ def _validate_hosts(data: dict, check: _Checker, known_workers: set[str]) -> lis
                 "locked": locked,
                 "lock_reason": lock_reason or ("locked in lab file" if locked else ""),
                 "current_build": check.text(entry, "current_build", where),
-            }
+            },
         )
-    return hosts
+
+
+def _validate_hosts(data: dict, check: _Checker, known_workers: set[str]) -> list[dict]:
+    return [host for _, host in _host_entries(data, check, known_workers)]
+
+
+def host_entries(entries: list[dict], known_workers: set[str]) -> list[tuple[dict, list[str]]]:
+    """Check a `hosts:` list host by host: each normalized host with its own problems.
+
+    The problems name the field (`worker: unknown worker 'w9'`), not the entry: the caller
+    shows them on the entry's row. A duplicate hostname is a problem of its second entry.
+    """
+    check = _Checker()
+    rows: list[tuple[dict, list[str]]] = []
+    mark = 0
+    for where, host in _host_entries({"hosts": entries}, check, known_workers):
+        mine = check.problems[mark:]
+        mark = len(check.problems)
+        rows.append((host, [p.removeprefix(where).lstrip(".") for p in mine]))
+    return rows
 
 
 @dataclass

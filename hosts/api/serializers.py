@@ -8,6 +8,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from hosts import inventory
 from hosts.choices import HostStatus
 from hosts.models import HealthPolicy, Host, HostEvent, Worker
 from hosts.services import POLICY_LIMITS
@@ -231,10 +232,16 @@ class HostSerializer(serializers.ModelSerializer):
 
 class HostDetailSerializer(HostSerializer):
     recent_events = serializers.SerializerMethodField()
+    inventory_version = serializers.SerializerMethodField(
+        help_text="A fingerprint of labels, worker and build: send it back as PATCH `version`."
+    )
 
     class Meta(HostSerializer.Meta):
-        fields = [*HostSerializer.Meta.fields, "recent_events"]
+        fields = [*HostSerializer.Meta.fields, "inventory_version", "recent_events"]
         read_only_fields = fields
+
+    def get_inventory_version(self, host: Host) -> str:
+        return inventory.inventory_version(host)
 
     @extend_schema_field(HostEventSerializer(many=True))
     def get_recent_events(self, host: Host) -> list[dict]:
@@ -259,6 +266,12 @@ class HostUpdateInputSerializer(serializers.Serializer):
     labels = LabelListField(required=False, help_text="Replaces the host's labels.")
     status = serializers.ChoiceField(choices=HostStatus.choices, required=False)
     current_build = StrictCharField(max_length=200, allow_blank=True, required=False)
+    version = StrictCharField(
+        max_length=40,
+        required=False,
+        help_text="The host's inventory_version as read: 409 if its labels, worker or build "
+        "changed since.",
+    )
 
 
 class HostLockInputSerializer(serializers.Serializer):

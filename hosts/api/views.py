@@ -14,7 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
 
-from hosts import services
+from hosts import inventory, services
 from hosts.api import serializers as s
 from hosts.filtersets import HostFilterSet, WorkerFilterSet
 from hosts.models import HealthPolicy, Host, HostEvent, Worker
@@ -206,7 +206,7 @@ class HostViewSet(InventoryViewSet):
         "verify": None,
     }
     changes = {
-        "partial_update": services.host_update,
+        "partial_update": inventory.host_update_checked,
         "destroy": services.host_delete,
         "lock": services.host_lock,
         "unlock": services.host_unlock,

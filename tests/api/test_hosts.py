@@ -231,3 +231,14 @@ def test_a_locked_hosts_job_lease_stays_and_release_by_host_hits_the_right_lease
     staff_client.post(f"/api/hosts/{lab.h1.hostname}/release/")
     assert Job.objects.get(pk=lab.running.pk).status == "queued"
     assert Job.objects.get(pk=lab.leased.pk).status == "leased"
+
+
+def test_a_patch_with_a_stale_version_is_a_conflict_and_changes_nothing(staff_client):
+    f.host("h1", ["board:x"])
+    version = staff_client.get("/api/hosts/h1/").json()["inventory_version"]
+    fresh = staff_client.patch("/api/hosts/h1/", {"labels": ["board:y"], "version": version})
+    assert fresh.status_code == 200
+    stale = staff_client.patch("/api/hosts/h1/", {"labels": ["board:z"], "version": version})
+    assert stale.status_code == 409
+    assert "changed by someone else" in stale.json()["detail"]
+    assert staff_client.get("/api/hosts/h1/").json()["labels"] == ["board:y"]

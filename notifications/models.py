@@ -71,6 +71,15 @@ class Event(models.Model):
     def __str__(self) -> str:
         return self.key
 
+    @property
+    def subject(self) -> str:
+        """What the event is about, for lists: the suite, host or worker by name."""
+        for part, name in (("suite", "name"), ("host", "hostname"), ("worker", "name")):
+            about = self.payload.get(part)
+            if isinstance(about, dict) and about.get(name):
+                return f"{part} {about[name]}"
+        return self.key
+
 
 class Delivery(models.Model):
     """One event sent to one destination; attempted until sent or out of attempts."""

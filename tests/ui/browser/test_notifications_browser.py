@@ -77,10 +77,15 @@ def test_a_tester_sets_up_email_and_a_webhook_on_the_profile(page, alice, settin
 def log_rows(alice) -> None:  # noqa: ANN001
     now = timezone.now()
     suite = Event.objects.create(
-        kind=EventKind.SUITE_FINISHED, key="suite_finished:41", payload={}, created_at=now
+        kind=EventKind.SUITE_FINISHED,
+        key="suite_finished:41",
+        payload={"suite": {"name": "bvt R120"}},
+        created_at=now,
     )
     host = Event.objects.create(
-        kind=EventKind.HOST_REPAIR_FAILED, key=f"host_repair_failed:3:{now}", payload={}
+        kind=EventKind.HOST_REPAIR_FAILED,
+        key=f"host_repair_failed:3:{now}",
+        payload={"host": {"hostname": "dut4.lab"}},
     )
     Delivery.objects.create(
         event=suite, user=alice, channel=Channel.EMAIL, destination="alice@lab.example",
@@ -109,12 +114,14 @@ def test_staff_read_the_delivery_log_and_filter_it(page, sam, alice, settings, d
     table = page.locator("#deliveries-table")
     expect(table.locator("tbody tr")).to_have_count(3)
     expect(table).to_contain_text("HTTP 503 Service Unavailable")
+    expect(table).to_contain_text("suite bvt R120")
     keep(page, f"delivery-log-debug{int(debug)}")
 
     mark_page(page)
     page.get_by_label("Status").select_option("failed")
     expect(table.locator("tbody tr")).to_have_count(1)
     expect(table).to_contain_text("ConnectionError: connection refused")
+    expect(table).to_contain_text("host dut4.lab")
     expect(table).to_contain_text("Failed")
     assert_not_reloaded(page)
     assert "status=failed" in page.url

@@ -146,3 +146,33 @@ def test_a_tester_is_refused_the_delivery_log(page, alice, settings, debug):  # 
     response = page.goto("/notifications/deliveries/")
     assert response is not None and response.status == 403
     expect(page.get_by_text("Only lab staff can see the delivery log.")).to_be_visible()
+
+
+@DEBUG
+def test_a_tester_asks_the_submit_form_for_a_webhook_when_the_suite_finishes(
+    page, alice, settings, debug
+):  # noqa: ANN001
+    from jobs.models import Suite
+    from notifications.models import SuiteNotify
+
+    settings.DEBUG = debug
+    Subscription.objects.create(user=alice, webhook_url="https://ci.example.com/hook")
+    sign_in(page, "alice", "alice-pass")
+    page.goto("/suites/new/")
+    page.get_by_label("Name (required)").fill("bvt-notify")
+    page.locator(".job-row").first.locator("input[name=job_name]").fill("login_Smoke")
+    page.locator(".job-row").first.locator("input[name=job_labels]").fill("board:x")
+    page.get_by_label("Wait for such hosts").check()
+    # E-mail too, but Alice has no address: refused on the box, nothing submitted.
+    page.get_by_label("E-mail me").check()
+    page.get_by_label("Call my webhook").check()
+    page.get_by_role("button", name="Submit suite").click()
+    expect(page.locator("#notify-error")).to_contain_text("You have no e-mail address")
+    keep(page, f"submit-notify-error-debug{int(debug)}")
+    assert Suite.objects.count() == 0
+
+    page.get_by_label("E-mail me").uncheck()
+    page.get_by_role("button", name="Submit suite").click()
+    expect(page.get_by_role("heading", name="bvt-notify")).to_be_visible()
+    notify = SuiteNotify.objects.get(suite=Suite.objects.get())
+    assert notify.webhook and not notify.email

@@ -37,6 +37,9 @@ def _run_tick(label: str, profile: str | None) -> dict[str, object]:
     from jobs import services
 
     profiler = cProfile.Profile() if profile else None
+    # The capture counts by position in a log capped at 9,000 queries; a churn's submissions
+    # can fill it, and a full log would count this tick's queries as none.
+    connection.queries_log.clear()
     with CaptureQueriesContext(connection) as queries:
         start = time.perf_counter()
         if profiler:
@@ -61,20 +64,61 @@ def _run_tick(label: str, profile: str | None) -> dict[str, object]:
     }
 
 
-def _one_event() -> None:
-    """A job completes and an urgent job for its host arrives: the next tick must plan."""
+def _events(count: int, *, priority: int = 100) -> None:
+    """`count` jobs complete and as many new jobs for their hosts arrive: the tick must plan.
+
+    The new jobs need the labels of the hosts just freed, so the next tick has work to lease.
+    """
     from jobs import services
     from jobs.models import Lease
 
-    lease = Lease.objects.active().select_related("job", "host").first()
-    if lease is None:
-        raise SystemExit("the cold tick leased nothing")
-    services.job_start(job=lease.job, by="runner")
-    services.job_complete(job=lease.job, result="passed", by="runner")
-    services.job_submit(
-        owner="alice",
-        spec=services.JobSpec(name="urgent", labels=lease.host.label_names, priority=100),
+    leases = list(
+        Lease.objects.active()
+        .filter(job__isnull=False)
+        .select_related("job", "host")
+        .order_by("id")[:count]
     )
+    if len(leases) < count:
+        raise SystemExit(f"only {len(leases)} jobs run; the churn needs {count}")
+    for lease in leases:
+        services.job_start(job=lease.job, by="runner")
+        services.job_complete(job=lease.job, result="passed", by="runner")
+    for i, lease in enumerate(leases):
+        services.job_submit(
+            owner="alice",
+            spec=services.JobSpec(
+                name=f"churn-{i}", labels=lease.host.label_names, priority=priority
+            ),
+        )
+
+
+def _churn(sizes: list[int], repeats: int) -> dict[str, dict[str, object]]:
+    """For each N: N completions and N submissions, then a timed tick; `repeats` times."""
+    out: dict[str, dict[str, object]] = {}
+    for n in sizes:
+        ticks = []
+        for _ in range(repeats):
+            _events(n, priority=40)
+            ticks.append(_run_tick(f"churn {n}", None))
+        times = sorted(float(t["ms"]) for t in ticks)  # type: ignore[arg-type]
+        out[str(n)] = {
+            "median_ms": round(statistics.median(times), 1),
+            "min_ms": times[0],
+            "queries": ticks[-1]["queries"],
+            "leased": ticks[-1]["leased"],
+            "runs": len(ticks),
+        }
+    return out
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of numbers: {text!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError("give one or more positive numbers, e.g. 1,10,100")
+    return sizes
 
 
 def main() -> None:
@@ -90,6 +134,14 @@ def main() -> None:
         default="cold,replan,steady,event",
         help="which ticks --profile profiles (comma-separated)",
     )
+    parser.add_argument(
+        "--churn",
+        type=_sizes,
+        default=[],
+        metavar="N,N,…",
+        help="after the steady ticks, time ticks after N completions + N submissions",
+    )
+    parser.add_argument("--churn-repeats", type=int, default=3, help="timed ticks per N")
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     args = parser.parse_args()
 
@@ -114,8 +166,9 @@ def main() -> None:
             _run_tick("steady", profile if i == 0 and "steady" in args.profile_ticks else None)
             for i in range(args.steady)
         ]
-        _one_event()
+        _events(1)
         event = _run_tick("event", profile if "event" in args.profile_ticks else None)
+        churn = _churn(args.churn, args.churn_repeats)
     finally:
         if not args.keep:
             from django.db import connections
@@ -143,6 +196,7 @@ def main() -> None:
         "event_queries": event["queries"],
         "event_plan_ms": event["plan_ms"],
         "event_leased": event["leased"],
+        "churn": churn,
         "steady_target_ms": STEADY_TARGET_MS.get((args.hosts, args.jobs)),
         "cold_target_ms": COLD_TARGET_MS,
     }

@@ -16,7 +16,9 @@ class HostFilterSet(filters.FilterSet):
         method="filter_label", help_text="Repeat for AND: ?label=board:eve&label=pool:cq"
     )
     status = filters.MultipleChoiceFilter(
-        choices=HostStatus.choices, help_text="Retired hosts are listed only when asked for."
+        choices=HostStatus.choices,
+        distinct=False,  # the host's own column: nothing to deduplicate
+        help_text="Retired hosts are listed only when asked for.",
     )
     locked = StrictBooleanFilter()
     leased = StrictBooleanFilter(method="filter_leased", label="Leased")

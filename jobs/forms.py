@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 from uuid import uuid4
 
 from django import forms
@@ -142,6 +143,60 @@ def job_specs(
             JobSpec(name=name, labels=labels, host=pinned, max_retries=max_retries, timeout=timeout)
         )
     return specs, filled
+
+
+SUITE_FIELDS = ("name", "build", "priority", "min_duts", "max_duts", "expires_after")
+
+
+def _uniform(jobs: list[dict[str, Any]], key: str, default: int | None) -> tuple[bool, Any]:
+    """Whether every job has the same value for `key`, and that value."""
+    values = {job.get(key, default) for job in jobs}
+    return len(values) == 1, next(iter(values))
+
+
+def clone_form_values(body: dict[str, Any]) -> tuple[dict[str, Any], list[JobRow], list[str]]:
+    """The form's initial values and job rows holding a suite's body, and what they cannot hold.
+
+    The form sets retries and the timeout for all its jobs at once, and offers only the named
+    priorities: a job's own priority, estimate or queue expiry has no place in it.
+    """
+    initial = {name: body[name] for name in SUITE_FIELDS}
+    lost: list[str] = []
+    if body["priority"] not in dict(PRIORITY_CHOICES):
+        initial.pop("priority")
+        lost.append(f"its priority {body['priority']}, which is not a named level")
+    if fanout := body.get("fanout"):
+        initial.update(
+            mode="fanout", fanout_labels=" ".join(fanout["labels"]), fanout_name=fanout["name"]
+        )
+        return initial, [JobRow()], lost
+    jobs = body["jobs"]
+    if len(jobs) > MAX_ROWS:
+        lost.append(f"its jobs past the first {MAX_ROWS}, more than the form takes")
+    rows = [
+        JobRow(job["name"], " ".join(job["labels"]), job.get("host") or "")
+        for job in jobs[:MAX_ROWS]
+    ]
+    same, retries = _uniform(jobs, "max_retries", 0)
+    if same:
+        initial["max_retries"] = retries
+    else:
+        lost.append("retries that differ from job to job")
+    same, timeout = _uniform(jobs, "timeout", None)
+    if not same:
+        lost.append("timeouts that differ from job to job")
+    elif timeout is not None and timeout % 60:
+        lost.append(f"a timeout of {timeout} s, which is not whole minutes")
+    elif timeout is not None:
+        initial["timeout_minutes"] = timeout // 60
+    for key, what in (
+        ("priority", "priorities"),
+        ("estimated_duration", "estimated durations"),
+        ("expires_after", "queue expiries"),
+    ):
+        if any(key in job for job in jobs):
+            lost.append(f"some jobs' own {what}")
+    return initial, rows, lost
 
 
 ROW_FIELD = re.compile(r"^jobs\[(\d+)\]\.(\w+)$")

@@ -45,6 +45,13 @@ class Suite(models.Model):
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     aborted_at = models.DateTimeField(null=True, blank=True)
     aborted_by = models.CharField(max_length=150, blank=True)
+    # Where the suite came from: a re-run of another's failed jobs, or a copy of another.
+    rerun_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reruns"
+    )
+    cloned_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="clones"
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]

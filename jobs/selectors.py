@@ -18,6 +18,7 @@ from django.db.models import (
     QuerySet,
     Subquery,
 )
+from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -32,14 +33,31 @@ from jobs.scheduling import planner, snapshot
 
 
 def latest_tick() -> SchedulerTick | None:
-    return SchedulerTick.objects.order_by("-id").first()
+    """The latest tick, without its wait-reason table (read per class by `wait_reasons_for`)."""
+    return SchedulerTick.objects.defer("wait_reasons").order_by("-id").first()
+
+
+def _class_reasons(tick: SchedulerTick, keys: set[str]) -> dict[str, dict]:
+    """The tick's wait reasons for these job classes only.
+
+    A busy lab's table holds every class's reason (hundreds of KB of JSON); a page needs the
+    few its jobs belong to, so PostgreSQL picks them out of the row and sends only those.
+    """
+    if not keys:
+        return {}
+    ordered = sorted(keys)
+    row = (
+        SchedulerTick.objects.filter(pk=tick.pk)
+        .values(**{f"r{i}": KeyTransform(key, "wait_reasons") for i, key in enumerate(ordered)})
+        .first()
+    ) or {}
+    return {key: row[f"r{i}"] for i, key in enumerate(ordered) if row.get(f"r{i}")}
 
 
 def wait_reasons_for(jobs: list[Job], tick: SchedulerTick | None = None) -> dict[int, dict]:
     """Each queued job's wait reason: its own when it waits for a retry or a maintenance slot,
     else the latest tick's reason for its class."""
     tick = tick if tick is not None else latest_tick()
-    table = tick.wait_reasons if tick else {}
     now = timezone.now()
     # Whether a maintenance job's host is busy: one query for the page, not one per job.
     hosts = {job.host_id for job in jobs if job.kind != JobKind.TEST and job.host_id}
@@ -48,19 +66,20 @@ def wait_reasons_for(jobs: list[Job], tick: SchedulerTick | None = None) -> dict
         if hosts
         else set()
     )
-    out: dict[int, dict] = {}
+    own: dict[int, dict | None] = {}
+    classes: dict[int, str] = {}
     for job in jobs:
         if job.status != JobStatus.QUEUED:
             continue
-        reason = _own_wait_reason(job, now=now, busy=busy)
-        if reason is None and tick is not None and job.created_at <= tick.started_at:
-            reason = table.get(planner.class_key(snapshot.job_state(job)))
-        out[job.pk] = reason or {
-            "code": "pending_tick",
-            "message": "Waiting for the next scheduler tick.",
-            "details": {},
-        }
-    return out
+        own[job.pk] = _own_wait_reason(job, now=now, busy=busy)
+        if own[job.pk] is None and tick is not None and job.created_at <= tick.started_at:
+            classes[job.pk] = planner.class_key(snapshot.job_state(job))
+    table = _class_reasons(tick, set(classes.values())) if tick is not None else {}
+    pending = {"code": "pending_tick", "message": "Waiting for the next scheduler tick."}
+    return {
+        pk: reason or table.get(classes.get(pk, "")) or {**pending, "details": {}}
+        for pk, reason in own.items()
+    }
 
 
 def _own_wait_reason(job: Job, *, now: datetime, busy: set[int]) -> dict | None:
@@ -346,3 +365,12 @@ def label_suggestions(*, text: str, limit: int = 8) -> list[tuple[str, int]]:
 def hosts_with_labels_count(labels: list[str]) -> int:
     """How many hosts carry every one of the labels."""
     return Host.objects.carrying(labels).count()
+
+
+def suite_derived(suite: Suite, *, limit: int = 20) -> dict[str, list[Suite]]:
+    """The newest suites made from this one: its re-runs and its clones (two queries)."""
+    made = Suite.objects.order_by("-created_at", "-id")
+    return {
+        "reruns": list(made.filter(rerun_of=suite)[:limit]),
+        "clones": list(made.filter(cloned_from=suite)[:limit]),
+    }

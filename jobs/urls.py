@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from jobs import views
+from jobs import views, views_resubmit
 
 app_name = "jobs"
 urlpatterns = [
@@ -14,6 +14,7 @@ urlpatterns = [
     path("suites/new/job-row/", views.suite_job_row, name="suite_job_row"),
     path("suites/<int:pk>/", views.suite_detail, name="suite_detail"),
     path("suites/<int:pk>/abort/", views.suite_abort, name="suite_abort"),
+    path("suites/<int:pk>/rerun/", views_resubmit.suite_rerun, name="suite_rerun"),
     path("jobs/<int:pk>/", views.job_detail, name="job_detail"),
     path("jobs/<int:pk>/output.txt", views.job_output, name="job_output"),
     path("leases/", views.lease_list, name="lease_list"),

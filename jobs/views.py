@@ -35,6 +35,7 @@ from jobs.forms import (
 from jobs.models import Job, Lease, Suite
 from jobs.querysets import UNFINISHED_JOB_STATUSES
 from jobs.scheduling.queue import queue_jobs, queue_select
+from jobs.views_resubmit import clone_form, clone_source, manage_refused
 from notifications.services import notify_channels_check, suite_notify_set
 from schedsite import roles
 from schedsite.errors import InvalidInput, LimitExceeded, ServiceError
@@ -43,7 +44,6 @@ from schedsite.ui.htmx import (
     clean_query,
     current_list_query,
     detail_view,
-    error_response,
     live_url,
     page_or_fragment,
     paginate,
@@ -144,7 +144,7 @@ def suite_list(request: HttpRequest) -> HttpResponse:
 
 def suite_detail_context(request: HttpRequest, suite: Suite, **extra: Any) -> dict[str, Any]:
     """A suite's summary, bars and one page of its jobs with their hosts and wait reasons."""
-    suite = Suite.objects.select_related("owner").get(pk=suite.pk)
+    suite = Suite.objects.select_related("owner", "rerun_of", "cloned_from").get(pk=suite.pk)
     counts = selectors.suite_job_counts([suite.pk])[suite.pk]
     held = selectors.suite_hosts_held([suite.pk]).get(suite.pk, 0)
     status = suite.status_from_counts(counts)
@@ -157,13 +157,15 @@ def suite_detail_context(request: HttpRequest, suite: Suite, **extra: Any) -> di
     queued = [j for j in jobs if j.status == JobStatus.QUEUED]
     reasons = selectors.wait_reasons_for(queued) if queued else {}
     can_manage = roles.can_manage(request.user, suite.owner_id)
+    outcome = job_history.suite_outcome(counts)
     context = {
         "suite": suite,
         "counts": counts,
         "held": held,
         "status": status,
-        "outcome": job_history.suite_outcome(counts),
+        "outcome": outcome,
         "results_by_name": job_history.suite_results_by_name(suite),
+        **selectors.suite_derived(suite),
         "job_rows": [
             {"job": j, "lease": leases.get(j.pk), "reason": reasons.get(j.pk)} for j in jobs
         ],
@@ -171,6 +173,8 @@ def suite_detail_context(request: HttpRequest, suite: Suite, **extra: Any) -> di
         "query": query,
         "statuses": JobStatus.choices,
         "can_abort": can_manage and status in (SuiteStatus.QUEUED, SuiteStatus.RUNNING),
+        "can_rerun": can_manage and not outcome["unfinished"] and outcome["failed"] > 0,
+        "can_clone": can_manage,
         "unfinished": sum(counts.get(s, 0) for s in UNFINISHED_JOB_STATUSES),
         "now": timezone.now(),
         "refresh": refresh_seconds(),
@@ -232,8 +236,8 @@ def job_output(request: HttpRequest, pk: int) -> HttpResponse:
 def suite_abort(request: HttpRequest, pk: int) -> HttpResponse:
     """Abort every unfinished job of a suite (its owner, or staff)."""
     suite = get_object_or_404(Suite, pk=pk)
-    if not roles.can_manage(request.user, suite.owner_id):
-        return error_response(request, "Only the suite's owner or lab staff can abort it.", 403)
+    if refused := manage_refused(request, suite, "abort"):
+        return refused
     fallback = reverse("jobs:suite_detail", args=[suite.pk])
     template = "jobs/partials/suite_detail_body.html"
     try:
@@ -288,9 +292,12 @@ def _field_error(form: SuiteForm, exc: InvalidInput) -> str:
 @require_http_methods(["GET", "POST"])
 def suite_create(request: HttpRequest) -> HttpResponse:
     """Submit a suite: a list of jobs, or one job per host carrying some labels (fan-out)."""
+    clone = clone_source(request)
+    if refused := manage_refused(request, clone, "clone"):
+        return refused
     if request.method == "GET":
-        context = _form_context(request, SuiteForm(), [JobRow(), JobRow()])
-        return render(request, "jobs/suite_form.html", context)
+        form, rows, extra = clone_form(clone) if clone else (SuiteForm(), [JobRow(), JobRow()], {})
+        return render(request, "jobs/suite_form.html", _form_context(request, form, rows, **extra))
     form = SuiteForm(request.POST)
     rows = job_rows_from(request.POST)
     valid = form.is_valid()
@@ -330,6 +337,7 @@ def suite_create(request: HttpRequest) -> HttpResponse:
                     fanout_labels=data.get("fanout_label_list") if fanout else None,
                     fanout_name=data.get("fanout_name", ""),
                     allow_unmatched=data.get("allow_unmatched", False),
+                    cloned_from=clone,
                 )
                 suite_notify_set(suite=suite, channels=data.get("notify", []))
         except InvalidInput as exc:
@@ -348,7 +356,9 @@ def suite_create(request: HttpRequest) -> HttpResponse:
             )
             url = reverse("jobs:suite_detail", args=[suite.pk])
             return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
-    context = _form_context(request, form, rows or [JobRow()], jobs_error=jobs_error)
+    context = _form_context(
+        request, form, rows or [JobRow()], jobs_error=jobs_error, clone_of=clone
+    )
     template = (
         "jobs/partials/suite_form_body.html"
         if wants_fragment(request)

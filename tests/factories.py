@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 
 import pytest
 from django.test import Client
@@ -11,7 +12,7 @@ from django.utils import timezone
 from hosts import services as host_services
 from hosts.models import Host, Worker
 from jobs import services
-from jobs.models import Job, Suite
+from jobs.models import Job, Suite, decode_labels
 
 
 def signed_in(user: object | None, **kwargs: object) -> Client:
@@ -91,3 +92,45 @@ def job(
         ),
         allow_unmatched=True,
     )
+
+
+def varied_suite(
+    owner: object, *, pinned: Host, extra: Sequence[services.JobSpec] = (), **options: object
+) -> Suite:
+    """Suite "nightly", whose jobs differ in everything a copy of a job must keep.
+
+    boot has retries, wifi its own priority, timeout, estimate and expiry, pinned a host;
+    `options` are suite_submit's, over build R120-1, priority 60 and expires_after 600.
+    """
+    jobs = [
+        services.JobSpec(name="boot", labels=["board:x"], max_retries=2),
+        services.JobSpec(
+            name="wifi",
+            labels=["board:x", "pool:cq"],
+            priority=50,
+            timeout=timedelta(seconds=120),
+            estimated_duration=timedelta(seconds=60),
+            expires_after=30,
+        ),
+        services.JobSpec(name="pinned", labels=["board:x"], host=pinned),
+        *extra,
+    ]
+    settings = {"build": "R120-1", "priority": 60, "expires_after": 600, **options}
+    return services.suite_submit(owner=owner, name="nightly", jobs=jobs, **settings)
+
+
+def job_rows(suite: Suite | int) -> list[tuple]:
+    """What a copy of each of the suite's jobs must keep, in submission order."""
+    return [
+        (
+            j.name,
+            decode_labels(j.label_key),
+            j.host.hostname if j.host else None,
+            j.priority,
+            j.max_retries,
+            j.timeout,
+            j.estimated_duration,
+            j.expires_after,
+        )
+        for j in Job.objects.filter(suite=suite).select_related("host").order_by("id")
+    ]

@@ -331,11 +331,17 @@ class SuiteSerializer(serializers.ModelSerializer):
             "jobs_total",
             "hosts_held",
             "fanout_labels",
+            "rerun_of",
+            "cloned_from",
             "created_at",
             "aborted_at",
             "aborted_by",
         ]
         read_only_fields = fields
+        extra_kwargs = {
+            "rerun_of": {"help_text": "The suite whose failed jobs this one re-runs."},
+            "cloned_from": {"help_text": "The suite this one is a copy of."},
+        }
 
     def _counts(self, suite: Suite) -> dict[str, int]:
         return (self.context.get("job_counts") or {}).get(suite.pk, {})

@@ -186,8 +186,11 @@ class SuiteCreateInputSerializer(serializers.Serializer):
         return data
 
 
-def submit_suite(owner: Any, data: dict) -> Suite:
-    """Submit the suite a validated `SuiteCreateInputSerializer` describes, owned by `owner`."""
+def submit_suite(owner: Any, data: dict, **links: Suite) -> Suite:
+    """Submit the suite a validated `SuiteCreateInputSerializer` describes, owned by `owner`.
+
+    `links` (`rerun_of`, `cloned_from`) name the suite it was made from.
+    """
     fanout = data.get("fanout")
     return services.suite_submit(
         owner=owner,
@@ -201,4 +204,42 @@ def submit_suite(owner: Any, data: dict) -> Suite:
         fanout_labels=fanout["labels"] if fanout else None,
         fanout_name=fanout["name"] if fanout else "",
         allow_unmatched=data["allow_unmatched"],
+        **links,
     )
+
+
+class SuiteRerunInputSerializer(serializers.Serializer):
+    """Which failed jobs of the suite to run again: all of them when `jobs` is left out."""
+
+    jobs = serializers.ListField(
+        child=StrictIntegerField(min_value=1),
+        required=False,
+        allow_empty=False,
+        max_length=settings.MAX_JOBS_PER_SUITE,
+        help_text="Ids of some of the suite's failed, error or expired jobs (default: all).",
+    )
+
+
+CLONE_FIELDS = ("name", "build", "priority", "min_duts", "max_duts", "expires_after")
+
+
+class SuiteCloneInputSerializer(serializers.Serializer):
+    """What a clone changes of the original; everything left out, its jobs included, is copied."""
+
+    name = StrictCharField(max_length=200, required=False)
+    build = StrictCharField(max_length=200, allow_blank=True, required=False)
+    priority = PriorityField(required=False)
+    min_duts = StrictIntegerField(min_value=0, max_value=100000, required=False)
+    max_duts = StrictIntegerField(min_value=1, max_value=100000, required=False, allow_null=True)
+    expires_after = StrictIntegerField(
+        min_value=1, max_value=MAX_EXPIRES_AFTER, required=False, allow_null=True
+    )
+
+    def validate(self, data: dict) -> dict:
+        # A clone copies the original's jobs: a `jobs` or `fanout` here would be silently lost.
+        extra = sorted(set(getattr(self, "initial_data", {})) - set(CLONE_FIELDS))
+        if extra:
+            raise serializers.ValidationError(
+                {name: [f"A clone may change only {', '.join(CLONE_FIELDS)}."] for name in extra}
+            )
+        return data

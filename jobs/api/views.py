@@ -15,7 +15,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from jobs import job_history, selectors, services
+from jobs import job_history, resubmit, selectors, services
 from jobs.api import idempotency
 from jobs.api import serializers as s
 from jobs.api import submit_serializers as submit
@@ -84,8 +84,17 @@ class SuiteViewSet(ReadViewSet):
         "retrieve": "One suite with its job counts by status and hosts held",
         "create": "Submit a suite with its jobs, or a fan-out suite over every matching host",
         "abort": "Abort every unfinished job of the suite (its owner, or staff)",
+        "rerun": "Submit a finished suite's failed, error and expired jobs again as a new suite "
+        "(its owner, or staff)",
+        "clone": "Submit a copy of the suite, all its jobs, with some settings changed "
+        "(its owner, or staff)",
     }
-    action_inputs = {"create": submit.SuiteCreateInputSerializer, "abort": None}
+    action_inputs = {
+        "create": submit.SuiteCreateInputSerializer,
+        "abort": None,
+        "rerun": submit.SuiteRerunInputSerializer,
+        "clone": submit.SuiteCloneInputSerializer,
+    }
 
     def get_queryset(self) -> QuerySet[Suite]:
         return Suite.objects.select_related("owner")
@@ -108,6 +117,17 @@ class SuiteViewSet(ReadViewSet):
         suite = self.get_object()
         return Response(s.SuiteSerializer(suite, context=self._context([suite])).data)
 
+    def _created(self, suite: Suite) -> Response:
+        suite = self.get_queryset().get(pk=suite.pk)
+        body = s.SuiteSerializer(suite, context=self._context([suite])).data
+        return Response(body, status=status.HTTP_201_CREATED)
+
+    def _own_suite(self, doing: str) -> Suite:
+        suite = self.get_object()
+        if not roles.can_manage(self.request.user, suite.owner_id):
+            raise PermissionDenied(f"You may only {doing} your own suites.")
+        return suite
+
     @idempotent_create({201: s.SuiteSerializer, 429: TOO_MANY})
     def create(self, request: Request) -> Response:
         data = self.action_input()
@@ -116,16 +136,26 @@ class SuiteViewSet(ReadViewSet):
         with transaction.atomic():
             suite = submit.submit_suite(request.user, data)
             suite_notify_set(suite=suite, channels=data["notify"])
-        suite = self.get_queryset().get(pk=suite.pk)
-        body = s.SuiteSerializer(suite, context=self._context([suite])).data
-        return Response(body, status=status.HTTP_201_CREATED)
+        return self._created(suite)
+
+    @idempotent_create({201: s.SuiteSerializer, 429: TOO_MANY})
+    @action(detail=True, methods=["post"])
+    def rerun(self, request: Request, pk: str) -> Response:
+        suite = self._own_suite("re-run")
+        job_ids = self.action_input().get("jobs")
+        return self._created(resubmit.suite_rerun(suite=suite, owner=request.user, job_ids=job_ids))
+
+    @idempotent_create({201: s.SuiteSerializer, 429: TOO_MANY})
+    @action(detail=True, methods=["post"])
+    def clone(self, request: Request, pk: str) -> Response:
+        suite = self._own_suite("clone")
+        changes = self.action_input()
+        return self._created(resubmit.suite_clone(suite=suite, owner=request.user, changes=changes))
 
     @extend_schema(responses=s.SuiteAbortResultSerializer)
     @action(detail=True, methods=["post"])
     def abort(self, request: Request, pk: str) -> Response:
-        suite = self.get_object()
-        if not roles.can_manage(request.user, suite.owner_id):
-            raise PermissionDenied("You may only abort your own suites.")
+        suite = self._own_suite("abort")
         count = services.suite_abort(suite=suite, by=request.user)
         suite = self.get_queryset().get(pk=suite.pk)
         context = self._context([suite], jobs_aborted=count)

@@ -123,12 +123,15 @@ def suite_submit(
     fanout_name: str = "",
     expires_after: int | None = None,
     allow_unmatched: bool = False,
+    rerun_of: Suite | None = None,
+    cloned_from: Suite | None = None,
     now: datetime | None = None,
 ) -> Suite:
     """Submit a suite with its jobs, or a fan-out suite with one job per matching host.
 
     A job no host in the lab could run (its labels, or its pinned host) is refused, naming
     what matches nothing, unless `allow_unmatched`: the tester waits for such hosts to come.
+    `rerun_of` and `cloned_from` link the new suite to the one it was made from.
     """
     now = now or timezone.now()
     _check_suite(name=name, priority=priority, min_duts=min_duts, max_duts=max_duts)
@@ -143,6 +146,8 @@ def suite_submit(
         created_at=now,
         fanout_labels=encode_labels(fanout_labels) if fanout_labels is not None else "",
         expires_after=expires_after,
+        rerun_of=rerun_of,
+        cloned_from=cloned_from,
     )
     if fanout_labels is not None:
         if jobs:

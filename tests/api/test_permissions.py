@@ -86,6 +86,19 @@ ACTIONS = [
     Action("suite detail", "get", lambda lab: f"/api/suites/{lab.suite.pk}/", READ),
     Action("suite create", "post", "/api/suites/", ANY_USER_CREATES, NEW_SUITE),
     Action("suite abort", "post", lambda lab: f"/api/suites/{lab.suite.pk}/abort/", OWNER_OR_STAFF),
+    Action(
+        "suite clone",
+        "post",
+        lambda lab: f"/api/suites/{lab.suite.pk}/clone/",
+        (401, 201, 403, 403, 403, 201),
+    ),
+    # The owner and staff may re-run it, once it has finished: its jobs are running.
+    Action(
+        "suite rerun",
+        "post",
+        lambda lab: f"/api/suites/{lab.suite.pk}/rerun/",
+        (401, 409, 403, 403, 403, 409),
+    ),
     # jobs
     Action("job list", "get", "/api/jobs/", READ),
     Action("job detail", "get", lambda lab: f"/api/jobs/{lab.queued.pk}/", READ),

@@ -51,6 +51,8 @@ STATE_REFUSALS = {
     ("POST", "/api/jobs/{id}/complete/"): "a lease that is not this job's",
     ("POST", "/api/jobs/"): "a pinned host that does not exist",
     ("POST", "/api/suites/"): "a pinned host that does not exist",
+    ("POST", "/api/suites/{id}/rerun/"): "a job id that is not one of the suite's failed jobs",
+    ("POST", "/api/suites/{id}/clone/"): "a min_duts larger than the original's job count",
     ("POST", "/api/hosts/"): "no worker by that name",
     ("PATCH", "/api/hosts/{hostname}/"): "no worker by that name",
     ("PATCH", "/api/workers/{name}/"): "no runner account by that name",

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 
 from hosts.models import Host
 from jobs import services
 from jobs.api.submit_serializers import SuiteCreateInputSerializer, submit_suite
-from jobs.models import Suite, decode_labels
+from jobs.models import Suite
 from jobs.suite_body import suite_body
 from tests import factories as f
 
@@ -22,51 +20,15 @@ def resubmit(body: dict, owner: object = "bob") -> Suite:
     return submit_suite(owner, serializer.validated_data)
 
 
-def job_rows(suite: Suite) -> list[tuple]:
-    return [
-        (
-            j.name,
-            decode_labels(j.label_key),
-            j.host.hostname if j.host else None,
-            j.priority,
-            j.max_retries,
-            j.timeout,
-            j.estimated_duration,
-            j.expires_after,
-        )
-        for j in suite.jobs.select_related("host").order_by("id")
-    ]
-
-
 def test_a_suite_submitted_from_its_body_has_the_same_jobs_and_settings(django_user_model):
     bob = django_user_model.objects.create_user("bob")
     w = f.worker()
     f.host("dut1", ["board:x", "pool:cq"], worker=w)
-    original = services.suite_submit(
-        owner="alice",
-        name="nightly",
-        build="R120-1",
-        priority=60,
-        min_duts=2,
-        max_duts=3,
-        expires_after=600,
-        jobs=[
-            services.JobSpec(name="boot", labels=["board:x"], max_retries=2),
-            services.JobSpec(
-                name="wifi",
-                labels=["board:x", "pool:cq"],
-                priority=50,
-                timeout=timedelta(seconds=120),
-                estimated_duration=timedelta(seconds=60),
-                expires_after=30,
-            ),
-            services.JobSpec(name="pinned", labels=["board:x"], host=Host.objects.get()),
-        ],
-    )
+    original = f.varied_suite("alice", pinned=Host.objects.get(), min_duts=2, max_duts=3)
 
     again = resubmit(suite_body(original), bob)
 
-    assert job_rows(again) == job_rows(original)
+    assert f.job_rows(again) == f.job_rows(original)
     assert (again.name, again.build, again.priority, again.min_duts, again.max_duts) == (
         "nightly",
         "R120-1",
@@ -86,7 +48,7 @@ def test_some_jobs_of_a_suite_make_a_smaller_suite_with_a_quota_it_can_meet():
 
     assert [j["name"] for j in body["jobs"]] == [first.name]
     assert body["min_duts"] == 1
-    assert job_rows(resubmit({**body, "allow_unmatched": True}))[0][0] == first.name
+    assert f.job_rows(resubmit({**body, "allow_unmatched": True}))[0][0] == first.name
 
 
 def test_a_fanout_suite_stays_a_fanout_and_a_part_of_it_is_pinned_to_its_hosts():
@@ -100,7 +62,7 @@ def test_a_fanout_suite_stays_a_fanout_and_a_part_of_it_is_pinned_to_its_hosts()
     body = suite_body(original)
     assert body["fanout"] == {"labels": ["board:eve"], "name": "boot"}
     assert "jobs" not in body
-    assert sorted(j[0] for j in job_rows(resubmit(body))) == ["boot@dut1", "boot@dut2"]
+    assert sorted(j[0] for j in f.job_rows(resubmit(body))) == ["boot@dut1", "boot@dut2"]
 
     one = original.jobs.get(name="boot@dut2")
     part = suite_body(original, [one])

@@ -12,6 +12,7 @@ from rest_framework.authtoken.models import Token
 from hosts import services as host_services
 from hosts.models import HealthPolicy, Host, HostEvent, Label, Worker
 from jobs import services
+from jobs.choices import JobStatus
 from jobs.models import Job, Lease, Suite
 from tests import factories as f
 
@@ -58,6 +59,9 @@ def lab(db, alice, sam):  # noqa: ANN001, ANN201
     )
     # No host carries board:none, so the suite stays queued and abortable.
     suite = f.suite("nightly", [["board:none"], ["board:none"]], owner=alice)
+    # Finished, with a failed job: its owner or staff may re-run it.
+    failed = f.suite("failed", [["board:none"]], owner=alice)
+    Job.objects.filter(suite=failed).update(status=JobStatus.FAILED)
     # Enabled, but no host carries its label: no tick here verifies anything because of it.
     policy = host_services.health_policy_create(by=sam, name="x daily", labels=["board:none"])
     off = host_services.health_policy_create(by=sam, name="z off", labels=[], enabled=False)
@@ -69,6 +73,7 @@ def lab(db, alice, sam):  # noqa: ANN001, ANN201
         reserved=reserved,
         reservation=reservation,
         suite=suite,
+        failed_suite=failed,
         policy=policy,
         disabled_policy=off,
     )

@@ -84,6 +84,11 @@ ACTIONS = [
         OWNER_OR_STAFF,
     ),
     Action(
+        "jobs:suite_rerun",
+        lambda lab: reverse("jobs:suite_rerun", args=[lab.failed_suite.pk]),
+        OWNER_OR_STAFF,
+    ),
+    Action(
         "jobs:suite_create",
         lambda lab: reverse("jobs:suite_create"),
         ANY_USER,

@@ -62,6 +62,9 @@ class SuiteForm(forms.Form):
         help_text="Submit jobs whose labels no host in the lab carries yet; they wait for one.",
     )
     timeout_minutes = forms.IntegerField(min_value=1, max_value=7 * 24 * 60, required=False)
+    notify = forms.MultipleChoiceField(
+        choices=[("email", "E-mail me"), ("webhook", "Call my webhook")], required=False
+    )
 
     def clean(self) -> dict:
         data = super().clean()

@@ -13,7 +13,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from functools import partial
 
+from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
@@ -25,6 +27,7 @@ from hosts.models import Host, HostEvent
 from jobs.choices import TERMINAL_JOB_STATUSES, JobStatus, ReleaseReason
 from jobs.models import Job, Lease
 from jobs.scheduling.triggers import request_tick
+from jobs.signals import hosts_moved, jobs_ended
 from schedsite.errors import Conflict
 
 
@@ -183,12 +186,22 @@ def move_jobs(
     at: datetime,
     **fields: object,
 ) -> int:
-    """Move the given jobs (a queryset, or ids) that are in a state the move starts from."""
+    """Move the given jobs (a queryset, or ids) that are in a state the move starts from.
+
+    A queryset must not filter on the status: after the move it names the jobs ended.
+    """
     # One UPDATE however many rows: the tick leases thousands of jobs at a time.
+    if not isinstance(jobs, QuerySet | RawSQL):
+        jobs = list(jobs)
     rows = jobs if isinstance(jobs, QuerySet) else Job.objects.filter(pk__in=jobs)
-    return rows.filter(_status_in(JOB.sources(to, mover))).update(
+    moved = rows.filter(_status_in(JOB.sources(to, mover))).update(
         status=to, **_job_times(to, at), **fields
     )
+    if moved and to in TERMINAL_JOB_STATUSES:
+        ended = rows.filter(status=to, finished_at=at)
+        send = partial(jobs_ended.send, sender=Job, jobs=ended, status=to)
+        transaction.on_commit(send, robust=True)
+    return moved
 
 
 def move_job(job: Job, *, to: str, mover: Mover, at: datetime, **fields: object) -> None:
@@ -273,9 +286,11 @@ def move_host(
         raise Conflict(f"the {mover} may not move host {host.hostname} from {old} to {to}")
     if not Host.objects.filter(pk=host.pk, status=old).update(status=to):
         raise Conflict(f"host {host.hostname} changed status concurrently; try again")
+    at = at or timezone.now()
     audit.record(
         EventKind.STATUS, actor=by, host=host, at=at, old_status=old, new_status=to, message=why
     )
+    hosts_moved.send(sender=Host, host_ids=[host.pk], to=to, at=at, why=why)
     if to == HostStatus.READY:
         request_tick("host ready")
 
@@ -324,6 +339,7 @@ def move_hosts(
             for pk, hostname, old in moving
         ]
     )
+    hosts_moved.send(sender=Host, host_ids=[pk for pk, _, _ in moving], to=to, at=at, why=why)
     if to == HostStatus.READY:
         request_tick("host ready")
     return [pk for pk, _, _ in moving]

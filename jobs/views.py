@@ -6,6 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib import messages
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -35,6 +36,7 @@ from jobs.models import Job, Lease, Suite
 from jobs.querysets import UNFINISHED_JOB_STATUSES
 from jobs.scheduling.queue import queue_jobs, queue_select
 from jobs.views_resubmit import clone_form, clone_source, manage_refused
+from notifications.services import notify_channels_check, suite_notify_set
 from schedsite import roles
 from schedsite.errors import InvalidInput, LimitExceeded, ServiceError
 from schedsite.ui.htmx import (
@@ -322,20 +324,23 @@ def suite_create(request: HttpRequest) -> HttpResponse:
             )
     if valid and not jobs_error and not any(row.errors for row in rows):
         try:
-            suite = services.suite_submit(
-                owner=request.user,
-                name=data["name"],
-                build=data.get("build", ""),
-                priority=data["priority"],
-                min_duts=data["min_duts"],
-                max_duts=data.get("max_duts"),
-                expires_after=data.get("expires_after"),
-                jobs=specs,
-                fanout_labels=data.get("fanout_label_list") if fanout else None,
-                fanout_name=data.get("fanout_name", ""),
-                allow_unmatched=data.get("allow_unmatched", False),
-                cloned_from=clone,
-            )
+            notify_channels_check(request.user, data.get("notify", []))
+            with transaction.atomic():
+                suite = services.suite_submit(
+                    owner=request.user,
+                    name=data["name"],
+                    build=data.get("build", ""),
+                    priority=data["priority"],
+                    min_duts=data["min_duts"],
+                    max_duts=data.get("max_duts"),
+                    expires_after=data.get("expires_after"),
+                    jobs=specs,
+                    fanout_labels=data.get("fanout_label_list") if fanout else None,
+                    fanout_name=data.get("fanout_name", ""),
+                    allow_unmatched=data.get("allow_unmatched", False),
+                    cloned_from=clone,
+                )
+                suite_notify_set(suite=suite, channels=data.get("notify", []))
         except InvalidInput as exc:
             refused = exc
             if not row_error(filled, exc):

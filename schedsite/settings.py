@@ -76,6 +76,7 @@ INSTALLED_APPS = [
     "csp",
     "hosts",
     "jobs",
+    "notifications",
 ]
 
 MIDDLEWARE = [
@@ -292,6 +293,33 @@ SUBMIT_MAX_PRIORITY = env_int("SUBMIT_MAX_PRIORITY", 70)  # cq; above it is staf
 SUBMIT_MAX_MIN_DUTS = env_int("SUBMIT_MAX_MIN_DUTS", 4)
 SUBMIT_MAX_QUEUED_JOBS = env_int("SUBMIT_MAX_QUEUED_JOBS", 2000)  # per user
 SUBMIT_RATE_PER_MINUTE = env_int("SUBMIT_RATE_PER_MINUTE", 30)  # suites and standalone jobs
+
+# --- notifications (docs/notifications.md#settings) -------------------------------------------
+# The site's address as people reach it, for the links in e-mails and webhook payloads.
+SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000")
+# E-mail through Django's backends: the console in development (DEBUG), SMTP otherwise.
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND") or (
+    "django.core.mail.backends.console.EmailBackend"
+    if DEBUG
+    else "django.core.mail.backends.smtp.EmailBackend"
+)
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "schedsite@localhost")
+NOTIFY_WEBHOOK_TIMEOUT = env_int("NOTIFY_WEBHOOK_TIMEOUT", 5)  # seconds per POST
+NOTIFY_MAX_ATTEMPTS = env_int("NOTIFY_MAX_ATTEMPTS", 5)  # then the delivery is failed
+NOTIFY_RETRY_BACKOFF = env_int("NOTIFY_RETRY_BACKOFF", 60)  # seconds, doubling per attempt
+NOTIFY_SWEEP_MINUTES = env_int("NOTIFY_SWEEP_MINUTES", 1)  # retries and offline workers
+NOTIFY_SWEEP_BATCH = env_int("NOTIFY_SWEEP_BATCH", 500)  # deliveries one sweep sends at most
+# A worker counts as newly offline if it went within this many seconds before the sweep.
+NOTIFY_OFFLINE_LOOKBACK = env_int("NOTIFY_OFFLINE_LOOKBACK", 3600)
+# Webhooks must be https; plain http to a loopback address only when this is on (tests).
+NOTIFY_WEBHOOK_ALLOW_LOOPBACK_HTTP = env_bool("NOTIFY_WEBHOOK_ALLOW_LOOPBACK_HTTP", False)
 
 # --- django-q2 ------------------------------------------------------------------------------
 # Sync mode is read at import time, so it is driven from the environment (Q_SYNC=1 in tests

@@ -13,4 +13,5 @@ urlpatterns = [
     path("accounts/profile/token/revoke/", token_revoke, name="token_revoke"),
     path("", include("hosts.urls")),
     path("", include("jobs.urls")),
+    path("", include("notifications.urls")),
 ]

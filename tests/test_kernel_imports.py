@@ -9,7 +9,7 @@ import ast
 from pathlib import Path
 
 SCHEDSITE = Path(__file__).resolve().parent.parent / "schedsite"
-APPS = ("hosts", "jobs")
+APPS = ("hosts", "jobs", "notifications")
 
 # The project's wiring: the URL configurations name the apps' views (the one conventional
 # upward import). Settings name the apps by string only.

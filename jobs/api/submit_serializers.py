@@ -127,6 +127,13 @@ class SuiteCreateInputSerializer(serializers.Serializer):
     jobs = JobSpecInputSerializer(many=True, required=False)
     fanout = FanoutInputSerializer(required=False, allow_null=True, default=None)
     allow_unmatched = StrictBooleanField(default=False, help_text=ALLOW_UNMATCHED_HELP)
+    notify = serializers.ListField(
+        child=serializers.ChoiceField(choices=["email", "webhook"]),
+        max_length=2,
+        default=list,
+        help_text="Tell the submitter when the suite finishes, by e-mail and/or webhook, at "
+        "the destinations of their profile (docs/notifications.md).",
+    )
 
     class Meta:
         # validate()'s rule, for the OpenAPI schema: at least one job, or a fan-out, not both.

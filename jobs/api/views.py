@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import Http404
 from django.utils import timezone
@@ -22,6 +23,7 @@ from jobs.api import submit_serializers as submit
 from jobs.filtersets import JobFilterSet, LeaseFilterSet, SuiteFilterSet
 from jobs.models import Job, Lease, SchedulerTick, Suite
 from jobs.scheduling.queue import queue_jobs, queue_select
+from notifications.services import notify_channels_check, suite_notify_set
 from schedsite import roles
 from schedsite.api_exceptions import ErrorSerializer
 from schedsite.api_permissions import (
@@ -129,7 +131,13 @@ class SuiteViewSet(ReadViewSet):
 
     @idempotent_create({201: s.SuiteSerializer, 429: TOO_MANY})
     def create(self, request: Request) -> Response:
-        return self._created(submit.submit_suite(request.user, self.action_input()))
+        data = self.action_input()
+        # Refused before anything is submitted: a suite must not start without its notify.
+        notify_channels_check(request.user, data["notify"])
+        with transaction.atomic():
+            suite = submit.submit_suite(request.user, data)
+            suite_notify_set(suite=suite, channels=data["notify"])
+        return self._created(suite)
 
     @idempotent_create({201: s.SuiteSerializer, 429: TOO_MANY})
     @action(detail=True, methods=["post"])

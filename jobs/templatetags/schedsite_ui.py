@@ -45,6 +45,7 @@ TONES: dict[str, dict[str, str]] = {
     "suite": {"queued": "slate", "running": "blue", "completed": "green", "aborted": "grey"},
     "run": {"created": "green", "skipped": "amber", "error": "red"},
     "worker": {"online": "green", "offline": "red", "paused": "amber"},
+    "delivery": {"pending": "amber", "sent": "green", "failed": "red"},
     "lease": {
         "active": "blue",
         "completed": "green",

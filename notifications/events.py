@@ -1,0 +1,216 @@
+"""Notice each event once and make one delivery per destination that asked for it.
+
+An event is claimed by its key (a unique row), so a second report of the same suite finishing
+or the same host reaching repair_failed changes nothing (docs/notifications.md#events).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Q, QuerySet
+from django.urls import reverse
+from django.utils import timezone
+
+from hosts.choices import HostStatus
+from hosts.models import Host, Worker
+from hosts.querysets import online_cutoff
+from jobs import job_history, selectors
+from jobs.models import Job, Suite
+from jobs.querysets import UNFINISHED_JOB_STATUSES
+from notifications.choices import Channel, EventKind
+from notifications.models import Delivery, Event, Subscription, SuiteNotify
+from notifications.queue import enqueue
+from schedsite import roles
+
+log = logging.getLogger("schedsite.notifications")
+
+Recipient = tuple[Subscription, list[str]]
+
+
+def site_url(path: str) -> str:
+    """An absolute link into the site, for e-mails and webhook payloads."""
+    return settings.SITE_URL.rstrip("/") + path
+
+
+def staff_subscribers(kind: str) -> list[Recipient]:
+    """Active lab staff who asked for `kind`, with the channels they have a destination for."""
+    staff = Q(user__is_staff=True) | Q(user__groups__name=roles.STAFF_GROUP)
+    subs = (
+        Subscription.objects.filter(**{kind: True}, user__is_active=True)
+        .filter(staff)
+        .select_related("user")
+        .distinct()
+    )
+    return [(sub, channels) for sub in subs if (channels := sub.channels())]
+
+
+def claim(kind: str, key: str, payload: dict[str, Any], at: datetime) -> Event | None:
+    """Record the event, or return None when it was recorded already."""
+    try:
+        with transaction.atomic():
+            return Event.objects.create(kind=kind, key=key, payload=payload, created_at=at)
+    except IntegrityError:
+        return None
+
+
+def deliver_to(event: Event, recipients: Iterable[Recipient]) -> list[Delivery]:
+    """One pending delivery per recipient's channel, sent once the transaction commits."""
+    now = timezone.now()
+    rows = [
+        Delivery(
+            event=event,
+            user=sub.user,
+            channel=channel,
+            destination=sub.user.email if channel == Channel.EMAIL else sub.webhook_url,
+            next_attempt_at=now,
+            created_at=now,
+        )
+        for sub, channels in recipients
+        for channel in channels
+    ]
+    Delivery.objects.bulk_create(rows)
+    transaction.on_commit(partial(enqueue, [row.pk for row in rows]), robust=True)
+    return rows
+
+
+def _announce(kind: str, key: str, payload: dict, at: datetime, to: list[Recipient]) -> bool:
+    with transaction.atomic():
+        event = claim(kind, key, {"event": kind, "time": at.isoformat(), **payload}, at)
+        if event is None:
+            return False
+        deliver_to(event, to)
+    return True
+
+
+# --- suites ---------------------------------------------------------------------------------
+
+
+def suite_recipient(suite: Suite) -> Recipient | None:
+    """The suite's owner with the channels their profile and the suite itself ask for."""
+    subs = Subscription.objects.filter(user_id=suite.owner_id, user__is_active=True)
+    sub = subs.select_related("user").first()
+    if sub is None:
+        return None
+    wanted = set(sub.channels()) if sub.suite_finished else set()
+    asked = SuiteNotify.objects.filter(suite=suite).first()
+    if asked is not None:
+        # Asked for on the suite itself: the profile's destinations, whatever its switches say.
+        if asked.email and sub.user.email:
+            wanted.add(Channel.EMAIL)
+        if asked.webhook and sub.webhook_url:
+            wanted.add(Channel.WEBHOOK)
+    channels = [c for c in Channel.values if c in wanted]
+    return (sub, channels) if channels else None
+
+
+def suite_payload(suite: Suite) -> dict[str, Any]:
+    """What a suite-finished notification says about the suite."""
+    counts = selectors.suite_job_counts([suite.pk])[suite.pk]
+    return {
+        "suite": {
+            "id": suite.pk,
+            "name": suite.name,
+            "build": suite.build,
+            "owner": suite.owner.get_username() if suite.owner else None,
+            "status": suite.status_from_counts(counts),
+            "outcome": job_history.suite_outcome(counts),
+            "counts": counts,
+            "url": site_url(reverse("jobs:suite_detail", args=[suite.pk])),
+        }
+    }
+
+
+def suite_finished(suite: Suite, *, at: datetime) -> bool:
+    """Announce that a suite's last job ended, once; True if this call announced it."""
+    recipient = suite_recipient(suite)
+    if recipient is None:
+        return False
+    key = f"{EventKind.SUITE_FINISHED}:{suite.pk}"
+    return _announce(EventKind.SUITE_FINISHED, key, suite_payload(suite), at, [recipient])
+
+
+def on_jobs_ended(*, jobs: QuerySet[Job], **_kwargs: object) -> None:
+    """Receiver of jobs_ended (after commit): announce each suite that has no job left to run."""
+    suite_ids = set(jobs.exclude(suite=None).values_list("suite_id", flat=True))
+    if not suite_ids:
+        return
+    finished = (
+        Suite.objects.filter(pk__in=suite_ids, owner__isnull=False)
+        .exclude(jobs__status__in=UNFINISHED_JOB_STATUSES)
+        .select_related("owner")
+    )
+    for suite in finished:
+        last = suite.jobs.order_by("-finished_at").values_list("finished_at", flat=True).first()
+        suite_finished(suite, at=last or suite.created_at)
+
+
+# --- hosts and workers ----------------------------------------------------------------------
+
+
+def host_payload(host: Host, why: str) -> dict[str, Any]:
+    return {
+        "host": {
+            "hostname": host.hostname,
+            "status": host.status,
+            "worker": host.worker.name if host.worker else None,
+            "reason": why,
+            "url": site_url(reverse("hosts:host_detail", args=[host.hostname])),
+        }
+    }
+
+
+def on_hosts_moved(
+    *, host_ids: list[int], to: str, at: datetime, why: str = "", **_kwargs: object
+) -> None:
+    """Receiver of hosts_moved (inside the move's transaction): announce repair_failed hosts."""
+    if to != HostStatus.REPAIR_FAILED:
+        return
+    try:
+        # A savepoint: whatever goes wrong here must not undo the host's move.
+        with transaction.atomic():
+            staff = staff_subscribers("host_repair_failed")
+            if not staff:
+                return
+            for host in Host.objects.filter(pk__in=host_ids).select_related("worker"):
+                key = f"{EventKind.HOST_REPAIR_FAILED}:{host.pk}:{at.isoformat()}"
+                _announce(EventKind.HOST_REPAIR_FAILED, key, host_payload(host, why), at, staff)
+    except Exception:
+        log.exception("could not record the repair_failed notifications of hosts %s", host_ids)
+
+
+def workers_offline(*, now: datetime) -> int:
+    """Announce workers that went offline since the last look, once per outage; how many."""
+    staff = staff_subscribers("worker_offline")
+    if not staff:
+        return 0
+    cutoff = online_cutoff(now)
+    # Only outages that began within the look-back: turning the event on must not report
+    # every worker that died last year.
+    since = cutoff - timedelta(seconds=settings.NOTIFY_OFFLINE_LOOKBACK)
+    gone = {
+        f"{EventKind.WORKER_OFFLINE}:{w.pk}:{w.last_seen.isoformat()}": w
+        for w in Worker.objects.filter(retired_at=None, last_seen__lt=cutoff, last_seen__gte=since)
+        if w.last_seen is not None
+    }
+    told = set(Event.objects.filter(key__in=list(gone)).values_list("key", flat=True))
+    count = 0
+    for key, worker in gone.items():
+        if key in told:
+            continue
+        payload = {
+            "worker": {
+                "name": worker.name,
+                "last_seen": worker.last_seen.isoformat() if worker.last_seen else None,
+                "hosts": worker.hosts.exclude(status=HostStatus.RETIRED).count(),
+                "url": site_url(reverse("hosts:worker_detail", args=[worker.name])),
+            }
+        }
+        count += _announce(EventKind.WORKER_OFFLINE, key, payload, now, staff)
+    return count

@@ -1,0 +1,46 @@
+"""django-q2 tasks: send a delivery, and the sweep that retries and notices offline workers."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.utils import timezone
+from django_q.models import Schedule
+
+from notifications import delivery, events
+from notifications.choices import DeliveryStatus
+from notifications.models import Delivery
+from notifications.queue import enqueue
+
+SWEEP_FUNC = "notifications.tasks.sweep"
+SCHEDULE_NAME = "schedsite: notifications sweep"
+
+
+def deliver(delivery_id: int) -> str:
+    """Make one attempt at a delivery (the django-q2 entry point)."""
+    return delivery.deliver(delivery_id=delivery_id, now=timezone.now())
+
+
+def sweep() -> dict:
+    """Notice workers gone offline and send the deliveries whose next attempt is due."""
+    now = timezone.now()
+    offline = events.workers_offline(now=now)
+    due = list(
+        Delivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
+        .order_by("next_attempt_at")
+        .values_list("pk", flat=True)[: settings.NOTIFY_SWEEP_BATCH]
+    )
+    enqueue(due)
+    return {"workers_offline": offline, "deliveries_due": len(due)}
+
+
+def install_schedule(**_kwargs: object) -> None:
+    """Install the sweep's schedule once (idempotent across migrations and restarts)."""
+    Schedule.objects.update_or_create(
+        name=SCHEDULE_NAME,
+        defaults={
+            "func": SWEEP_FUNC,
+            "schedule_type": Schedule.MINUTES,
+            "minutes": settings.NOTIFY_SWEEP_MINUTES,
+            "repeats": -1,
+        },
+    )

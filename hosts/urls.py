@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, path, register_converter
 
-from hosts import views, views_policies
+from hosts import views, views_policies, views_timeline
 
 
 class NameConverter:
@@ -31,6 +31,7 @@ app_name = "hosts"
 urlpatterns = [
     path("hosts/", views.host_list, name="host_list"),
     path("hosts/<name:hostname>/", views.host_detail, name="host_detail"),
+    path("hosts/<name:hostname>/events/", views_timeline.host_events, name="host_events"),
     hold("hosts/<name:hostname>/lock/", "host_lock"),
     hold("hosts/<name:hostname>/unlock/", "host_unlock"),
     hold("hosts/<name:hostname>/verify/", "host_verify"),

@@ -24,10 +24,12 @@ from hosts.choices import HostStatus
 from hosts.filtersets import HostFilterSet, WorkerFilterSet
 from hosts.forms import BulkHostsForm, ReasonForm, split_labels
 from hosts.models import Host, HostEvent, Label, Worker
+from hosts.views_timeline import timeline_context
 from jobs import selectors
 from jobs import services as job_services
 from jobs.forms import RESERVE_DURATIONS
 from jobs.models import Job, Lease
+from jobs.scheduling.queue import host_waiters
 from schedsite import roles
 from schedsite.errors import InvalidInput, ServiceError
 from schedsite.ui.htmx import (
@@ -46,7 +48,7 @@ from schedsite.ui.htmx import (
 
 HOSTS_PER_PAGE = 50
 WORKERS_PER_PAGE = 50
-EVENTS_SHOWN = 50
+WAITERS_SHOWN = 10  # queued jobs listed under "Waiting for this host"
 EMBEDDED_HOSTS = 100  # hosts listed on a worker's page before "see all"
 SUGGESTIONS = 8
 
@@ -62,7 +64,7 @@ def host_queryset() -> QuerySet[Host]:
     """Hosts with everything a table row shows, in a fixed number of queries per page."""
     active = Prefetch(
         "leases",
-        queryset=Lease.objects.active().select_related("job__suite", "holder"),
+        queryset=Lease.objects.active().select_related("job__suite", "job__owner", "holder"),
         to_attr="active_leases",
     )
     return Host.objects.select_related("worker", "locked_by").prefetch_related("labels", active)
@@ -191,14 +193,20 @@ def _host_bulk(request: HttpRequest) -> HttpResponse:
 
 
 def host_detail_context(request: HttpRequest, host: Host, **extra: Any) -> dict:
-    """Everything the host page shows: state, active lease, reservation form and timeline."""
+    """Everything the host page shows: state, who holds and who waits, timeline and health."""
     host = host_queryset().get(pk=host.pk)
+    lease = host.active_leases[0] if host.active_leases else None
+    waiters = host_waiters(host, limit=WAITERS_SHOWN)
     context = {
         "host": host,
-        "lease": host.active_leases[0] if host.active_leases else None,
-        "events": list(
-            HostEvent.objects.filter(host=host).order_by("-created_at", "-id")[:EVENTS_SHOWN]
-        ),
+        "lease": lease,
+        # Its holder or staff may extend or end a reservation (docs/ui.md#reservations).
+        "manages_reservation": bool(lease)
+        and lease.job_id is None
+        and roles.can_manage(request.user, lease.holder_id),
+        "waiters": waiters,
+        "waiter_reasons": selectors.wait_reasons_for(waiters.jobs) if waiters.jobs else {},
+        **timeline_context(host),
         "pinned_queued": Job.objects.queued().filter(host=host).count(),
         "staff": roles.is_staff(request.user),
         "now": timezone.now(),

@@ -173,20 +173,31 @@ def _host_bulk(request: HttpRequest) -> HttpResponse:
         )
     done = sorted(h for h, why in results.items() if why is None)
     failed = {h: why for h, why in results.items() if why}
-    verb = "Unlocked" if action == "unlock" else "Locked"
-    message = f"{verb} {plural(len(done), 'host')}."
-    if failed:
-        message += f" {len(failed)} not changed: " + "; ".join(failed.values()) + "."
+    unlock = action == "unlock"
+    # A host already as asked is no error: the batch still did what was wanted there.
+    already = {h.hostname for h in hosts if h.hostname in failed and h.locked != unlock}
+    errors = {h: why for h, why in failed.items() if h not in already}
+    verb = "Unlocked" if unlock else "Locked"
+    message = f"{verb} {plural(len(done), 'host')}"
+    if already:
+        message += f", {len(already)} already {verb.lower()}"
+    message += "."
+    if errors:
+        message += f" {len(errors)} not changed: " + "; ".join(errors.values()) + "."
+    # Red only when nothing changed or something went wrong; a batch with some hosts already
+    # as asked is neutral news (docs/ui.md#actions).
+    tone = "err" if errors or not done else "info" if already else "ok"
     notes = {h: (True, verb.lower()) for h in done}
-    notes.update({h: (False, why) for h, why in failed.items()})
+    notes.update({h: (h in already, why) for h, why in failed.items()})
     context = host_list_context(request, query, query.get("page"))
-    context.update(row_notes=notes, bulk_message=message, bulk_ok=not failed)
+    context.update(row_notes=notes, bulk_message=message, bulk_tone=tone)
     return action_response(
         request,
         "hosts/partials/host_table.html",
         context,
         message=message,
-        ok=not failed,
+        ok=tone != "err",
+        info=tone == "info",
         status=409 if failed and not done else 200,
         fallback=list_path,
     )

@@ -57,12 +57,17 @@ def lease_list_context(request: HttpRequest, query: Any, page_number: str | None
         query["active"] = "true"
     filterset = LeaseFilterSet(query, queryset=lease_queryset())
     page = paginate(filterset.qs, page_number, LEASES_PER_PAGE)
+    leases = list(page.object_list)
+    staff = roles.is_staff(request.user)
     return {
-        "leases": list(page.object_list),
+        "leases": leases,
+        # An Actions column for staff, or for a tester who holds a reservation listed here.
+        "actions": staff
+        or any(lease.holder_id == request.user.pk and lease.job_id is None for lease in leases),
         "page_obj": page,
         "query": query,
         "filter_errors": filterset.errors,
-        "staff": roles.is_staff(request.user),
+        "staff": staff,
         "durations": RESERVE_DURATIONS,
         "now": timezone.now(),
         "refresh": refresh_seconds(),
@@ -177,6 +182,7 @@ def lease_answer(
     context = {
         "lease": lease_queryset().get(pk=lease.pk),
         "staff": roles.is_staff(request.user),
+        "actions": True,  # whoever acted may act on leases, so the table has the column
         "durations": RESERVE_DURATIONS,
         "now": timezone.now(),
         "note": (ok, message),

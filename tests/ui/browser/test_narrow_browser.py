@@ -78,3 +78,19 @@ def test_on_a_desktop_the_tables_keep_their_columns(page, busy_lab):
     cells = row.locator("td")
     first, last = cells.first.bounding_box(), cells.last.bounding_box()
     assert abs(first["y"] - last["y"]) < 2 and last["x"] > first["x"]
+
+
+def test_the_host_page_lists_who_waits_for_it(page, busy_lab):
+    f.job("eve_smoke", ["board:eve"], priority=70)
+    f.job("eve_power", ["board:eve", "pool:cq"], priority=20)
+    sign_in(page, "sam", "sam-pass")
+    page.goto(f"/hosts/{busy_lab.h1.hostname}/")
+    waiting = page.locator("section", has=page.locator("#host-waiters-title"))
+    expect(waiting).to_contain_text("2 queued jobs could run here")
+    expect(waiting.locator("li").first).to_contain_text("eve_smoke")
+    expect(waiting.locator("li").last).to_contain_text("eve_power")
+    page.screenshot(path="/tmp/shots-rough/host-waiters-1280.png", full_page=True)
+    screenshot(page, "host-waiters")
+    page.set_viewport_size(PHONE)
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    page.screenshot(path="/tmp/shots-rough/host-waiters-390.png", full_page=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, path, re_path, register_converter
 
-from hosts import views, views_inventory, views_policies
+from hosts import views, views_inventory, views_policies, views_timeline
 
 
 class NameConverter:
@@ -36,6 +36,7 @@ urlpatterns = [
     re_path(r"^hosts/export\.(?P<fmt>csv|yaml)$", views_inventory.host_export, name="host_export"),
     path("hosts/<name:hostname>/", views.host_detail, name="host_detail"),
     path("hosts/<name:hostname>/edit/", views_inventory.host_edit, name="host_edit"),
+    path("hosts/<name:hostname>/events/", views_timeline.host_events, name="host_events"),
     hold("hosts/<name:hostname>/lock/", "host_lock"),
     hold("hosts/<name:hostname>/unlock/", "host_unlock"),
     hold("hosts/<name:hostname>/verify/", "host_verify"),

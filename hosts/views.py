@@ -24,10 +24,12 @@ from hosts.choices import HostStatus
 from hosts.filtersets import HostFilterSet, WorkerFilterSet
 from hosts.forms import BulkHostsForm, ReasonForm, split_labels
 from hosts.models import Host, HostEvent, Label, Worker
+from hosts.views_timeline import timeline_context
 from jobs import selectors
 from jobs import services as job_services
 from jobs.forms import RESERVE_DURATIONS
 from jobs.models import Job, Lease
+from jobs.scheduling.queue import host_waiters
 from schedsite import roles
 from schedsite.errors import InvalidInput, ServiceError
 from schedsite.ui.htmx import (
@@ -46,7 +48,7 @@ from schedsite.ui.htmx import (
 
 HOSTS_PER_PAGE = 50
 WORKERS_PER_PAGE = 50
-EVENTS_SHOWN = 50
+WAITERS_SHOWN = 10  # queued jobs listed under "Waiting for this host"
 EMBEDDED_HOSTS = 100  # hosts listed on a worker's page before "see all"
 SUGGESTIONS = 8
 
@@ -62,7 +64,7 @@ def host_queryset() -> QuerySet[Host]:
     """Hosts with everything a table row shows, in a fixed number of queries per page."""
     active = Prefetch(
         "leases",
-        queryset=Lease.objects.active().select_related("job__suite", "holder"),
+        queryset=Lease.objects.active().select_related("job__suite", "job__owner", "holder"),
         to_attr="active_leases",
     )
     return Host.objects.select_related("worker", "locked_by").prefetch_related("labels", active)
@@ -171,34 +173,51 @@ def _host_bulk(request: HttpRequest) -> HttpResponse:
         )
     done = sorted(h for h, why in results.items() if why is None)
     failed = {h: why for h, why in results.items() if why}
-    verb = "Unlocked" if action == "unlock" else "Locked"
-    message = f"{verb} {plural(len(done), 'host')}."
-    if failed:
-        message += f" {len(failed)} not changed: " + "; ".join(failed.values()) + "."
+    unlock = action == "unlock"
+    # A host already as asked is no error: the batch still did what was wanted there.
+    already = {h.hostname for h in hosts if h.hostname in failed and h.locked != unlock}
+    errors = {h: why for h, why in failed.items() if h not in already}
+    verb = "Unlocked" if unlock else "Locked"
+    message = f"{verb} {plural(len(done), 'host')}"
+    if already:
+        message += f", {len(already)} already {verb.lower()}"
+    message += "."
+    if errors:
+        message += f" {len(errors)} not changed: " + "; ".join(errors.values()) + "."
+    # Red only when nothing changed or something went wrong; a batch with some hosts already
+    # as asked is neutral news (docs/ui.md#actions).
+    tone = "err" if errors or not done else "info" if already else "ok"
     notes = {h: (True, verb.lower()) for h in done}
-    notes.update({h: (False, why) for h, why in failed.items()})
+    notes.update({h: (h in already, why) for h, why in failed.items()})
     context = host_list_context(request, query, query.get("page"))
-    context.update(row_notes=notes, bulk_message=message, bulk_ok=not failed)
+    context.update(row_notes=notes, bulk_message=message, bulk_tone=tone)
     return action_response(
         request,
         "hosts/partials/host_table.html",
         context,
         message=message,
-        ok=not failed,
+        ok=tone != "err",
+        info=tone == "info",
         status=409 if failed and not done else 200,
         fallback=list_path,
     )
 
 
 def host_detail_context(request: HttpRequest, host: Host, **extra: Any) -> dict:
-    """Everything the host page shows: state, active lease, reservation form and timeline."""
+    """Everything the host page shows: state, who holds and who waits, timeline and health."""
     host = host_queryset().get(pk=host.pk)
+    lease = host.active_leases[0] if host.active_leases else None
+    waiters = host_waiters(host, limit=WAITERS_SHOWN)
     context = {
         "host": host,
-        "lease": host.active_leases[0] if host.active_leases else None,
-        "events": list(
-            HostEvent.objects.filter(host=host).order_by("-created_at", "-id")[:EVENTS_SHOWN]
-        ),
+        "lease": lease,
+        # Its holder or staff may extend or end a reservation (docs/ui.md#reservations).
+        "manages_reservation": bool(lease)
+        and lease.job_id is None
+        and roles.can_manage(request.user, lease.holder_id),
+        "waiters": waiters,
+        "waiter_reasons": selectors.wait_reasons_for(waiters.jobs) if waiters.jobs else {},
+        **timeline_context(host),
         "pinned_queued": Job.objects.queued().filter(host=host).count(),
         "staff": roles.is_staff(request.user),
         "now": timezone.now(),

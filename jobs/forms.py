@@ -226,6 +226,12 @@ class ReserveForm(forms.Form):
     reason = forms.CharField(required=False)  # the service checks it
 
 
+class ExtendForm(forms.Form):
+    """Push a reservation's end later by one of the offered durations."""
+
+    minutes = forms.TypedChoiceField(choices=RESERVE_DURATIONS, coerce=int)
+
+
 class ReleaseForm(forms.Form):
     """Release a lease; its job is requeued unless 'abort' is chosen."""
 

@@ -36,7 +36,7 @@ class Mover(StrEnum):
 
     SCHEDULER = "scheduler"  # the tick: leasing, lease expiry, job timeouts
     RUNNER = "runner"  # the runner protocol: a worker's runner, or staff acting for it
-    OWNER = "owner"  # aborting a job or a suite: its owner, or staff
+    OWNER = "owner"  # aborting a job or a suite (its owner), ending a reservation (its holder)
     STAFF = "staff"  # staff's tools: a host's status, releasing a lease by hand
     IMPORT = "import_lab"  # a lab file restoring a job it says is running
 
@@ -106,7 +106,7 @@ LEASE = Machine(
     {
         (ACTIVE, R.COMPLETED): _by(RUNNER),
         (ACTIVE, R.ABORTED): _by(OWNER, RUNNER),
-        (ACTIVE, R.RELEASED): _by(STAFF, RUNNER),  # the runner hands back an unstarted job
+        (ACTIVE, R.RELEASED): _by(STAFF, RUNNER, OWNER),  # a runner hands back; a holder ends
         (ACTIVE, R.EXPIRED): _by(SCHEDULER),
         (ACTIVE, R.TIMEOUT): _by(SCHEDULER),
     },

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from jobs import views, views_resubmit, views_templates
+from jobs import views, views_leases, views_resubmit, views_templates
 
 app_name = "jobs"
 urlpatterns = [
@@ -30,6 +30,8 @@ urlpatterns = [
     path("templates/<int:pk>/delete/", views_templates.template_delete, name="template_delete"),
     path("jobs/<int:pk>/", views.job_detail, name="job_detail"),
     path("jobs/<int:pk>/output.txt", views.job_output, name="job_output"),
-    path("leases/", views.lease_list, name="lease_list"),
-    path("leases/<int:pk>/release/", views.lease_release, name="lease_release"),
+    path("leases/", views_leases.lease_list, name="lease_list"),
+    path("leases/<int:pk>/release/", views_leases.lease_release, name="lease_release"),
+    path("leases/<int:pk>/extend/", views_leases.reservation_extend, name="reservation_extend"),
+    path("leases/<int:pk>/end/", views_leases.reservation_end, name="reservation_end"),
 ]

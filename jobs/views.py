@@ -1,4 +1,4 @@
-"""Queue, suites (list, detail, submit, abort), jobs (detail, output) and leases pages."""
+"""Queue, suites (list, detail, submit, abort) and jobs (detail, output) pages."""
 
 from __future__ import annotations
 
@@ -14,25 +14,20 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from hosts.models import Host
-from hosts.views import host_detail_context
 from jobs import job_history, limits, selectors, services
 from jobs.choices import JobStatus, SuiteStatus
-from jobs.filtersets import JobFilterSet, LeaseFilterSet, SuiteFilterSet
+from jobs.filtersets import JobFilterSet, SuiteFilterSet
 from jobs.forms import (
     MAX_ROWS,
     PRIORITY_CHOICES,
-    RESERVE_DURATIONS,
     JobRow,
-    ReleaseForm,
-    ReserveForm,
     SuiteForm,
     job_rows_count,
     job_rows_from,
     job_specs,
     row_error,
 )
-from jobs.models import Job, Lease, Suite
+from jobs.models import Job, Suite
 from jobs.querysets import UNFINISHED_JOB_STATUSES
 from jobs.scheduling.queue import queue_jobs, queue_select
 from jobs.views_resubmit import clone_form, clone_source, manage_refused
@@ -42,14 +37,11 @@ from schedsite.errors import InvalidInput, LimitExceeded, ServiceError
 from schedsite.ui.htmx import (
     action_response,
     clean_query,
-    current_list_query,
     detail_view,
     live_url,
     page_or_fragment,
     paginate,
     refresh_seconds,
-    staff_only,
-    toast_html,
     ui_login_required,
     wants_fragment,
 )
@@ -376,166 +368,3 @@ def suite_create(request: HttpRequest) -> HttpResponse:
 def suite_job_row(request: HttpRequest) -> HttpResponse:
     """One more empty job row for the submit form."""
     return render(request, "jobs/partials/job_row.html", {"row": JobRow(), "focus": True})
-
-
-# --- leases ---------------------------------------------------------------------------------
-
-
-def lease_queryset():  # noqa: ANN201 - a QuerySet[Lease]
-    """Leases newest first, with what a row shows."""
-    # Ids grow with acquisition, so "-id" is newest first and walks the primary key instead
-    # of sorting every active lease by acquired_at.
-    return Lease.objects.select_related("host__worker", "job__suite", "holder").order_by("-id")
-
-
-def lease_list_context(request: HttpRequest, query: Any, page_number: str | None) -> dict:
-    query = query.copy()
-    # The page shows the leases that hold hosts now unless asked otherwise (?active=any).
-    if "active" not in query:
-        query["active"] = "true"
-    filterset = LeaseFilterSet(query, queryset=lease_queryset())
-    page = paginate(filterset.qs, page_number, LEASES_PER_PAGE)
-    return {
-        "leases": list(page.object_list),
-        "page_obj": page,
-        "query": query,
-        "filter_errors": filterset.errors,
-        "staff": roles.is_staff(request.user),
-        "now": timezone.now(),
-        "refresh": refresh_seconds(),
-        "live_url": live_url(reverse("jobs:lease_list"), query, page),
-    }
-
-
-@ui_login_required
-@require_http_methods(["GET", "POST"])
-def lease_list(request: HttpRequest) -> HttpResponse:
-    """Active leases and reservations; POST reserves a free host (staff)."""
-    if request.method == "POST":
-        return _lease_reserve(request)
-    query = clean_query(request.GET)
-    context = lease_list_context(request, query, request.GET.get("page"))
-    context["durations"] = RESERVE_DURATIONS
-    return page_or_fragment(
-        request, "jobs/lease_list.html", "jobs/partials/lease_table.html", context
-    )
-
-
-def _lease_reserve(request: HttpRequest) -> HttpResponse:
-    if denied := staff_only(request, "reserve hosts"):
-        return denied
-    form = ReserveForm(request.POST)
-    form.is_valid()
-    data = form.cleaned_data
-    hostname = (data.get("host") or "").strip()
-    reason = data.get("reason", "")
-    minutes = data.get("minutes") or 0
-    host = Host.objects.filter(hostname=hostname).first() if hostname else None
-    error: ServiceError | None = None
-    try:
-        if not hostname:
-            raise InvalidInput("choose a host to reserve", field="host")
-        if host is None:
-            raise InvalidInput(f"no host is named {hostname}", field="host")
-        if not minutes:
-            raise InvalidInput("choose how long to reserve it for", field="duration")
-        lease = services.lease_reserve(
-            host=host, holder=request.user, duration=timedelta(minutes=minutes), reason=reason
-        )
-    except ServiceError as exc:
-        error = exc
-    if error is None:
-        message = f"Reserved {host.hostname} until {timezone.localtime(lease.expires_at):%H:%M}."
-    else:
-        message = _capitalized(error.message)
-    status = error.status_code if error else 200
-    form_values = {"host": hostname, "minutes": minutes, "reason": reason}
-    if request.POST.get("fragment") == "host" and host is not None:
-        context = host_detail_context(
-            request,
-            host,
-            reserve_error=error.message if error else "",
-            reserve_values=form_values if error else {},
-        )
-        return action_response(
-            request,
-            "hosts/partials/host_detail_body.html",
-            context,
-            message=message,
-            ok=error is None,
-            status=status,
-            fallback=reverse("hosts:host_detail", args=[host.hostname]),
-        )
-    context = {
-        "durations": RESERVE_DURATIONS,
-        "reserve_error": _capitalized(error.message) if error else "",
-        "reserve_field": error.field if error else "",
-        "reserve_values": form_values if error else {},
-    }
-    if error is None and getattr(request, "htmx", False):
-        # Success: the table of leases changes too; swap it out of band with its filters.
-        list_path = reverse("jobs:lease_list")
-        query = current_list_query(request, list_path)
-        table = lease_list_context(request, query, query.get("page"))
-        table["oob"] = True
-        html = render(request, "jobs/partials/reserve_form.html", context).content.decode()
-        html += render(request, "jobs/partials/lease_table.html", table).content.decode()
-        return HttpResponse(html + toast_html(message))
-    return action_response(
-        request,
-        "jobs/partials/reserve_form.html",
-        context,
-        message=message,
-        ok=error is None,
-        status=status,
-        fallback=reverse("jobs:lease_list"),
-    )
-
-
-@ui_login_required
-@require_POST
-def lease_release(request: HttpRequest, pk: int) -> HttpResponse:
-    """Release a lease by hand (staff): its job is requeued, or aborted if asked."""
-    if denied := staff_only(request, "release leases"):
-        return denied
-    lease = get_object_or_404(Lease.objects.select_related("host", "job"), pk=pk)
-    form = ReleaseForm(request.POST)
-    form.is_valid()
-    requeue = form.cleaned_data.get("requeue") != "0"
-    reason = form.cleaned_data.get("reason", "")
-    ok, status = True, 200
-    try:
-        services.lease_release(lease=lease, by=request.user, requeue=requeue, reason=reason)
-    except ServiceError as exc:
-        ok, status, message = False, exc.status_code, _capitalized(exc.message)
-    else:
-        if lease.job is None:
-            message = f"Released the reservation of {lease.host.hostname}."
-        else:
-            outcome = "requeued" if requeue else "aborted"
-            message = f"Released {lease.host.hostname}; job {lease.job.name} {outcome}."
-    if request.POST.get("fragment") == "host":
-        return action_response(
-            request,
-            "hosts/partials/host_detail_body.html",
-            host_detail_context(request, lease.host),
-            message=message,
-            ok=ok,
-            status=status,
-            fallback=reverse("hosts:host_detail", args=[lease.host.hostname]),
-        )
-    context = {
-        "lease": lease_queryset().get(pk=lease.pk),
-        "staff": True,
-        "now": timezone.now(),
-        "note": (ok, message),
-    }
-    return action_response(
-        request,
-        "jobs/partials/lease_row.html",
-        context,
-        message=message,
-        ok=ok,
-        status=status,
-        fallback=reverse("jobs:lease_list"),
-    )

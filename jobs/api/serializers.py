@@ -113,7 +113,7 @@ class LeaseReleaseInputSerializer(serializers.Serializer):
 
 class LeaseExtendInputSerializer(serializers.Serializer):
     duration = StrictIntegerField(
-        min_value=1, max_value=MAX_DURATION, help_text="Seconds from now the reservation lasts."
+        min_value=1, max_value=MAX_DURATION, help_text="Seconds added to the reservation's end."
     )
 
     def validate_duration(self, seconds: int) -> timedelta:

@@ -313,7 +313,7 @@ class LeaseViewSet(ReadViewSet):
     action_permissions = {
         "create": STAFF,
         "release": (IsStaffOrRunner, RunsObjectWorker),
-        "extend": STAFF,
+        "extend": (),  # its holder or staff: the service checks (reservation_check_manager)
         "heartbeat": (IsStaffOrRunner, RunsObjectWorker),
     }
     action_summaries = {
@@ -323,7 +323,8 @@ class LeaseViewSet(ReadViewSet):
         "heartbeat": "Runner protocol: keep a job's lease alive (its worker's runner, or staff)",
         "release": "Release a lease; its job is requeued (default) or aborted (staff); "
         "its runner may hand back a job it has not started",
-        "extend": "Extend a manual reservation to now + duration (staff)",
+        "extend": "Push a manual reservation's end later by duration seconds (its holder or "
+        "staff), up to MAX_RESERVATION_SECONDS from now",
     }
     action_inputs = {
         "create": s.LeaseReserveInputSerializer,

@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
+from hosts.models import Host
 from jobs import selectors
-from jobs.models import Job
+from jobs.models import Job, decode_labels
 
 
 @dataclass(frozen=True)
@@ -43,3 +44,36 @@ def queue_jobs(page_ids: Sequence[int]) -> list[Job]:
     by_id = queued.select_related("suite", "host__worker", "owner").in_bulk(list(page_ids))
     # A job leased since the order was read drops out of the page rather than failing.
     return [by_id[job_id] for job_id in page_ids if job_id in by_id]
+
+
+@dataclass(frozen=True)
+class HostWaiters:
+    """The queued jobs that could run on one host, in queue order: the first few, and how many."""
+
+    jobs: list[Job]  # the first `limit`, loaded like queue rows
+    positions: dict[int, int]  # job id → place in the whole queue, from 1
+    count: int  # every queued job that fits the host
+
+    @property
+    def more(self) -> int:
+        """How many fit the host beyond those listed."""
+        return self.count - len(self.jobs)
+
+
+def host_waiters(host: Host, *, limit: int) -> HostWaiters:
+    """Queued jobs the host could run (its labels cover theirs; unpinned or pinned to it)."""
+    # Decide per distinct label set, not per job: a lab has hundreds of sets and may queue
+    # 100,000 jobs. Then the order the queue page shows (cached), so the cost is a few queries.
+    queued = Job.objects.queued()
+    carried = set(host.label_names)
+    keys = queued.values_list("label_key", flat=True).distinct().order_by()
+    fitting = [key for key in keys if set(decode_labels(key)) <= carried]
+    wanted = set(
+        queued.filter(Q(host__isnull=True) | Q(host=host), label_key__in=fitting).values_list(
+            "pk", flat=True
+        )
+    )
+    order = selectors.queue_order_ids().ids if wanted else []
+    positions = {job_id: i for i, job_id in enumerate(order, start=1) if job_id in wanted}
+    ranked = sorted(wanted, key=lambda job_id: positions.get(job_id, len(order) + job_id))
+    return HostWaiters(jobs=queue_jobs(ranked[:limit]), positions=positions, count=len(wanted))

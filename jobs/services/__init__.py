@@ -13,7 +13,12 @@ from jobs.scheduling.tick import (
     tick_history_prune,
 )
 from jobs.services.health import host_purge, host_repair_now, host_verify_now
-from jobs.services.reservations import lease_extend, lease_reserve
+from jobs.services.reservations import (
+    lease_extend,
+    lease_reserve,
+    reservation_check_manager,
+    reservation_end,
+)
 from jobs.services.runner_protocol import (
     job_complete,
     job_start,
@@ -51,6 +56,8 @@ __all__ = [
     "lease_job_start",
     "lease_release",
     "lease_reserve",
+    "reservation_check_manager",
+    "reservation_end",
     "scheduler_tick",
     "suite_abort",
     "suite_submit",

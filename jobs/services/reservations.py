@@ -1,4 +1,4 @@
-"""Manual reservations of a host: reserve and extend."""
+"""Manual reservations of a host: reserve, extend and end."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from hosts import audit
@@ -13,8 +14,13 @@ from hosts.audit import Actor, actor_user
 from hosts.choices import EventKind
 from hosts.models import Host
 from hosts.services import reason_clean
+from jobs import transitions
+from jobs.choices import ReleaseReason
 from jobs.models import Lease
-from schedsite.errors import Conflict, InvalidInput
+from jobs.transitions import Mover
+from schedsite import roles
+from schedsite.errors import Conflict, Forbidden, InvalidInput
+from schedsite.ui.durations import human_duration
 
 
 @transaction.atomic
@@ -62,22 +68,42 @@ def _check_duration(duration: timedelta) -> None:
         )
 
 
+def reservation_check_manager(*, lease: Lease, by: Actor) -> None:
+    """Refuse anyone but the reservation's holder or staff (docs/ui.md#reservations)."""
+    if by is None or isinstance(by, str):
+        return  # a system actor, named in the audit trail: a management command, a script
+    if not roles.can_manage(by, lease.holder_id):
+        raise Forbidden("only the holder of a reservation or lab staff can change it")
+
+
 @transaction.atomic
 def lease_extend(
     *, lease: Lease, by: Actor, duration: timedelta, at: datetime | None = None
 ) -> Lease:
-    """Extend a manual reservation to now + duration."""
+    """Push a manual reservation's end later by duration, up to MAX_RESERVATION_SECONDS from now."""
     at = at or timezone.now()
     _check_duration(duration)
     if lease.job_id is not None:
         raise Conflict("only manual reservations are extended; jobs heartbeat their leases")
+    reservation_check_manager(lease=lease, by=by)
+    longest = timedelta(seconds=settings.MAX_RESERVATION_SECONDS)
+    # One compare-and-set UPDATE: still active, and still ending early enough that the new end
+    # stays within the cap. Two extensions at once both count; neither is lost.
     changed = (
         Lease.objects.active()
-        .filter(pk=lease.pk, expires_at__gte=at)
-        .update(expires_at=at + duration)
+        .filter(pk=lease.pk, expires_at__gte=at, expires_at__lte=at + longest - duration)
+        .update(expires_at=F("expires_at") + duration)
     )
     if not changed:
-        raise Conflict(f"lease {lease.pk} is no longer active")
+        current = Lease.objects.active().filter(pk=lease.pk, expires_at__gte=at).first()
+        if current is None:
+            raise Conflict(f"lease {lease.pk} is no longer active")
+        room = max(timedelta(0), at + longest - current.expires_at)
+        raise InvalidInput(
+            f"a reservation may end at most {longest // timedelta(hours=1)} hours from now; "
+            f"it can be extended by at most {human_duration(room.total_seconds())} more",
+            field="duration",
+        )
     lease.refresh_from_db()
     audit.record(
         EventKind.EXTENDED,
@@ -85,6 +111,34 @@ def lease_extend(
         host=lease.host,
         lease_id=lease.pk,
         at=at,
-        message=f"reserved until {lease.expires_at:%Y-%m-%d %H:%M} UTC",
+        message=f"reserved until {lease.expires_at:%Y-%m-%d %H:%M} UTC "
+        f"(+{human_duration(duration.total_seconds())})",
     )
+    return lease
+
+
+@transaction.atomic
+def reservation_end(
+    *, lease: Lease, by: Actor, reason: str = "", at: datetime | None = None
+) -> Lease:
+    """End a manual reservation now: its holder or staff give the host back."""
+    at = at or timezone.now()
+    reason = reason_clean(reason, what="end a reservation", required=False)
+    if lease.job_id is not None:
+        raise Conflict("only manual reservations are ended this way; release a job's lease")
+    reservation_check_manager(lease=lease, by=by)
+    lease = Lease.objects.select_for_update(of=("self",)).select_related("host").get(pk=lease.pk)
+    if lease.released_at is not None:
+        raise Conflict(f"lease {lease.pk} is no longer active")
+    # The holder ends their own hold (the owner's path); staff end anyone's.
+    mover = Mover.OWNER if lease.holder_id == getattr(by, "pk", None) else Mover.STAFF
+    transitions.release_leases(
+        [lease],
+        reason=ReleaseReason.RELEASED,
+        mover=mover,
+        by=by,
+        at=at,
+        message=reason.strip() or "reservation ended",
+    )
+    lease.refresh_from_db()
     return lease

@@ -87,9 +87,12 @@ def live_url(path: str, query: QueryDict, page: Page | None = None) -> str:
     return f"{path}?{encoded}" if encoded else path
 
 
-def toast_html(message: str, *, ok: bool = True) -> str:
-    """An out-of-band swap that announces the result of an action in the page's live region."""
-    return render_to_string("partials/toast.html", {"message": message, "ok": ok})
+def toast_html(message: str, *, ok: bool = True, info: bool = False) -> str:
+    """An out-of-band swap that announces the result of an action in the page's live region.
+
+    `info`: a neutral result, neither a clean success nor a failure (some of a batch skipped).
+    """
+    return render_to_string("partials/toast.html", {"message": message, "ok": ok, "info": info})
 
 
 def action_response(
@@ -101,13 +104,15 @@ def action_response(
     ok: bool = True,
     status: int = 200,
     fallback: str = "/",
+    info: bool = False,
 ) -> HttpResponse:
     """Render the fragment an action swaps in, plus a toast; without htmx, redirect back."""
     if not getattr(request, "htmx", False):
         # A plain form post (no JavaScript): say what happened on the page we go back to.
-        messages.add_message(request, messages.SUCCESS if ok else messages.ERROR, message)
+        level = messages.INFO if info else messages.SUCCESS if ok else messages.ERROR
+        messages.add_message(request, level, message)
         return redirect(safe_next(request, fallback))
-    html = render_to_string(template, context, request) + toast_html(message, ok=ok)
+    html = render_to_string(template, context, request) + toast_html(message, ok=ok, info=info)
     return HttpResponse(html, status=status)
 
 

@@ -7,7 +7,8 @@
   // hx-trigger filter: htmx evaluates those as code, which the Content-Security-Policy forbids.)
   function idle(elt) {
     if (document.hidden) return false;
-    if (elt.querySelector("details[open], input[type=checkbox]:checked")) return false;
+    // Older timeline entries someone loaded would vanish with the next poll.
+    if (elt.querySelector("details[open], input[type=checkbox]:checked, [data-older]")) return false;
     // An action is on its way, or its result is still on show (see FLASH_MS).
     if (elt.classList.contains("htmx-request") || elt.querySelector(".htmx-request, .is-flash")) return false;
     var active = document.activeElement;

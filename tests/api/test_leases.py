@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from jobs import services
 from jobs.models import Lease
 from tests import factories as f
 from tests.api.conftest import active_lease
@@ -144,3 +145,20 @@ def test_a_lease_says_whether_its_host_failed_under_its_job(staff_client, lab):
 
     assert (broken["release_reason"], broken["host_failed"]) == ("completed", True)
     assert (fine["release_reason"], fine["host_failed"]) == ("", False)
+
+
+def test_the_holder_of_a_reservation_extends_it_and_another_tester_may_not(
+    alice_client, bob_client, lab, alice, settings
+):
+    settings.MAX_RESERVATION_SECONDS = 6 * 3600
+    lease = services.lease_reserve(
+        host=lab.free, holder=alice, duration=timedelta(hours=1), reason="bisecting"
+    )
+    url = f"/api/leases/{lease.pk}/extend/"
+    assert bob_client.post(url, {"duration": 3600}).status_code == 403
+    response = alice_client.post(url, {"duration": 3600})
+    assert response.status_code == 200
+    lease.refresh_from_db()
+    assert timedelta(minutes=119) < lease.expires_at - timezone.now() <= timedelta(hours=2)
+    too_far = alice_client.post(url, {"duration": 5 * 3600})
+    assert too_far.status_code == 400 and "at most 6 hours from now" in str(too_far.json())

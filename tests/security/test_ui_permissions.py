@@ -78,6 +78,20 @@ ACTIONS = [
         STAFF_ONLY,
         {"requeue": "1", "reason": "matrix"},
     ),
+    # The lab's reservation is Sam's: only he (staff) may extend or end it; its holder's own
+    # rights are tests/ui/test_reservations_ui.py.
+    Action(
+        "jobs:reservation_extend",
+        lambda lab: reverse("jobs:reservation_extend", args=[lab.reservation.pk]),
+        STAFF_ONLY,
+        {"minutes": "60"},
+    ),
+    Action(
+        "jobs:reservation_end",
+        lambda lab: reverse("jobs:reservation_end", args=[lab.reservation.pk]),
+        STAFF_ONLY,
+        {"reason": "matrix"},
+    ),
     Action(
         "jobs:suite_abort",
         lambda lab: reverse("jobs:suite_abort", args=[lab.suite.pk]),
@@ -166,6 +180,7 @@ PAGES: dict[str, Callable[[SimpleNamespace], str]] = {
     "profile": lambda lab: "/accounts/profile/",
     "hosts:host_list": lambda lab: "/hosts/",
     "hosts:host_detail": lambda lab: "/hosts/reserved.lab/",
+    "hosts:host_events": lambda lab: "/hosts/reserved.lab/events/",
     "hosts:worker_list": lambda lab: "/workers/",
     "hosts:worker_detail": lambda lab: "/workers/w1/",
     "hosts:policy_list": lambda lab: "/health-policies/",

@@ -131,6 +131,23 @@ def test_a_plain_form_post_without_javascript_redirects_back_with_a_message(sam_
 # --- bulk -----------------------------------------------------------------------------------
 
 
+def test_a_bulk_lock_that_changed_nothing_is_red(sam_client, lab):
+    host_services.host_lock(host=lab.h2, by="bob", reason="bob's")
+    response = sam_client.post(
+        "/hosts/", {"action": "lock", "hosts": ["h2.lab"], "reason": "rack move"}, headers=HTMX
+    )
+    html = response.content.decode()
+    assert response.status_code == 409
+    assert '<p class="banner err" role="status">Locked 0 hosts, 1 already locked.</p>' in html
+    assert "toast-err" in html
+
+
+def test_a_bulk_unlock_of_unlocked_and_locked_hosts_is_green_when_all_done(sam_client, lab):
+    host_services.host_lock(host=lab.h1, by="bob", reason="bob's")
+    response = sam_client.post("/hosts/", {"action": "unlock", "hosts": ["h1.lab"]}, headers=HTMX)
+    assert '<p class="banner ok" role="status">Unlocked 1 host.</p>' in response.content.decode()
+
+
 def test_bulk_lock_reports_each_host_and_skips_the_locked_one(sam_client, lab):
     host_services.host_lock(host=lab.h2, by="bob", reason="bob's")
     response = sam_client.post(
@@ -140,7 +157,9 @@ def test_bulk_lock_reports_each_host_and_skips_the_locked_one(sam_client, lab):
     )
     html = response.content.decode()
     assert response.status_code == 200
-    assert "Locked 2 hosts. 1 not changed: host h2.lab is already locked." in html
+    # Partly done, the rest already as asked: neutral news, not an error.
+    assert '<p class="banner info" role="status">Locked 2 hosts, 1 already locked.</p>' in html
+    assert "toast-info" in html
     assert 'hx-get="/hosts/?label=board%3Aeve"' in html  # the table keeps its filters
     assert "h3.lab" not in html  # ...so only board:eve hosts are shown again
     assert refreshed(lab.h1).lock_reason == "rack move"

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from hosts import audit
 from hosts.audit import Actor, actor_user
-from hosts.choices import EventKind
+from hosts.choices import EventKind, HostStatus
 from hosts.models import Host
 from hosts.services import reason_clean
 from jobs import transitions
@@ -33,6 +33,8 @@ def lease_reserve(
     _check_duration(duration)
     # Lock the host row first: the tick locks hosts before leasing them, so the two serialize.
     host = Host.objects.select_for_update().get(pk=host.pk)
+    if host.status == HostStatus.RETIRED:
+        raise Conflict(f"host {host.hostname} is retired")
     if Lease.objects.active().filter(host=host).exists():
         raise Conflict(f"host {host.hostname} is already leased")
     try:

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, Max, OuterRef, Q, QuerySet, Subquery
 from django.urls import reverse
 from django.utils import timezone
 
@@ -137,18 +137,27 @@ def suite_finished(suite: Suite, *, at: datetime) -> bool:
 
 
 def on_jobs_ended(*, jobs: QuerySet[Job], **_kwargs: object) -> None:
-    """Receiver of jobs_ended (after commit): announce each suite that has no job left to run."""
-    suite_ids = set(jobs.exclude(suite=None).values_list("suite_id", flat=True))
-    if not suite_ids:
-        return
+    """Receiver of jobs_ended (after commit): announce each suite that has no job left to run.
+
+    One query when there is nothing to announce, the usual case (a job ends while others of its
+    suite still run, or its owner has no notification settings): it runs on every job's end.
+    """
+    unfinished = Job.objects.filter(suite_id=OuterRef("pk"), status__in=UNFINISHED_JOB_STATUSES)
+    last_end = (
+        Job.objects.filter(suite_id=OuterRef("pk"))
+        .values("suite_id")
+        .annotate(last=Max("finished_at"))
+        .values("last")
+    )
     finished = (
-        Suite.objects.filter(pk__in=suite_ids, owner__isnull=False)
-        .exclude(jobs__status__in=UNFINISHED_JOB_STATUSES)
+        Suite.objects.filter(pk__in=jobs.exclude(suite=None).values("suite_id"))
+        .filter(owner__isnull=False, owner__notification_settings__isnull=False)
+        .exclude(Exists(unfinished))
+        .annotate(last_end=Subquery(last_end))
         .select_related("owner")
     )
     for suite in finished:
-        last = suite.jobs.order_by("-finished_at").values_list("finished_at", flat=True).first()
-        suite_finished(suite, at=last or suite.created_at)
+        suite_finished(suite, at=suite.last_end or suite.created_at)
 
 
 # --- hosts and workers ----------------------------------------------------------------------

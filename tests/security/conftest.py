@@ -14,6 +14,7 @@ from hosts.models import HealthPolicy, Host, HostEvent, Label, Worker
 from jobs import services, suite_templates
 from jobs.choices import JobStatus
 from jobs.models import Job, Lease, Suite, SuiteTemplate, TemplateRun
+from notifications.models import Subscription
 from tests import factories as f
 
 HTMX = {"HX-Request": "true"}
@@ -21,7 +22,7 @@ HTMX = {"HX-Request": "true"}
 # Everything a UI or API action can change. A refused request must leave all of it as it was.
 WATCHED: tuple[type[Model], ...] = (
     Host, HostEvent, Label, Worker, HealthPolicy, Suite, Job, Lease, Token, SuiteTemplate,
-    TemplateRun,
+    TemplateRun, Subscription,
 )  # fmt: skip
 
 

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.test import Client
 from django.urls import URLPattern, URLResolver, resolve, reverse
 
+from hosts import inventory
 from schedsite import ui_urls
 from tests.factories import signed_in
 from tests.security.conftest import HTMX, snapshot
@@ -36,7 +37,14 @@ class Action:
     route: str
     url: Callable[[SimpleNamespace], str]
     expected: tuple[str | int, ...]
-    data: dict[str, object] = field(default_factory=dict)
+    # The form, or a function of the lab giving it (when it must carry what the lab holds).
+    data: dict[str, object] | Callable[[SimpleNamespace], dict[str, object]] = field(
+        default_factory=dict
+    )
+    # What an allowed request answers in both modes, when not the usual 200 (htmx) / 302 (form):
+    # the inventory forms redirect to what they saved either way; an import preview is a page.
+    success: int | None = None
+    changes: bool = True  # whether an allowed request writes (an import preview does not)
 
 
 ACTIONS = [
@@ -171,6 +179,59 @@ ACTIONS = [
         lambda lab: reverse("jobs:template_delete", args=[lab.template.pk]),
         OWNER_OR_STAFF,
     ),
+    # The inventory (docs/ui.md#inventory): staff only.
+    Action(
+        "hosts:host_create",
+        lambda lab: reverse("hosts:host_create"),
+        STAFF_ONLY,
+        {"hostname": "new.lab", "worker": "w1", "labels": "board:x"},
+        success=302,
+    ),
+    Action(
+        "hosts:host_edit",
+        lambda lab: reverse("hosts:host_edit", args=["free.lab"]),
+        STAFF_ONLY,
+        lambda lab: {
+            "worker": "w1",
+            "labels": "board:x pool:matrix",
+            "version": inventory.inventory_version(lab.free),
+        },
+        success=302,
+    ),
+    Action(
+        "hosts:host_import",  # the preview: nothing is saved until its signed rows come back
+        lambda lab: reverse("hosts:host_import"),
+        STAFF_ONLY,
+        {"text": "hostname,worker,labels\nnew.lab,w1,board:x\n", "format": "csv"},
+        success=200,
+        changes=False,
+    ),
+    Action(
+        "hosts:worker_create",
+        lambda lab: reverse("hosts:worker_create"),
+        STAFF_ONLY,
+        {"name": "w9"},
+        success=302,
+    ),  # fmt: skip
+    Action(
+        "hosts:worker_rename",
+        lambda lab: reverse("hosts:worker_rename", args=["w2"]),
+        STAFF_ONLY,
+        {"name": "w2b"},
+        success=302,
+    ),
+    # Notification settings (docs/notifications.md): everyone their own.
+    Action(
+        "notifications:subscription_save",
+        lambda lab: reverse("notifications:subscription_save"),
+        ANY_USER,
+        {"email": "on", "email_address": "me@example.com", "events": ["suite_finished"]},
+    ),
+    Action(
+        "notifications:secret_regenerate",
+        lambda lab: reverse("notifications:secret_regenerate"),
+        ANY_USER,
+    ),
     Action("profile", lambda lab: reverse("profile"), ANY_USER),  # create or regenerate a token
     Action("token_revoke", lambda lab: reverse("token_revoke"), ANY_USER),
 ]
@@ -197,6 +258,12 @@ PAGES: dict[str, Callable[[SimpleNamespace], str]] = {
     "jobs:lease_list": lambda lab: "/leases/",
     "jobs:template_list": lambda lab: "/templates/",
     "jobs:template_detail": lambda lab: f"/templates/{lab.template.pk}/",
+    "hosts:host_export": lambda lab: "/hosts/export.csv",
+}
+
+# Pages only lab staff open; everyone else is refused.
+STAFF_PAGES: dict[str, Callable[[SimpleNamespace], str]] = {
+    "notifications:delivery_list": lambda lab: "/notifications/deliveries/",
 }
 
 
@@ -217,8 +284,9 @@ def ui_routes() -> dict[str, URLPattern]:
 
 def sample_url(route: str, pattern: URLPattern) -> str:
     """The route's address with made-up arguments (the objects need not exist)."""
-    samples = {"hostname": "no-such.lab", "name": "no-such-worker", "pk": 999999}
-    return reverse(route, kwargs={k: samples[k] for k in pattern.pattern.converters})
+    samples = {"hostname": "no-such.lab", "name": "no-such-worker", "pk": 999999, "fmt": "csv"}
+    names = set(pattern.pattern.converters) | set(pattern.pattern.regex.groupindex)
+    return reverse(route, kwargs={k: samples[k] for k in names})
 
 
 def outcome(response, mode: str) -> str | int:  # noqa: ANN001
@@ -259,7 +327,7 @@ def test_the_matrix_covers_every_post_route_of_the_ui(run_as):
 
 
 def test_every_ui_route_is_a_page_or_an_action_of_the_matrix():
-    assert set(ui_routes()) == set(PAGES) | {a.route for a in ACTIONS}
+    assert set(ui_routes()) == set(PAGES) | set(STAFF_PAGES) | {a.route for a in ACTIONS}
 
 
 @pytest.mark.parametrize("mode", ["htmx", "form"])
@@ -270,15 +338,18 @@ def test_each_role_gets_exactly_the_documented_status_and_a_refusal_changes_noth
     headers = HTMX if mode == "htmx" else {}
     got: dict[str, str | int] = {}
     for role in ROLES:
+        data = action.data(lab) if callable(action.data) else action.data
         response, changed = run_as(
-            role, lambda c: c.post(action.url(lab), action.data, headers=headers)
+            role, lambda c, data=data: c.post(action.url(lab), data, headers=headers)
         )
         got[role] = outcome(response, mode)
         if got[role] in (LOGIN, 403):
             assert not changed, f"a refused {role} changed the database"
-        else:
+        elif action.changes:
             assert changed, f"{role} was allowed but nothing changed: the matrix proves nothing"
-    success = 200 if mode == "htmx" else 302
+        else:
+            assert not changed, f"{role}'s {action.route} should not have written anything"
+    success = action.success or (200 if mode == "htmx" else 302)
     assert got == {
         role: success if code == 200 else code
         for role, code in zip(ROLES, action.expected, strict=True)
@@ -299,6 +370,16 @@ def test_every_page_needs_a_login_and_opens_for_every_signed_in_role(lab, run_as
         "runner": 200,
         "staff": 200,
     }
+
+
+@pytest.mark.parametrize("route", list(STAFF_PAGES))
+def test_a_staff_page_needs_a_login_and_opens_for_staff_only(lab, run_as, route):
+    got = {}
+    for role in ROLES:
+        response, changed = run_as(role, lambda c: c.get(STAFF_PAGES[route](lab)))
+        assert not changed, f"GET {route} as {role} changed the database"
+        got[role] = outcome(response, "page")
+    assert got == dict(zip(ROLES, STAFF_ONLY, strict=True))
 
 
 class PostTargets(HTMLParser):

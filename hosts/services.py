@@ -28,6 +28,7 @@ from jobs.choices import JobKind
 from jobs.scheduling.triggers import request_tick
 from jobs.transitions import Mover
 from schedsite.errors import Conflict, InvalidInput, ServiceError
+from schedsite.field_changes import apply_changes, locked_or_conflict
 from schedsite.roles import RUNNER_GROUP
 
 HostOrWorker = TypeVar("HostOrWorker", Host, Worker)
@@ -546,15 +547,9 @@ def health_policy_update(*, policy: HealthPolicy, by: Actor, **fields: object) -
     """Change a health policy's name, labels, periods or whether it is enabled."""
     policy = HealthPolicy.objects.select_for_update().get(pk=policy.pk)
     values = health_policy_clean(fields, policy=policy)
-    changes = [
-        f"{field} {_policy_text(field, getattr(policy, field))} → {_policy_text(field, value)}"
-        for field, value in values.items()
-        if getattr(policy, field) != value
-    ]
+    changes = apply_changes(policy, values, _policy_text)
     if not changes:
         return policy
-    for field, value in values.items():
-        setattr(policy, field, value)
     policy.save(update_fields=list(values))
     _policy_audit(EventKind.UPDATED, policy, by, "; ".join(changes))
     request_tick("health policy changed")
@@ -564,8 +559,6 @@ def health_policy_update(*, policy: HealthPolicy, by: Actor, **fields: object) -
 @transaction.atomic
 def health_policy_delete(*, policy: HealthPolicy, by: Actor) -> None:
     """Remove a health policy; verifies already queued still run."""
-    policy = HealthPolicy.objects.select_for_update().filter(pk=policy.pk).first()
-    if policy is None:
-        raise Conflict("the health policy no longer exists")
+    policy = locked_or_conflict(HealthPolicy, policy.pk, "the health policy no longer exists")
     _policy_audit(EventKind.DELETED, policy, by, f"policy deleted: {_policy_summary(policy)}")
     policy.delete()

@@ -26,6 +26,7 @@ from jobs.models import Job, Suite, SuiteTemplate, TemplateRun
 from jobs.querysets import UNFINISHED_JOB_STATUSES
 from jobs.suite_body import suite_body
 from schedsite.errors import Conflict, InvalidInput, ServiceError
+from schedsite.field_changes import apply_changes, locked_or_conflict
 
 RUN_FUNC = "jobs.tasks.run_template"
 # What a dispatch may change in the body: keep it small, and document it (docs/api.md).
@@ -192,15 +193,9 @@ def template_update(*, template: SuiteTemplate, by: Actor, **fields: object) -> 
         .get(pk=template.pk)
     )
     values = template_clean(fields, owner=template.owner, template=template)
-    changes = [
-        f"{field} {_text(field, getattr(template, field))} → {_text(field, value)}"
-        for field, value in values.items()
-        if getattr(template, field) != value
-    ]
+    changes = apply_changes(template, values, _text)
     if not changes:
         return template
-    for field, value in values.items():
-        setattr(template, field, value)
     template.updated_at = timezone.now()
     template.save(update_fields=[*values, "updated_at"])
     _schedule_sync(template)
@@ -211,9 +206,7 @@ def template_update(*, template: SuiteTemplate, by: Actor, **fields: object) -> 
 @transaction.atomic
 def template_delete(*, template: SuiteTemplate, by: Actor) -> None:
     """Delete a template and its schedule; the suites made from it stay."""
-    template = SuiteTemplate.objects.select_for_update().filter(pk=template.pk).first()
-    if template is None:
-        raise Conflict("the template no longer exists")
+    template = locked_or_conflict(SuiteTemplate, template.pk, "the template no longer exists")
     _audit(EventKind.DELETED, template, by, f"template deleted; cron {template.cron or 'none'}")
     schedule_id = template.schedule_id
     template.delete()

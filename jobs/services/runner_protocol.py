@@ -80,23 +80,15 @@ def _mark_worker_seen(lease: Lease, *, at: datetime) -> None:
 
 
 @transaction.atomic
-def job_complete(
-    *,
-    job: Job,
-    result: str,
-    by: Actor,
-    message: str = "",
-    host_ok: bool = True,
-    at: datetime | None = None,
-) -> Job:
+def job_complete(*, job: Job, by: Actor, **report: Unpack[Report]) -> Job:
     """Record a job's result and release its lease, then act on what it says of the host."""
-    _check_result(result)
+    _check_result(report["result"])
     lease = active_lease_for(job)
     if lease is None:
         raise Conflict(f"job {job.pk} holds no active lease (status {job.status})")
     job.refresh_from_db()
     lease.job = job
-    _complete(lease, result=result, by=by, message=message, host_ok=host_ok, at=at)
+    _complete(lease, by=by, **report)
     job.refresh_from_db()
     return job
 

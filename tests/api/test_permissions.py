@@ -54,6 +54,16 @@ def alices_template(lab: Lab, action: str = "") -> str:
     return f"/api/suite-templates/{template.pk}/{action}"
 
 
+def suite_url(action: str = "") -> Callable[[Lab], str]:
+    """The lab suite's API address, optionally followed by an action."""
+    return lambda lab: f"/api/suites/{lab.suite.pk}/{action}"
+
+
+def job_url(job: str, action: str = "") -> Callable[[Lab], str]:
+    """The API address of the lab's ``job`` (``queued`` or ``running``), optionally an action."""
+    return lambda lab: f"/api/jobs/{getattr(lab, job).pk}/{action}"
+
+
 def one_tick(lab: Lab) -> str:
     return f"/api/scheduler/{SchedulerTick.objects.latest('id').pk}/"
 
@@ -96,20 +106,20 @@ ACTIONS = [
     ),
     # suites
     Action("suite list", "get", "/api/suites/", READ),
-    Action("suite detail", "get", lambda lab: f"/api/suites/{lab.suite.pk}/", READ),
+    Action("suite detail", "get", suite_url(), READ),
     Action("suite create", "post", "/api/suites/", ANY_USER_CREATES, NEW_SUITE),
-    Action("suite abort", "post", lambda lab: f"/api/suites/{lab.suite.pk}/abort/", OWNER_OR_STAFF),
+    Action("suite abort", "post", suite_url("abort/"), OWNER_OR_STAFF),
     Action(
         "suite clone",
         "post",
-        lambda lab: f"/api/suites/{lab.suite.pk}/clone/",
+        suite_url("clone/"),
         (401, 201, 403, 403, 403, 201),
     ),
     # The owner and staff may re-run it, once it has finished: its jobs are running.
     Action(
         "suite rerun",
         "post",
-        lambda lab: f"/api/suites/{lab.suite.pk}/rerun/",
+        suite_url("rerun/"),
         (401, 409, 403, 403, 403, 409),
     ),
     # suite templates
@@ -141,8 +151,8 @@ ACTIONS = [
     ),
     # jobs
     Action("job list", "get", "/api/jobs/", READ),
-    Action("job detail", "get", lambda lab: f"/api/jobs/{lab.queued.pk}/", READ),
-    Action("job attempts", "get", lambda lab: f"/api/jobs/{lab.running.pk}/attempts/", READ),
+    Action("job detail", "get", job_url("queued"), READ),
+    Action("job attempts", "get", job_url("running", "attempts/"), READ),
     Action("job create", "post", "/api/jobs/", ANY_USER_CREATES, NEW_JOB),
     Action(
         "job start",
@@ -154,21 +164,21 @@ ACTIONS = [
     Action(
         "job complete",
         "post",
-        lambda lab: f"/api/jobs/{lab.running.pk}/complete/",
+        job_url("running", "complete/"),
         RUNNER_OF_W1,
         lambda lab: {"lease": active_lease(lab.running).pk, "result": "passed", "message": "ok"},
     ),
     Action(
         "job abort (queued)",
         "post",
-        lambda lab: f"/api/jobs/{lab.queued.pk}/abort/",
+        job_url("queued", "abort/"),
         OWNER_OR_STAFF,
     ),
     # The runner holding a job may give it up (shutting down); so may its owner and staff.
     Action(
         "job abort (running on w1)",
         "post",
-        lambda lab: f"/api/jobs/{lab.running.pk}/abort/",
+        job_url("running", "abort/"),
         (401, 200, 403, 200, 403, 200),
     ),
     # leases

@@ -267,6 +267,11 @@ STAFF_PAGES: dict[str, Callable[[SimpleNamespace], str]] = {
 }
 
 
+def form_of(action: Action, lab: SimpleNamespace) -> dict[str, object]:
+    """The form an action posts in this lab."""
+    return action.data(lab) if callable(action.data) else action.data
+
+
 def ui_routes() -> dict[str, URLPattern]:
     """Every named route of the UI URLconf, namespaced as reverse() wants it."""
     routes: dict[str, URLPattern] = {}
@@ -338,7 +343,7 @@ def test_each_role_gets_exactly_the_documented_status_and_a_refusal_changes_noth
     headers = HTMX if mode == "htmx" else {}
     got: dict[str, str | int] = {}
     for role in ROLES:
-        data = action.data(lab) if callable(action.data) else action.data
+        data = form_of(action, lab)
         response, changed = run_as(
             role, lambda c, data=data: c.post(action.url(lab), data, headers=headers)
         )

@@ -20,6 +20,10 @@ CSV_COLUMNS = ("hostname", "worker", "labels", "build")
 # The lab file's host keys this import reads; others (status, lock) are the hosts' own business.
 YAML_KEYS = ("hostname", "worker", "labels", "current_build")
 LABEL_SEPARATORS = re.compile(r"[\s;]+")
+# A cell a spreadsheet would run as a formula (OWASP "CSV injection"). Only a build can start
+# so: hostnames, workers and labels start with a letter or digit. The export quotes it with a
+# leading apostrophe, which spreadsheets show as text, and the import takes the apostrophe off.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 MAX_ROWS = 5000
 
 Parsed = tuple[list[object], list[str], list[str]]  # entries, where each is, notes
@@ -49,7 +53,7 @@ def _csv_entry(row: dict[str, str]) -> dict[str, object]:
     if "labels" in row:
         entry["labels"] = [name for name in LABEL_SEPARATORS.split(row["labels"] or "") if name]
     if "build" in row:
-        entry["current_build"] = (row["build"] or "").strip()
+        entry["current_build"] = _formula_unquoted((row["build"] or "").strip())
     return entry
 
 
@@ -134,9 +138,22 @@ def write_csv(hosts: Iterable[Host]) -> str:
     for host in hosts:
         e = host_entry(host)
         writer.writerow(
-            [e["hostname"], e["worker"] or "", " ".join(e["labels"]), e["current_build"]]
-        )  # type: ignore[arg-type]
+            [
+                e["hostname"],
+                e["worker"] or "",
+                " ".join(e["labels"]),  # type: ignore[arg-type]
+                _formula_quoted(e["current_build"]),  # type: ignore[arg-type]
+            ]
+        )
     return out.getvalue()
+
+
+def _formula_quoted(cell: str) -> str:
+    return "'" + cell if cell.startswith(FORMULA_START) else cell
+
+
+def _formula_unquoted(cell: str) -> str:
+    return cell[1:] if cell.startswith("'") and cell[1:].startswith(FORMULA_START) else cell
 
 
 def write_yaml(hosts: Iterable[Host]) -> str:

@@ -11,13 +11,13 @@ from django.utils import timezone
 
 from hosts.choices import EventKind, HostStatus
 from hosts.querysets import HostQuerySet, WorkerQuerySet, seen_online
-from hosts.validators import hostname_validator, label_validator, worker_name_validator
+from hosts.validators import NAME_VALIDATORS, label_validator
 
 
 class Worker(models.Model):
     """A lab server that drives hosts; paused or offline workers get no new leases."""
 
-    name = models.CharField(max_length=100, unique=True, validators=[worker_name_validator])
+    name = models.CharField(max_length=100, unique=True, validators=[*NAME_VALIDATORS])
     paused = models.BooleanField(default=False)
     paused_reason = models.CharField(max_length=500, blank=True)
     paused_by = models.ForeignKey(
@@ -70,7 +70,7 @@ class Label(models.Model):
 class Host(models.Model):
     """One device under test."""
 
-    hostname = models.CharField(max_length=255, unique=True, validators=[hostname_validator])
+    hostname = models.CharField(max_length=255, unique=True, validators=[*NAME_VALIDATORS])
     worker = models.ForeignKey(
         Worker, null=True, blank=True, on_delete=models.PROTECT, related_name="hosts"
     )

@@ -17,12 +17,7 @@ from hosts import audit
 from hosts.audit import Actor, actor_user
 from hosts.choices import EventKind, HostStatus
 from hosts.models import HealthPolicy, Host, Label, Worker
-from hosts.validators import (
-    hostname_validator,
-    label_validator,
-    policy_name_validator,
-    worker_name_validator,
-)
+from hosts.validators import label_validator, name_validator, policy_name_validator
 from jobs import transitions
 from jobs.choices import JobKind
 from jobs.scheduling.triggers import request_tick
@@ -142,7 +137,7 @@ def _hold_clear(hold: Hold, obj: HostOrWorker, *, by: Actor) -> HostOrWorker:
 
 
 def _worker_name_check(name: str, *, renaming: Worker | None = None) -> None:
-    _validate(worker_name_validator, name, "name")
+    _validate(name_validator, name, "name")
     if len(name) > 100:
         raise InvalidInput("name: at most 100 characters", field="name")
     others = Worker.objects.exclude(pk=renaming.pk) if renaming else Worker.objects.all()
@@ -249,7 +244,7 @@ def host_create(
     current_build: str = "",
 ) -> Host:
     """Add a host to the inventory."""
-    _validate(hostname_validator, hostname, "hostname")
+    _validate(name_validator, hostname, "hostname")
     if len(hostname) > 255:
         raise InvalidInput("hostname: at most 255 characters", field="hostname")
     _check_status(status)

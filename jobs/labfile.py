@@ -18,7 +18,7 @@ from django.utils import timezone
 from hosts import services as hosts_services
 from hosts.choices import EventKind, HostStatus
 from hosts.models import Host, Label, Worker
-from hosts.validators import hostname_validator, label_validator, worker_name_validator
+from hosts.validators import label_validator, name_validator
 from jobs import services as jobs_services
 from jobs import transitions
 from jobs.choices import JobStatus, Priority
@@ -32,8 +32,8 @@ PRIORITY_NAMES = {p.label: p.value for p in Priority}
 LABEL_MAX = Label._meta.get_field("name").max_length
 # How a lab file names a worker or a host: the validator, the longest name, the word for it.
 Naming = tuple[Callable[[str], None], int, str]
-WORKER_NAMES: Naming = (worker_name_validator, 100, "worker")
-HOSTNAMES: Naming = (hostname_validator, 255, "hostname")
+WORKER_NAMES: Naming = (name_validator, 100, "worker")
+HOSTNAMES: Naming = (name_validator, 255, "hostname")
 
 
 class LabFileError(InvalidInput):

@@ -12,12 +12,7 @@ from hosts import inventory
 from hosts.choices import HostStatus
 from hosts.models import HealthPolicy, Host, HostEvent, Worker
 from hosts.services import POLICY_LIMITS
-from hosts.validators import (
-    hostname_validator,
-    label_validator,
-    policy_name_validator,
-    worker_name_validator,
-)
+from hosts.validators import NAME_VALIDATORS, label_validator, policy_name_validator
 from jobs.api.fields import LabelListField, RelatedName
 from jobs.api.serializers import MAX_ID, ActiveLeaseSerializer
 from jobs.scheduling.planner import host_is_schedulable
@@ -80,13 +75,13 @@ class RunnerAccountField(serializers.SlugRelatedField):
 
 
 class WorkerCreateInputSerializer(serializers.Serializer):
-    name = StrictCharField(max_length=100, validators=[worker_name_validator])
+    name = StrictCharField(max_length=100, validators=[*NAME_VALIDATORS])
     paused = StrictBooleanField(default=False)
     paused_reason = StrictCharField(max_length=500, allow_blank=True, default="")
 
 
 class WorkerUpdateInputSerializer(serializers.Serializer):
-    name = StrictCharField(max_length=100, required=False, validators=[worker_name_validator])
+    name = StrictCharField(max_length=100, required=False, validators=[*NAME_VALIDATORS])
     runner = RunnerAccountField(required=False, allow_null=True)
 
 
@@ -250,7 +245,7 @@ class HostDetailSerializer(HostSerializer):
 
 
 class HostCreateInputSerializer(serializers.Serializer):
-    hostname = StrictCharField(max_length=255, validators=[hostname_validator])
+    hostname = StrictCharField(max_length=255, validators=[*NAME_VALIDATORS])
     worker = serializers.SlugRelatedField(
         slug_field="name", queryset=Worker.objects.all(), required=False, allow_null=True
     )

@@ -214,6 +214,14 @@ def test_csv_export_lists_labels_separated_by_spaces(lab):
     assert text == "hostname,worker,labels,build\nh1.lab,w1,board:eve pool:cq,R1\n"
 
 
+def test_a_build_a_spreadsheet_would_run_as_a_formula_is_exported_as_text(lab):
+    f.host("h9.lab", [], build="=HYPERLINK(\"http://evil\")")
+    text = files.write_csv(Host.objects.filter(hostname="h9.lab"))
+    assert text.splitlines()[1] == 'h9.lab,,,"\'=HYPERLINK(""http://evil"")"'
+    plan = plan_of(text)
+    assert [r.action for r in plan.rows] == ["unchanged"]  # the import takes the quote off
+
+
 def test_a_column_the_file_leaves_out_keeps_the_hosts_value(lab):
     plan = plan_of("hostname,labels\nh1.lab,board:eve\nh5.lab,wifi\n")
     assert [(r.action, r.changes) for r in plan.rows] == [

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from hosts import services
 from hosts.choices import HostStatus
-from hosts.models import Host, HostEvent, Label
+from hosts.models import Host, HostEvent, Label, Worker
 from jobs import services as job_services
 from jobs.models import Lease
 from schedsite.errors import Conflict, InvalidInput
@@ -18,12 +18,25 @@ from tests import factories as f
 pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.parametrize("hostname", ["", "has space", "-leading", "a/b", "x" * 256])
+@pytest.mark.parametrize(
+    "hostname", ["", "has space", "-leading", "a/b", "x" * 256, "new", "import"]
+)
 def test_a_bad_hostname_is_refused_and_nothing_is_created(hostname):
     with pytest.raises(InvalidInput) as err:
         services.host_create(hostname=hostname, by="sam")
     assert err.value.field == "hostname"
     assert not Host.objects.exists()
+
+
+@pytest.mark.parametrize("name", ["new", "import"])
+def test_a_worker_cannot_take_the_name_of_a_page(name):
+    # /workers/new/ is the add-a-worker page: a worker so named could not be reached.
+    with pytest.raises(InvalidInput, match="pages of their own"):
+        services.worker_create(name=name, by="sam")
+    worker = f.worker("w1")
+    with pytest.raises(InvalidInput, match="pages of their own"):
+        services.worker_update(worker=worker, name=name, by="sam")
+    assert list(Worker.objects.values_list("name", flat=True)) == ["w1"]
 
 
 def test_a_bad_label_is_refused_naming_it():

@@ -17,7 +17,7 @@ from rest_framework.authtoken.models import Token
 from hosts import services as host_services
 from hosts.choices import HostStatus
 from hosts.models import HealthPolicy, Host, Worker
-from jobs import services
+from jobs import services, suite_templates
 from jobs.choices import JobKind, JobStatus
 from jobs.models import Job, Lease, Suite, decode_labels, encode_labels
 from schedsite.errors import ServiceError
@@ -116,10 +116,20 @@ def seed(*, hosts_per_worker: int = 8, rng: random.Random | None = None) -> str:
         every_jobs=HEALTH_POLICY["every_jobs"],
     )
     submit_random_suite(owner=alice, rng=rng, name="bvt-inline R120", priority=70, min_duts=3)
-    submit_random_suite(
+    graphics = submit_random_suite(
         owner=alice, rng=rng, name="graphics nightly", priority=20, min_duts=2, jobs=14
     )
-    submit_random_suite(owner=admin, rng=rng, name="pfq smoke", priority=60, max_duts=4)
+    if graphics is not None:
+        # A scheduled template: the templates page shows its runs, one suite per night.
+        suite_templates.template_from_suite(
+            by=alice, suite=graphics, name="graphics nightly", cron="0 2 * * *"
+        )
+    pfq = submit_random_suite(owner=admin, rng=rng, name="pfq smoke", priority=60, max_duts=4)
+    if pfq is not None:
+        # Runs every half hour while the demo runs, skipped while the previous run is unfinished.
+        suite_templates.template_from_suite(
+            by=admin, suite=pfq, name="pfq smoke every 30 min", cron="*/30 * * * *"
+        )
     services.suite_submit(
         owner=alice,
         name="bluetooth everywhere",

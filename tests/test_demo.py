@@ -6,14 +6,16 @@ import random
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.utils import timezone
+from django_q.models import Schedule
 
 from hosts.choices import EventKind, HostStatus
 from hosts.models import Host
-from jobs import demo, selectors, services
+from jobs import demo, selectors, services, suite_templates
 from jobs.choices import JobKind, JobStatus
 from jobs.management.commands.rundemo import banner
-from jobs.models import Job, Lease
+from jobs.models import Job, Lease, Suite, SuiteTemplate
 
 pytestmark = pytest.mark.django_db
 
@@ -30,6 +32,24 @@ def test_the_demo_lab_leases_runs_and_finishes_jobs(monkeypatch):
     assert finished >= 10
     services.scheduler_tick()
     assert Lease.objects.filter(released_at__isnull=True, job__status="leased").exists()
+
+
+def test_the_demo_lab_has_scheduled_templates_that_submit_suites():
+    demo.seed()
+    templates = {t.name: t for t in SuiteTemplate.objects.all()}
+    assert {name: t.cron for name, t in templates.items()} == {
+        "graphics nightly": "0 2 * * *",
+        "pfq smoke every 30 min": "*/30 * * * *",
+    }
+    # Each has its django-q2 schedule, and a run submits a suite like the one it came from.
+    assert Schedule.objects.filter(func=suite_templates.RUN_FUNC).count() == 2
+    admin = get_user_model().objects.get(username="admin")
+    jobs_of_pfq = Suite.objects.get(name="pfq smoke").jobs.count()
+    suite = suite_templates.template_dispatch(
+        template=templates["pfq smoke every 30 min"], by=admin
+    )
+    assert suite.template_id == templates["pfq smoke every 30 min"].pk
+    assert suite.jobs.count() == jobs_of_pfq
 
 
 # Wait reasons that say no host could ever take the job as it stands.

@@ -38,6 +38,7 @@ from schedsite.ui.htmx import (
     action_response,
     clean_query,
     detail_view,
+    filtered_page,
     live_url,
     page_or_fragment,
     paginate,
@@ -118,17 +119,15 @@ def _suite_rows(suites: list[Suite]) -> list[dict[str, Any]]:
 @require_GET
 def suite_list(request: HttpRequest) -> HttpResponse:
     """Suites, newest first, with their progress and hosts held against their quota."""
-    query = clean_query(request.GET)
-    filterset = SuiteFilterSet(query, queryset=Suite.objects.select_related("owner"))
-    page = paginate(filterset.qs, request.GET.get("page"), SUITES_PER_PAGE)
-    context = {
-        "rows": _suite_rows(list(page.object_list)),
-        "page_obj": page,
-        "query": query,
-        "filter_errors": filterset.errors,
-        "now": timezone.now(),
-        "live_url": live_url(reverse("jobs:suite_list"), query, page),
-    }
+    context = filtered_page(
+        SuiteFilterSet,
+        Suite.objects.select_related("owner"),
+        clean_query(request.GET),
+        request.GET.get("page"),
+        per_page=SUITES_PER_PAGE,
+        path=reverse("jobs:suite_list"),
+    )
+    context["rows"] = _suite_rows(list(context["page_obj"].object_list))
     return page_or_fragment(
         request, "jobs/suite_list.html", "jobs/partials/suite_table.html", context
     )

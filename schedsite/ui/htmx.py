@@ -11,13 +11,15 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.paginator import Page, Paginator
-from django.db.models import Model
+from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render, resolve_url
 from django.template.loader import render_to_string
+from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET
+from django_filters import FilterSet
 from django_htmx.http import HttpResponseClientRedirect
 
 from schedsite import roles
@@ -85,6 +87,31 @@ def live_url(path: str, query: QueryDict, page: Page | None = None) -> str:
         q["page"] = str(page.number)
     encoded = q.urlencode()
     return f"{path}?{encoded}" if encoded else path
+
+
+def filtered_page(
+    filterset_class: type[FilterSet],
+    queryset: QuerySet,
+    query: QueryDict,
+    page_number: str | None,
+    *,
+    per_page: int,
+    path: str,
+) -> dict[str, Any]:
+    """One page of a list page's rows filtered by `query`, and what every list page shows.
+
+    The context's `page_obj`, `query`, `filter_errors`, `now`, and the `live_url` its table
+    polls (the list at `path`, with these filters and this page).
+    """
+    filterset = filterset_class(query, queryset=queryset)
+    page = paginate(filterset.qs, page_number, per_page)
+    return {
+        "page_obj": page,
+        "query": query,
+        "filter_errors": filterset.errors,
+        "now": timezone.now(),
+        "live_url": live_url(path, query, page),
+    }
 
 
 def toast_html(message: str, *, ok: bool = True, info: bool = False) -> str:

@@ -25,6 +25,7 @@ from schedsite.ui.htmx import (
     current_list_query,
     error_response,
     filtered_page,
+    object_action,
     page_or_fragment,
     refresh_seconds,
     staff_only,
@@ -234,11 +235,9 @@ def lease_release(request: HttpRequest, pk: int) -> HttpResponse:
     return lease_answer(request, lease, message=message)
 
 
-@ui_login_required
-@require_POST
-def reservation_extend(request: HttpRequest, pk: int) -> HttpResponse:
+@object_action(Lease.objects.select_related("host"))
+def reservation_extend(request: HttpRequest, lease: Lease) -> HttpResponse:
     """Push a reservation's end later by a chosen duration (its holder, or staff)."""
-    lease = get_object_or_404(Lease.objects.select_related("host"), pk=pk)
     form = ExtendForm(request.POST)
     try:
         if not form.is_valid():
@@ -252,11 +251,9 @@ def reservation_extend(request: HttpRequest, pk: int) -> HttpResponse:
     return lease_answer(request, lease, message=message)
 
 
-@ui_login_required
-@require_POST
-def reservation_end(request: HttpRequest, pk: int) -> HttpResponse:
+@object_action(Lease.objects.select_related("host"))
+def reservation_end(request: HttpRequest, lease: Lease) -> HttpResponse:
     """End a reservation now and free its host (its holder, or staff)."""
-    lease = get_object_or_404(Lease.objects.select_related("host"), pk=pk)
     reason = request.POST.get("reason", "")
     try:
         services.reservation_end(lease=lease, by=request.user, reason=reason)

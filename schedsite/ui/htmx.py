@@ -26,7 +26,7 @@ from schedsite import roles
 
 View = Callable[..., HttpResponse]
 # Answers instead of a view when the person may not do what it does; None lets them.
-Refusal = Callable[[HttpRequest, Any], "HttpResponse | None"]
+Refusal = Callable[[HttpRequest, Any], HttpResponse | None]
 
 
 def refresh_seconds() -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -12,6 +11,7 @@ from django.utils import timezone
 from hosts.choices import EventKind, HostStatus
 from hosts.querysets import HostQuerySet, WorkerQuerySet, seen_online
 from hosts.validators import NAME_VALIDATORS, label_validator
+from schedsite.model_fields import account_link
 
 
 class Worker(models.Model):
@@ -20,19 +20,11 @@ class Worker(models.Model):
     name = models.CharField(max_length=100, unique=True, validators=[*NAME_VALIDATORS])
     paused = models.BooleanField(default=False)
     paused_reason = models.CharField(max_length=500, blank=True)
-    paused_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    paused_by = account_link("+")
     paused_at = models.DateTimeField(null=True, blank=True)
     last_seen = models.DateTimeField(null=True, blank=True)
     # The account whose token the worker's runner uses; it may work only this worker's leases.
-    runner = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="runner_workers",
-    )
+    runner = account_link("runner_workers")
     created_at = models.DateTimeField(default=timezone.now)
     # Retired instead of deleted once it has history: kept for the audit trail, out of service.
     retired_at = models.DateTimeField(null=True, blank=True)
@@ -80,9 +72,7 @@ class Host(models.Model):
     )
     locked = models.BooleanField(default=False, db_index=True)
     lock_reason = models.CharField(max_length=500, blank=True)
-    locked_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    locked_by = account_link("+")
     locked_at = models.DateTimeField(null=True, blank=True)
     current_build = models.CharField(max_length=200, blank=True)
     # Failed repairs in a row; at REPAIR_MAX_ATTEMPTS the host goes to repair_failed.

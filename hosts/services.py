@@ -23,7 +23,12 @@ from jobs.choices import JobKind
 from jobs.scheduling.triggers import request_tick
 from jobs.transitions import Mover
 from schedsite.errors import Conflict, InvalidInput, ServiceError
-from schedsite.field_changes import apply_changes, locked_or_conflict
+from schedsite.field_changes import (
+    apply_changes,
+    fields_known,
+    locked_or_conflict,
+    name_clean,
+)
 from schedsite.roles import RUNNER_GROUP
 
 HostOrWorker = TypeVar("HostOrWorker", Host, Worker)
@@ -483,14 +488,10 @@ def health_policy_clean(
 
     The one place a policy's rules live: the API, the web UI and the admin all ask it.
     """
-    unknown = set(fields) - set(POLICY_FIELDS)
-    if unknown:
-        raise InvalidInput(f"unknown policy fields: {', '.join(sorted(unknown))}")
+    fields_known(fields, POLICY_FIELDS, "policy")
     out: dict[str, object] = {}
     if "name" in fields:
-        name = str(fields["name"] or "").strip()
-        if not name or len(name) > 100:
-            raise InvalidInput("name: 1 to 100 characters", field="name")
+        name = name_clean(fields["name"], most=100)
         _validate(policy_name_validator, name, "name")
         others = HealthPolicy.objects.exclude(pk=policy.pk) if policy else HealthPolicy.objects
         if others.filter(name=name).exists():

@@ -37,9 +37,8 @@ from schedsite.ui.htmx import (
     clean_query,
     current_list_query,
     detail_view,
-    live_url,
+    filtered_page,
     page_or_fragment,
-    paginate,
     refresh_seconds,
     staff_only,
     ui_login_required,
@@ -103,20 +102,21 @@ def with_host_counts(workers: list[Worker]) -> list[Worker]:
 
 def host_list_context(request: HttpRequest, query: QueryDict, page_number: str | None) -> dict:
     """What the hosts table needs for the given filters and page."""
-    filterset = HostFilterSet(query, queryset=host_queryset())
-    page = paginate(filterset.qs, page_number, HOSTS_PER_PAGE)
+    context = filtered_page(
+        HostFilterSet,
+        host_queryset(),
+        query,
+        page_number,
+        per_page=HOSTS_PER_PAGE,
+        path=reverse("hosts:host_list"),
+    )
     htmx = getattr(request, "htmx", None)
     return {
-        "filterset": filterset,
-        "filter_errors": filterset.errors,
-        "page_obj": page,
-        "hosts": list(page.object_list),
-        "query": query,
+        **context,
+        "hosts": list(context["page_obj"].object_list),
         "labels_selected": query.getlist("label"),
         "status_selected": query.getlist("status"),
-        "live_url": live_url(reverse("hosts:host_list"), query, page),
         "staff": roles.is_staff(request.user),
-        "now": timezone.now(),
         "refresh": refresh_seconds(),
         "statuses": HostStatus.choices,
         # The label chips are re-rendered only when the filter form asked, never on a poll
@@ -280,19 +280,16 @@ host_detail = detail_view(Host, host_detail_context)
 @require_GET
 def worker_list(request: HttpRequest) -> HttpResponse:
     """Workers with their online state, pause state and host counts."""
-    query = clean_query(request.GET)
-    filterset = WorkerFilterSet(query, queryset=worker_queryset())
-    page = paginate(filterset.qs, request.GET.get("page"), WORKERS_PER_PAGE)
-    context = {
-        "filterset": filterset,
-        "filter_errors": filterset.errors,
-        "page_obj": page,
-        "workers": with_host_counts(list(page.object_list)),
-        "query": query,
-        "live_url": live_url(reverse("hosts:worker_list"), query, page),
-        "staff": roles.is_staff(request.user),
-        "now": timezone.now(),
-    }
+    context = filtered_page(
+        WorkerFilterSet,
+        worker_queryset(),
+        clean_query(request.GET),
+        request.GET.get("page"),
+        per_page=WORKERS_PER_PAGE,
+        path=reverse("hosts:worker_list"),
+    )
+    context["workers"] = with_host_counts(list(context["page_obj"].object_list))
+    context["staff"] = roles.is_staff(request.user)
     return page_or_fragment(
         request, "hosts/worker_list.html", "hosts/partials/worker_table.html", context
     )

@@ -16,7 +16,7 @@ from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.text import capfirst
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET
 
 from hosts import inventory, services
 from hosts import inventory_files as files
@@ -32,7 +32,7 @@ from hosts.models import Host, Worker
 from hosts.views import host_queryset
 from jobs.models import Lease
 from schedsite.errors import InvalidInput, ServiceError
-from schedsite.ui.htmx import clean_query, error_response, staff_only, ui_login_required
+from schedsite.ui.htmx import clean_query, error_response, staff_form_page, ui_login_required
 
 HOST_FORM = "hosts/host_form.html"
 WORKER_FORM = "hosts/worker_form.html"
@@ -70,12 +70,9 @@ def done(request: HttpRequest, message: str, url: str) -> HttpResponse:
 # --- hosts ----------------------------------------------------------------------------------
 
 
-@ui_login_required
-@require_http_methods(["GET", "POST"])
+@staff_form_page("add hosts")
 def host_create(request: HttpRequest) -> HttpResponse:
     """Add a host: hostname, worker, labels (with suggestions) and build."""
-    if denied := staff_only(request, "add hosts"):
-        return denied
     form = HostCreateForm(posted(request))
     if request.method == "POST":
         host, status = saved_or_errors(
@@ -89,12 +86,9 @@ def host_create(request: HttpRequest) -> HttpResponse:
     return render(request, HOST_FORM, {"form": form, "host": None}, status=status)
 
 
-@ui_login_required
-@require_http_methods(["GET", "POST"])
+@staff_form_page("edit hosts")
 def host_edit(request: HttpRequest, hostname: str) -> HttpResponse:
     """Change a host's labels, worker and build; refused if someone changed them meanwhile."""
-    if denied := staff_only(request, "edit hosts"):
-        return denied
     host = get_object_or_404(host_queryset(), hostname=hostname)
     status = 200
     if request.method == "POST":
@@ -124,12 +118,9 @@ def host_edit(request: HttpRequest, hostname: str) -> HttpResponse:
 # --- workers --------------------------------------------------------------------------------
 
 
-@ui_login_required
-@require_http_methods(["GET", "POST"])
+@staff_form_page("add workers")
 def worker_create(request: HttpRequest) -> HttpResponse:
     """Add a worker (a lab server); its runner then starts with --worker NAME."""
-    if denied := staff_only(request, "add workers"):
-        return denied
     form = WorkerNameForm(posted(request))
     status = 200
     if request.method == "POST":
@@ -142,12 +133,9 @@ def worker_create(request: HttpRequest) -> HttpResponse:
     return render(request, WORKER_FORM, {"form": form, "worker": None}, status=status)
 
 
-@ui_login_required
-@require_http_methods(["GET", "POST"])
+@staff_form_page("rename workers")
 def worker_rename(request: HttpRequest, name: str) -> HttpResponse:
     """Rename a worker; its runner must be restarted with the new --worker name."""
-    if denied := staff_only(request, "rename workers"):
-        return denied
     worker = get_object_or_404(Worker, name=name)
     form = WorkerNameForm(posted(request), initial={"name": worker.name})
     status = 200
@@ -218,12 +206,9 @@ def _refused(request: HttpRequest, message: str, status: int = 409) -> HttpRespo
     return render(request, IMPORT_PAGE, context, status=status)
 
 
-@ui_login_required
-@require_http_methods(["GET", "POST"])
+@staff_form_page("import hosts")
 def host_import(request: HttpRequest) -> HttpResponse:
     """Bulk import: a preview of every row first (nothing saved), then apply it all or nothing."""
-    if denied := staff_only(request, "import hosts"):
-        return denied
     if request.method == "GET":
         return render(request, IMPORT_PAGE, {"form": HostImportForm(initial={"format": "auto"})})
     if "payload" in request.POST:

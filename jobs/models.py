@@ -19,6 +19,7 @@ from jobs.choices import (
     TemplateRunOutcome,
 )
 from jobs.querysets import JobQuerySet, LeaseQuerySet
+from schedsite.model_fields import account_link
 
 
 def encode_labels(labels: object) -> str:
@@ -39,13 +40,7 @@ class Suite(models.Model):
     priority = models.PositiveSmallIntegerField(default=40)
     min_duts = models.PositiveIntegerField(default=0)
     max_duts = models.PositiveIntegerField(null=True, blank=True)
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="suites",
-    )
+    owner = account_link("suites")
     fanout_labels = models.CharField(max_length=1000, blank=True)  # set for fan-out suites
     # Seconds its jobs may wait in the queue before they end `expired`; each job keeps its own.
     expires_after = models.PositiveIntegerField(null=True, blank=True)
@@ -116,13 +111,7 @@ class Job(models.Model):
     max_retries = models.PositiveSmallIntegerField(default=0)
     timeout = models.DurationField(default=timedelta(seconds=3600))
     estimated_duration = models.DurationField(null=True, blank=True)
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="jobs",
-    )
+    owner = account_link("jobs")
     status = models.CharField(max_length=10, choices=JobStatus.choices, default=JobStatus.QUEUED)
     attempts = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
@@ -174,13 +163,7 @@ class Lease(models.Model):
     job = models.ForeignKey(
         Job, null=True, blank=True, on_delete=models.CASCADE, related_name="leases"
     )
-    holder = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="leases",
-    )
+    holder = account_link("leases")
     reason = models.CharField(max_length=500, blank=True)
     acquired_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()

@@ -26,7 +26,12 @@ from jobs.models import Job, Suite, SuiteTemplate, TemplateRun
 from jobs.querysets import UNFINISHED_JOB_STATUSES
 from jobs.suite_body import suite_body
 from schedsite.errors import Conflict, InvalidInput, ServiceError
-from schedsite.field_changes import apply_changes, locked_or_conflict
+from schedsite.field_changes import (
+    apply_changes,
+    fields_known,
+    locked_or_conflict,
+    name_clean,
+)
 
 RUN_FUNC = "jobs.tasks.run_template"
 # What a dispatch may change in the body: keep it small, and document it (docs/api.md).
@@ -98,14 +103,10 @@ def template_clean(
     fields: Mapping[str, object], *, owner: Any, template: SuiteTemplate | None = None
 ) -> dict[str, object]:
     """The model's values for the given template fields; InvalidInput or Conflict names one."""
-    unknown = set(fields) - set(TEMPLATE_FIELDS)
-    if unknown:
-        raise InvalidInput(f"unknown template fields: {', '.join(sorted(unknown))}")
+    fields_known(fields, TEMPLATE_FIELDS, "template")
     out: dict[str, object] = {}
     if "name" in fields:
-        name = str(fields["name"] or "").strip()
-        if not name or len(name) > 200:
-            raise InvalidInput("name: 1 to 200 characters", field="name")
+        name = name_clean(fields["name"], most=200)
         others = SuiteTemplate.objects.filter(owner=owner, name=name)
         if template is not None:
             others = others.exclude(pk=template.pk)

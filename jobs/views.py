@@ -5,14 +5,12 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from django.contrib import messages
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HttpResponseClientRedirect
+from django.views.decorators.http import require_GET, require_http_methods
 
 from jobs import job_history, limits, selectors, services
 from jobs.choices import JobStatus, SuiteStatus
@@ -30,7 +28,7 @@ from jobs.forms import (
 from jobs.models import Job, Suite
 from jobs.querysets import UNFINISHED_JOB_STATUSES
 from jobs.scheduling.queue import queue_jobs, queue_select
-from jobs.views_resubmit import clone_form, clone_source, manage_refused
+from jobs.views_resubmit import clone_form, clone_source, suite_queued
 from notifications.services import notify_channels_check, suite_notify_set
 from schedsite import roles
 from schedsite.errors import InvalidInput, LimitExceeded, ServiceError
@@ -38,7 +36,10 @@ from schedsite.ui.htmx import (
     action_response,
     clean_query,
     detail_view,
+    filtered_page,
     live_url,
+    object_action,
+    owners_only,
     page_or_fragment,
     paginate,
     refresh_seconds,
@@ -118,17 +119,15 @@ def _suite_rows(suites: list[Suite]) -> list[dict[str, Any]]:
 @require_GET
 def suite_list(request: HttpRequest) -> HttpResponse:
     """Suites, newest first, with their progress and hosts held against their quota."""
-    query = clean_query(request.GET)
-    filterset = SuiteFilterSet(query, queryset=Suite.objects.select_related("owner"))
-    page = paginate(filterset.qs, request.GET.get("page"), SUITES_PER_PAGE)
-    context = {
-        "rows": _suite_rows(list(page.object_list)),
-        "page_obj": page,
-        "query": query,
-        "filter_errors": filterset.errors,
-        "now": timezone.now(),
-        "live_url": live_url(reverse("jobs:suite_list"), query, page),
-    }
+    context = filtered_page(
+        SuiteFilterSet,
+        Suite.objects.select_related("owner"),
+        clean_query(request.GET),
+        request.GET.get("page"),
+        per_page=SUITES_PER_PAGE,
+        path=reverse("jobs:suite_list"),
+    )
+    context["rows"] = _suite_rows(list(context["page_obj"].object_list))
     return page_or_fragment(
         request, "jobs/suite_list.html", "jobs/partials/suite_table.html", context
     )
@@ -224,13 +223,9 @@ def job_output(request: HttpRequest, pk: int) -> HttpResponse:
     return response
 
 
-@ui_login_required
-@require_POST
-def suite_abort(request: HttpRequest, pk: int) -> HttpResponse:
+@object_action(Suite, refuse=owners_only("suite", "abort"))
+def suite_abort(request: HttpRequest, suite: Suite) -> HttpResponse:
     """Abort every unfinished job of a suite (its owner, or staff)."""
-    suite = get_object_or_404(Suite, pk=pk)
-    if refused := manage_refused(request, suite, "abort"):
-        return refused
     fallback = reverse("jobs:suite_detail", args=[suite.pk])
     template = "jobs/partials/suite_detail_body.html"
     try:
@@ -286,7 +281,7 @@ def _field_error(form: SuiteForm, exc: InvalidInput) -> str:
 def suite_create(request: HttpRequest) -> HttpResponse:
     """Submit a suite: a list of jobs, or one job per host carrying some labels (fan-out)."""
     clone = clone_source(request)
-    if refused := manage_refused(request, clone, "clone"):
+    if refused := owners_only("suite", "clone")(request, clone):
         return refused
     if request.method == "GET":
         form, rows, extra = clone_form(clone) if clone else (SuiteForm(), [JobRow(), JobRow()], {})
@@ -342,13 +337,12 @@ def suite_create(request: HttpRequest) -> HttpResponse:
             form.add_error(None, _capitalized(exc.message))
         else:
             jobs = suite.jobs.count()
-            messages.success(
+            return suite_queued(
                 request,
+                suite,
                 f"Suite {suite.name} submitted with {jobs} job{'s' * (jobs != 1)}. "
                 "It is in the queue now.",
             )
-            url = reverse("jobs:suite_detail", args=[suite.pk])
-            return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
     context = _form_context(
         request, form, rows or [JobRow()], jobs_error=jobs_error, clone_of=clone
     )

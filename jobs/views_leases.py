@@ -24,9 +24,9 @@ from schedsite.ui.htmx import (
     clean_query,
     current_list_query,
     error_response,
-    live_url,
+    filtered_page,
+    object_action,
     page_or_fragment,
-    paginate,
     refresh_seconds,
     staff_only,
     toast_html,
@@ -55,23 +55,25 @@ def lease_list_context(request: HttpRequest, query: Any, page_number: str | None
     # The page shows the leases that hold hosts now unless asked otherwise (?active=any).
     if "active" not in query:
         query["active"] = "true"
-    filterset = LeaseFilterSet(query, queryset=lease_queryset())
-    page = paginate(filterset.qs, page_number, LEASES_PER_PAGE)
-    leases = list(page.object_list)
+    context = filtered_page(
+        LeaseFilterSet,
+        lease_queryset(),
+        query,
+        page_number,
+        per_page=LEASES_PER_PAGE,
+        path=reverse("jobs:lease_list"),
+    )
+    leases = list(context["page_obj"].object_list)
     staff = roles.is_staff(request.user)
     return {
+        **context,
         "leases": leases,
         # An Actions column for staff, or for a tester who holds a reservation listed here.
         "actions": staff
         or any(lease.holder_id == request.user.pk and lease.job_id is None for lease in leases),
-        "page_obj": page,
-        "query": query,
-        "filter_errors": filterset.errors,
         "staff": staff,
         "durations": RESERVE_DURATIONS,
-        "now": timezone.now(),
         "refresh": refresh_seconds(),
-        "live_url": live_url(reverse("jobs:lease_list"), query, page),
     }
 
 
@@ -199,6 +201,17 @@ def lease_answer(
     )
 
 
+def lease_refused(
+    request: HttpRequest, lease: Lease, exc: ServiceError, **extra: Any
+) -> HttpResponse:
+    """Answer a refused lease action: to someone who may not touch the lease, only a toast;
+    otherwise the piece the action came from, saying why."""
+    if isinstance(exc, Forbidden):
+        return error_response(request, _capitalized(exc.message), exc.status_code)
+    message = _capitalized(exc.message)
+    return lease_answer(request, lease, message=message, ok=False, status=exc.status_code, **extra)
+
+
 @ui_login_required
 @require_POST
 def lease_release(request: HttpRequest, pk: int) -> HttpResponse:
@@ -213,9 +226,7 @@ def lease_release(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         services.lease_release(lease=lease, by=request.user, requeue=requeue, reason=reason)
     except ServiceError as exc:
-        return lease_answer(
-            request, lease, message=_capitalized(exc.message), ok=False, status=exc.status_code
-        )
+        return lease_refused(request, lease, exc)
     if lease.job is None:
         message = f"Released the reservation of {lease.host.hostname}."
     else:
@@ -224,45 +235,28 @@ def lease_release(request: HttpRequest, pk: int) -> HttpResponse:
     return lease_answer(request, lease, message=message)
 
 
-@ui_login_required
-@require_POST
-def reservation_extend(request: HttpRequest, pk: int) -> HttpResponse:
+@object_action(Lease.objects.select_related("host"))
+def reservation_extend(request: HttpRequest, lease: Lease) -> HttpResponse:
     """Push a reservation's end later by a chosen duration (its holder, or staff)."""
-    lease = get_object_or_404(Lease.objects.select_related("host"), pk=pk)
     form = ExtendForm(request.POST)
     try:
         if not form.is_valid():
             raise InvalidInput("choose how long to extend it by", field="duration")
         duration = timedelta(minutes=form.cleaned_data["minutes"])
         lease = services.lease_extend(lease=lease, by=request.user, duration=duration)
-    except Forbidden as exc:
-        return error_response(request, _capitalized(exc.message), exc.status_code)
     except ServiceError as exc:
-        return lease_answer(
-            request,
-            lease,
-            message=_capitalized(exc.message),
-            ok=False,
-            status=exc.status_code,
-            extend_error=exc.message,
-        )
+        return lease_refused(request, lease, exc, extend_error=exc.message)
     until = timezone.localtime(lease.expires_at)
     message = f"Extended the reservation of {lease.host.hostname} until {until:%a %H:%M}."
     return lease_answer(request, lease, message=message)
 
 
-@ui_login_required
-@require_POST
-def reservation_end(request: HttpRequest, pk: int) -> HttpResponse:
+@object_action(Lease.objects.select_related("host"))
+def reservation_end(request: HttpRequest, lease: Lease) -> HttpResponse:
     """End a reservation now and free its host (its holder, or staff)."""
-    lease = get_object_or_404(Lease.objects.select_related("host"), pk=pk)
     reason = request.POST.get("reason", "")
     try:
         services.reservation_end(lease=lease, by=request.user, reason=reason)
-    except Forbidden as exc:
-        return error_response(request, _capitalized(exc.message), exc.status_code)
     except ServiceError as exc:
-        return lease_answer(
-            request, lease, message=_capitalized(exc.message), ok=False, status=exc.status_code
-        )
+        return lease_refused(request, lease, exc)
     return lease_answer(request, lease, message=f"Ended the reservation of {lease.host.hostname}.")

@@ -6,31 +6,17 @@ from typing import Any
 
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils.text import capfirst
-from django.views.decorators.http import require_POST
-from django_htmx.http import HttpResponseClientRedirect
 from rest_framework.exceptions import ValidationError
 
 from jobs import resubmit
 from jobs.forms import SuiteForm, clone_form_values
 from jobs.models import Suite
 from jobs.suite_body import suite_body
-from schedsite import roles
 from schedsite.errors import ServiceError
-from schedsite.ui.htmx import error_response, ui_login_required
-
-
-def manage_refused(request: HttpRequest, suite: Suite | None, doing: str) -> HttpResponse | None:
-    """Refuse a change to someone else's suite: its owner and lab staff only (the buttons too)."""
-    if suite is None or roles.can_manage(request.user, suite.owner_id):
-        return None
-    return error_response(request, f"Only the suite's owner or lab staff can {doing} it.", 403)
-
-
-def _go(request: HttpRequest, url: str) -> HttpResponse:
-    return HttpResponseClientRedirect(url) if getattr(request, "htmx", False) else redirect(url)
+from schedsite.ui.htmx import go_to, object_action, owners_only
 
 
 def _messages_of(detail: Any) -> list[str]:
@@ -42,13 +28,15 @@ def _messages_of(detail: Any) -> list[str]:
     return [str(detail)]
 
 
-@ui_login_required
-@require_POST
-def suite_rerun(request: HttpRequest, pk: int) -> HttpResponse:
+def suite_queued(request: HttpRequest, suite: Suite, message: str) -> HttpResponse:
+    """Say that a new suite is in the queue, and take the person to its page."""
+    messages.success(request, message)
+    return go_to(request, reverse("jobs:suite_detail", args=[suite.pk]))
+
+
+@object_action(Suite, refuse=owners_only("suite", "re-run"))
+def suite_rerun(request: HttpRequest, suite: Suite) -> HttpResponse:
     """Submit a finished suite's failed jobs again as a new suite (its owner, or staff)."""
-    suite = get_object_or_404(Suite, pk=pk)
-    if refused := manage_refused(request, suite, "re-run"):
-        return refused
     try:
         rerun = resubmit.suite_rerun(suite=suite, owner=request.user)
     except ServiceError as exc:
@@ -58,13 +46,13 @@ def suite_rerun(request: HttpRequest, pk: int) -> HttpResponse:
         messages.error(request, f"The failed jobs could not be submitted again: {why}")
     else:
         count = rerun.jobs.count()
-        messages.success(
+        return suite_queued(
             request,
+            rerun,
             f"Re-running {count} job{'s' * (count != 1)} of {suite.name} that did not pass. "
             "They are in the queue now.",
         )
-        return _go(request, reverse("jobs:suite_detail", args=[rerun.pk]))
-    return _go(request, reverse("jobs:suite_detail", args=[suite.pk]))
+    return go_to(request, reverse("jobs:suite_detail", args=[suite.pk]))
 
 
 def clone_source(request: HttpRequest) -> Suite | None:

@@ -6,12 +6,11 @@ from typing import Any
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.text import capfirst
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HttpResponseClientRedirect
+from django.views.decorators.http import require_GET, require_http_methods
 from rest_framework.exceptions import ValidationError
 
 from jobs import suite_templates, template_selectors
@@ -19,17 +18,13 @@ from jobs.api.fields import PriorityField
 from jobs.choices import Priority
 from jobs.forms import DispatchForm, TemplateForm
 from jobs.models import Suite, SuiteTemplate
+from jobs.views_resubmit import suite_queued
 from schedsite import roles
 from schedsite.errors import ServiceError
-from schedsite.ui.htmx import error_response, ui_login_required
+from schedsite.ui.htmx import error_response, go_to, object_action, owners_only, ui_login_required
 
 DETAIL_PAGE = "jobs/suitetemplate_detail.html"
 RUNS_SHOWN = 50
-
-
-def _go(request: HttpRequest, url: str) -> HttpResponse:
-    """To another page: htmx follows with a full load, a plain form post with a redirect."""
-    return HttpResponseClientRedirect(url) if getattr(request, "htmx", False) else redirect(url)
 
 
 def _priority(value: object) -> int:
@@ -88,12 +83,6 @@ def detail_context(request: HttpRequest, template: SuiteTemplate, **extra: Any) 
     return context
 
 
-def _refused(request: HttpRequest, template: SuiteTemplate, what: str) -> HttpResponse | None:
-    if roles.can_manage(request.user, template.owner_id):
-        return None
-    return error_response(request, f"Only the template's owner or lab staff can {what}.", 403)
-
-
 def _with_error(form: Any, exc: ServiceError) -> None:
     form.add_error(exc.field if exc.field in form.fields else None, capfirst(exc.message))
 
@@ -105,7 +94,7 @@ def template_detail(request: HttpRequest, pk: int) -> HttpResponse:
     template = get_object_or_404(SuiteTemplate, pk=pk)
     if request.method == "GET":
         return render(request, DETAIL_PAGE, detail_context(request, template))
-    if denied := _refused(request, template, "change it"):
+    if denied := owners_only("template", "change")(request, template):
         return denied
     form = TemplateForm(request.POST)
     form.is_valid()  # every field is optional text or a tick box: the service checks them
@@ -118,16 +107,12 @@ def template_detail(request: HttpRequest, pk: int) -> HttpResponse:
         context = detail_context(request, template, form=form, edit_open=True)
         return render(request, DETAIL_PAGE, context, status=exc.status_code)
     messages.success(request, f"Saved template {form.cleaned_data['name'].strip()}.")
-    return _go(request, reverse("jobs:template_detail", args=[template.pk]))
+    return go_to(request, reverse("jobs:template_detail", args=[template.pk]))
 
 
-@ui_login_required
-@require_POST
-def template_dispatch(request: HttpRequest, pk: int) -> HttpResponse:
+@object_action(SuiteTemplate, refuse=owners_only("template", "dispatch"))
+def template_dispatch(request: HttpRequest, template: SuiteTemplate) -> HttpResponse:
     """Submit a new suite from the template, then show it."""
-    template = get_object_or_404(SuiteTemplate, pk=pk)
-    if denied := _refused(request, template, "dispatch it"):
-        return denied
     form = DispatchForm(request.POST)
     status = 400
     if form.is_valid():
@@ -139,38 +124,31 @@ def template_dispatch(request: HttpRequest, pk: int) -> HttpResponse:
             _with_error(form, exc)
             status = exc.status_code
         else:
-            messages.success(request, f"Dispatched {template.name}: suite {suite.name} queued.")
-            return _go(request, reverse("jobs:suite_detail", args=[suite.pk]))
+            return suite_queued(
+                request, suite, f"Dispatched {template.name}: suite {suite.name} queued."
+            )
     context = detail_context(request, template, dispatch_form=form)
     return render(request, DETAIL_PAGE, context, status=status)
 
 
-@ui_login_required
-@require_POST
-def template_delete(request: HttpRequest, pk: int) -> HttpResponse:
+@object_action(SuiteTemplate, refuse=owners_only("template", "delete"))
+def template_delete(request: HttpRequest, template: SuiteTemplate) -> HttpResponse:
     """Delete the template and its schedule; its suites stay."""
-    template = get_object_or_404(SuiteTemplate, pk=pk)
-    if denied := _refused(request, template, "delete it"):
-        return denied
     try:
         suite_templates.template_delete(template=template, by=request.user)
     except ServiceError as exc:
         return error_response(request, capfirst(exc.message), exc.status_code)
     messages.success(request, f"Deleted template {template.name}.")
-    return _go(request, reverse("jobs:template_list"))
+    return go_to(request, reverse("jobs:template_list"))
 
 
-@ui_login_required
-@require_POST
-def suite_save_template(request: HttpRequest, pk: int) -> HttpResponse:
+@object_action(Suite, refuse=owners_only("suite", "save"))
+def suite_save_template(request: HttpRequest, suite: Suite) -> HttpResponse:
     """Save a suite as a template (its owner, or staff), then show the template."""
-    suite = get_object_or_404(Suite, pk=pk)
-    if not roles.can_manage(request.user, suite.owner_id):
-        return error_response(request, "Only the suite's owner or lab staff can save it.", 403)
     name = request.POST.get("name", "").strip() or suite.name
     try:
         template = suite_templates.template_from_suite(by=request.user, suite=suite, name=name)
     except ServiceError as exc:
         return error_response(request, capfirst(exc.message), exc.status_code)
     messages.success(request, f"Saved suite {suite.name} as template {template.name}.")
-    return _go(request, reverse("jobs:template_detail", args=[template.pk]))
+    return go_to(request, reverse("jobs:template_detail", args=[template.pk]))

@@ -10,6 +10,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from notifications.choices import Channel, DeliveryStatus, EventKind
+from schedsite.model_fields import account_link
 
 
 def new_secret() -> str:
@@ -85,13 +86,7 @@ class Delivery(models.Model):
     """One event sent to one destination; attempted until sent or out of attempts."""
 
     event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="deliveries")
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="notification_deliveries",
-    )
+    user = account_link("notification_deliveries")
     channel = models.CharField(max_length=10, choices=Channel.choices)
     destination = models.CharField(max_length=500)  # the address or the URL, as it was then
     status = models.CharField(

@@ -20,9 +20,8 @@ from schedsite.errors import InvalidInput
 from schedsite.ui.htmx import (
     action_response,
     clean_query,
-    live_url,
+    filtered_page,
     page_or_fragment,
-    paginate,
     staff_only,
     ui_login_required,
 )
@@ -97,18 +96,15 @@ def delivery_list(request: HttpRequest) -> HttpResponse:
     """Every delivery, newest first, with its status, attempts and last error (staff)."""
     if denied := staff_only(request, "see the delivery log"):
         return denied
-    query = clean_query(request.GET)
-    rows = Delivery.objects.select_related("event", "user").prefetch_related("attempt_log")
-    filterset = DeliveryFilterSet(query, queryset=rows)
-    page = paginate(filterset.qs, request.GET.get("page"), DELIVERIES_PER_PAGE)
-    context = {
-        "deliveries": list(page.object_list),
-        "page_obj": page,
-        "query": query,
-        "filter_errors": filterset.errors,
-        "now": timezone.now(),
-        "live_url": live_url(reverse("notifications:delivery_list"), query, page),
-    }
+    context = filtered_page(
+        DeliveryFilterSet,
+        Delivery.objects.select_related("event", "user").prefetch_related("attempt_log"),
+        clean_query(request.GET),
+        request.GET.get("page"),
+        per_page=DELIVERIES_PER_PAGE,
+        path=reverse("notifications:delivery_list"),
+    )
+    context["deliveries"] = list(context["page_obj"].object_list)
     return page_or_fragment(
         request,
         "notifications/delivery_list.html",

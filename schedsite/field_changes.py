@@ -1,15 +1,30 @@
-"""Helpers shared by the services that edit or delete a stored row under a lock."""
+"""Helpers shared by the services that check, edit or delete a stored row's fields."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import TypeVar
 
 from django.db.models import Model
 
-from schedsite.errors import Conflict
+from schedsite.errors import Conflict, InvalidInput
 
 M = TypeVar("M", bound=Model)
+
+
+def fields_known(fields: Mapping[str, object], known: Collection[str], what: str) -> None:
+    """InvalidInput naming every field of `fields` that a `what` does not have."""
+    unknown = set(fields) - set(known)
+    if unknown:
+        raise InvalidInput(f"unknown {what} fields: {', '.join(sorted(unknown))}")
+
+
+def name_clean(value: object, *, most: int) -> str:
+    """The name without surrounding spaces; InvalidInput unless it is 1 to `most` characters."""
+    name = str(value or "").strip()
+    if not name or len(name) > most:
+        raise InvalidInput(f"name: 1 to {most} characters", field="name")
+    return name
 
 
 def apply_changes(

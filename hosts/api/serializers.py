@@ -14,7 +14,7 @@ from hosts.models import HealthPolicy, Host, HostEvent, Worker
 from hosts.services import POLICY_LIMITS
 from hosts.validators import NAME_VALIDATORS, label_validator, policy_name_validator
 from jobs.api.fields import LabelListField, RelatedName
-from jobs.api.serializers import MAX_ID, ActiveLeaseSerializer
+from jobs.api.serializers import MAX_ID, ActiveLeaseSerializer, LeaseReleaseInputSerializer
 from jobs.scheduling.planner import host_is_schedulable
 from schedsite.api_fields import StrictBooleanField, StrictCharField, StrictIntegerField
 from schedsite.roles import RUNNER_GROUP
@@ -273,11 +273,8 @@ class HostLockInputSerializer(serializers.Serializer):
     reason = StrictCharField(max_length=500)
 
 
-class HostReleaseInputSerializer(serializers.Serializer):
-    requeue = StrictBooleanField(
-        default=True, help_text="Requeue the lease's job (default), or abort it."
-    )
-    reason = StrictCharField(max_length=500, allow_blank=True, default="")
+class HostReleaseInputSerializer(LeaseReleaseInputSerializer):
+    """Releasing a host releases its lease: the same choice, under the host's own name."""
 
 
 # --- health policies ------------------------------------------------------------------------

@@ -11,18 +11,22 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.paginator import Page, Paginator
-from django.db.models import Model
+from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render, resolve_url
 from django.template.loader import render_to_string
+from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_filters import FilterSet
 from django_htmx.http import HttpResponseClientRedirect
 
 from schedsite import roles
 
 View = Callable[..., HttpResponse]
+# Answers instead of a view when the person may not do what it does; None lets them.
+Refusal = Callable[[HttpRequest, Any], HttpResponse | None]
 
 
 def refresh_seconds() -> int:
@@ -87,6 +91,31 @@ def live_url(path: str, query: QueryDict, page: Page | None = None) -> str:
     return f"{path}?{encoded}" if encoded else path
 
 
+def filtered_page(
+    filterset_class: type[FilterSet],
+    queryset: QuerySet,
+    query: QueryDict,
+    page_number: str | None,
+    *,
+    per_page: int,
+    path: str,
+) -> dict[str, Any]:
+    """One page of a list page's rows filtered by `query`, and what every list page shows.
+
+    The context's `page_obj`, `query`, `filter_errors`, `now`, and the `live_url` its table
+    polls (the list at `path`, with these filters and this page).
+    """
+    filterset = filterset_class(query, queryset=queryset)
+    page = paginate(filterset.qs, page_number, per_page)
+    return {
+        "page_obj": page,
+        "query": query,
+        "filter_errors": filterset.errors,
+        "now": timezone.now(),
+        "live_url": live_url(path, query, page),
+    }
+
+
 def toast_html(message: str, *, ok: bool = True, info: bool = False) -> str:
     """An out-of-band swap that announces the result of an action in the page's live region.
 
@@ -131,6 +160,63 @@ def staff_only(request: HttpRequest, what: str) -> HttpResponse | None:
     if roles.is_staff(request.user):
         return None
     return error_response(request, f"Only lab staff can {what}.", 403)
+
+
+def owners_only(noun: str, doing: str) -> Refusal:
+    """Refuse `doing` a `noun` to all but its owner and lab staff (the buttons hide too)."""
+
+    def refused(request: HttpRequest, obj: Any) -> HttpResponse | None:
+        if obj is None or roles.can_manage(request.user, obj.owner_id):
+            return None
+        message = f"Only the {noun}'s owner or lab staff can {doing} it."
+        return error_response(request, message, 403)
+
+    return refused
+
+
+def staff_form_page(what: str) -> Callable[[View], View]:
+    """A form page for lab staff (GET shows it, POST saves it); anyone else may not `what`."""
+
+    def decorate(view: View) -> View:
+        @ui_login_required
+        @require_http_methods(["GET", "POST"])
+        @wraps(view)
+        def page(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if denied := staff_only(request, what):
+                return denied
+            return view(request, *args, **kwargs)
+
+        return page
+
+    return decorate
+
+
+def object_action(
+    found_in: type[Model] | QuerySet, *, refuse: Refusal | None = None
+) -> Callable[[View], View]:
+    """A signed-in POST on the object the URL's pk names: the view gets the object, not the pk.
+
+    `refuse(request, obj)`, when given, may answer instead (someone else's suite: a 403).
+    """
+
+    def decorate(view: View) -> View:
+        @ui_login_required
+        @require_POST
+        @wraps(view)
+        def action(request: HttpRequest, pk: int) -> HttpResponse:
+            obj = get_object_or_404(found_in, pk=pk)
+            if refuse is not None and (refused := refuse(request, obj)):
+                return refused
+            return view(request, obj)
+
+        return action
+
+    return decorate
+
+
+def go_to(request: HttpRequest, url: str) -> HttpResponse:
+    """To another page: htmx follows with a full load, a plain form post with a redirect."""
+    return HttpResponseClientRedirect(url) if getattr(request, "htmx", False) else redirect(url)
 
 
 def safe_next(request: HttpRequest, fallback: str) -> str:

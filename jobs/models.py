@@ -146,6 +146,12 @@ class Job(models.Model):
             ),
             models.Index(fields=["suite", "status"], name="job_suite_status"),
             models.Index(fields=["status"], name="job_status"),
+            # Retries waiting out a backoff: the tick counts them to notice one ending.
+            models.Index(
+                fields=["not_before"],
+                condition=Q(status="queued", not_before__isnull=False),
+                name="job_queued_backoff",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -234,9 +240,10 @@ class SchedulerTick(models.Model):
     # Wait reasons per class of identical jobs (planner.class_key), resolved when read: at
     # 100,000 queued jobs a tick cannot rewrite every job row.
     wait_reasons = models.JSONField(default=dict, blank=True)
-    # A digest of everything the plan depends on (snapshot.lab_fingerprint); empty where the
-    # database cannot compute one. A tick whose digest equals the previous tick's skips the
-    # plan: the same input gives the same plan, so that tick's reasons still hold.
+    # A digest of what the plan depends on that changes with no write (snapshot.lab_changes);
+    # empty where the database cannot compute one. A tick that finds no write in the change
+    # log and this digest equal to the previous tick's skips the plan: the same input gives
+    # the same plan, so that tick's reasons still hold.
     fingerprint = models.CharField(max_length=40, blank=True)
     unchanged = models.BooleanField(default=False)  # skipped the plan: the lab had not changed
     # The lab's capacity as the tick leaves it, after its leases (hosts_free is before them):

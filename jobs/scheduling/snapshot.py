@@ -11,7 +11,7 @@ from django.db import connection
 from django.db.models.expressions import RawSQL
 
 from hosts.choices import HostStatus
-from hosts.models import Host, Label, Worker
+from hosts.models import Host, Worker
 from hosts.querysets import online_cutoff, seen_online
 from jobs.choices import JobKind, JobStatus
 from jobs.models import Job, Lease, Suite, decode_labels
@@ -192,64 +192,53 @@ def id_list(ids: Iterable[int]) -> list[int] | RawSQL:
     return ids
 
 
-FINGERPRINT_VERSION = "2"
+FINGERPRINT_VERSION = "3"
+# Written by the triggers of jobs/migrations/0004_lab_change_log.py.
+LAB_CHANGE_TABLE = "scheduler_lab_change"
 
 
-def lab_fingerprint(*, now: datetime) -> str | None:
-    """Digest everything the plan depends on, in one query; None where it cannot be computed.
+@dataclass(frozen=True)
+class LabChanges:
+    """What the tick knows, without reading the queue, about whether its input changed."""
 
-    Two equal digests mean the planner would get the same input, so the tick can keep the
-    previous plan. Rows are summed as order-free hashes of their id and `xmin` (the id of the
-    transaction that last wrote the row), so ANY write to a queued job, a host, a label or a
-    suite with queued jobs changes the digest, whichever code path made it; no service has to
-    remember to bump a version. Workers are the exception: runners heartbeat them every few
-    seconds, so they count by content (paused, and online at this tick's cutoff, which also
-    catches a worker going offline with no write at all). Active leases count by content too,
-    because heartbeats rewrite them; their expiry is handled before the digest is taken.
-    A write can at worst make an unneeded plan (e.g. a no-op save), never hide a change.
+    written: bool  # a statement wrote what the plan reads since the last tick looked
+    fingerprint: str  # what changes with no write at all: workers going offline, backoffs ending
+
+
+def lab_changes(*, now: datetime) -> LabChanges | None:
+    """Whether the planner's input may have changed since the last tick; None if unknown here.
+
+    Triggers log every statement that writes a host, a label, a suite, a job while or when it
+    is queued (or the priority and suite of one holding a host), and a lease taken, moved or
+    released: whichever code path made it, no service has to remember to bump a version.
+    The tick takes the log's rows with one DELETE: each row is either committed before the
+    DELETE (taken now, and its write is visible to the snapshot read after it) or committed
+    later (left for the next tick, which plans again). So a write can at worst make an
+    unneeded plan, never hide a change. Heartbeats write none of these.
+
+    Two things change with no write: a worker going offline (runners heartbeat their worker
+    every few seconds, so workers are compared by content: paused, and online at this tick's
+    cutoff; a lab has hundreds), and a retry's backoff ending (the queued jobs still waiting
+    one are counted through a small partial index).
     """
     if connection.vendor != "postgresql":
         return None
-
-    def digest(source: str, value: str, where: str = "TRUE") -> str:
-        # count and sum: a multiset hash that needs no ORDER BY over 100,000 rows.
-        return f"(SELECT count(*) || ':' || coalesce(sum({value}), 0) FROM {source} WHERE {where})"
-
-    by_write = "hashint8extended(t.id, t.xmin::text::bigint)"
-    job, lease = Job._meta.db_table, Lease._meta.db_table
-    parts = [
-        digest(f"{job} t", by_write, "t.status = 'queued'"),
-        digest(f"{Host._meta.db_table} t", by_write),
-        digest(
-            f"{Host.labels.through._meta.db_table} t", "hashint8extended(t.host_id, t.label_id)"
-        ),
-        digest(f"{Label._meta.db_table} t", by_write),
-        digest(
-            f"{Suite._meta.db_table} t",
-            by_write,
-            f"t.id IN (SELECT suite_id FROM {job} WHERE status = 'queued')",
-        ),
-        # The job holding a host gives its priority to the wait reasons ("running priority")
-        # and its suite to the suite's count of hosts held.
-        digest(
-            f"{lease} l LEFT JOIN {job} j ON j.id = l.job_id",
-            "hashint8extended(l.id, hashint8extended(l.host_id, hashint8extended("
-            "coalesce(l.job_id, 0), coalesce(j.suite_id, 0) * 128 + coalesce(j.priority, 0))))",
-            "l.released_at IS NULL",
-        ),
-        # A retry's backoff ends with no write at all: count the queued jobs still waiting.
-        f"(SELECT count(*) FROM {job} WHERE status = 'queued' AND not_before > %s)",
-        digest(
-            f"{Worker._meta.db_table} t",
-            "hashint8extended(t.id, t.paused::int * 2 + "
-            "(t.last_seen IS NOT NULL AND t.last_seen >= %s)::int)",
-        ),
-    ]
-    sql = "SELECT md5(concat_ws('|', " + ", ".join(parts) + "))"
+    job = Job._meta.db_table
+    digest = (
+        "SELECT md5(concat_ws('|', "
+        f"(SELECT count(*) FROM {job} WHERE status = 'queued' AND not_before > %s), "
+        "(SELECT count(*) || ':' || coalesce(sum(hashint8extended(t.id, t.paused::int * 2 + "
+        "(t.last_seen IS NOT NULL AND t.last_seen >= %s)::int)), 0) "
+        f"FROM {Worker._meta.db_table} t)))"
+    )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [now, online_cutoff(now)])
+        cursor.execute(
+            f"WITH taken AS (DELETE FROM {LAB_CHANGE_TABLE} RETURNING 1) SELECT count(*) FROM taken"
+        )
+        (taken,) = cursor.fetchone()
+        cursor.execute(digest, [now, online_cutoff(now)])
         (value,) = cursor.fetchone()
-    return f"{FINGERPRINT_VERSION}:{value}"
+    return LabChanges(written=taken > 0, fingerprint=f"{FINGERPRINT_VERSION}:{value}")
 
 
 def job_state(job: Job) -> planner.JobState:

@@ -154,11 +154,14 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
         summary.expired = lease_expire_overdue(now=now)
         summary.timed_out = job_timeout_overdue(now=now)
         summary.jobs_expired, summary.leases = maintenance_phase(now=now)
-        # Taken before the snapshot, so the plan sees at least everything the digest covers: a
+        # Taken before the snapshot, so the plan sees at least every change the log held: a
         # write landing in between only makes the next tick plan again, never skip wrongly.
-        fingerprint = snapshot.lab_fingerprint(now=now)
-        if fingerprint is not None and _tick_unchanged(
-            summary, fingerprint=fingerprint, trigger=trigger, start=start
+        changes = snapshot.lab_changes(now=now)
+        fingerprint = changes.fingerprint if changes is not None else ""
+        if (
+            changes is not None
+            and not changes.written
+            and _tick_unchanged(summary, fingerprint=fingerprint, trigger=trigger, start=start)
         ):
             return summary
         snap = snapshot.scheduler_snapshot(now=now)
@@ -192,7 +195,7 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
             oldest_wait_s=(now - oldest).total_seconds() if oldest and queued_after else 0.0,
             trigger=trigger[:50],
             wait_reasons=reasons,
-            fingerprint=fingerprint or "",
+            fingerprint=fingerprint,
             **capacity,
         )
         summary.tick_id = tick.pk

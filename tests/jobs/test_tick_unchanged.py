@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
 from django.conf import settings
+from django.db import connections, transaction
 from django.utils import timezone
 
 from hosts import services as host_services
@@ -158,3 +160,46 @@ def test_a_worker_going_offline_with_no_write_at_all_is_noticed():
 
     assert not summary.unchanged
     assert "offline" in reason_of("J3")["message"]
+
+
+def test_a_job_starting_does_not_make_the_tick_plan_again():
+    # Starting rewrites the job's row (leased → running) but nothing the plan reads.
+    f.host("h1", ["board:x"])
+    f.job("J1")
+    f.job("J2")
+    settle()
+    services.lease_job_start(lease=Lease.objects.get(released_at__isnull=True), by="runner-1")
+
+    assert services.scheduler_tick().unchanged
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_change_committed_while_a_tick_runs_makes_the_next_tick_plan():
+    # The tick takes the change log with one DELETE; a write still uncommitted then is left
+    # in the log, so the tick after it commits plans again and leases what it freed.
+    host_services.host_lock(host=f.host("h1", ["board:x"]), by="sam", reason="debugging")
+    f.job("J1")
+    settle()
+    written, go_on = threading.Event(), threading.Event()
+
+    def unlock_and_hold_the_transaction() -> None:
+        try:
+            with transaction.atomic():
+                Host.objects.filter(hostname="h1").update(locked=False, lock_reason="")
+                written.set()
+                go_on.wait(30)
+        finally:
+            connections.close_all()
+
+    writer = threading.Thread(target=unlock_and_hold_the_transaction)
+    writer.start()
+    assert written.wait(30)
+    during = services.scheduler_tick()
+    go_on.set()
+    writer.join(30)
+
+    after = services.scheduler_tick()
+
+    assert during.leases == []  # the unlock was not committed yet: h1 still looked locked
+    assert not after.unchanged
+    assert [lease["job"] for lease in after.leases] == ["J1"]

@@ -8,9 +8,9 @@ import pytest
 from playwright.sync_api import expect
 
 from hosts.models import Host, HostEvent
-from jobs import services
 from jobs.models import Lease
 from tests.ui.browser.conftest import assert_not_reloaded, mark_page, screenshot, sign_in
+from tests.ui.conftest import expiry
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 DEBUG_ON_OFF = pytest.mark.parametrize("debug", [True, False], ids=["DEBUG=1", "DEBUG=0"])
@@ -35,18 +35,6 @@ def test_unlocking_a_host_on_its_page_leaves_no_locked_banner(page, sam, lab, se
     expect(page.locator(".messages")).not_to_contain_text("Locked")
     expect(page.get_by_text("Locked by")).to_have_count(0)
     assert not Host.objects.get(pk=lab.h1.pk).locked
-
-
-@pytest.fixture
-def alices(lab, alice):  # noqa: ANN001, ANN201
-    """h1.lab reserved by Alice, a tester, for an hour."""
-    return services.lease_reserve(
-        host=lab.h1, holder=alice, duration=timedelta(hours=1), reason="flashing firmware"
-    )
-
-
-def expiry(lease: Lease):  # noqa: ANN201
-    return Lease.objects.get(pk=lease.pk).expires_at
 
 
 @DEBUG_ON_OFF

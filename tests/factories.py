@@ -115,6 +115,16 @@ def job(
     )
 
 
+def clonable_suite(owner: object, jobs: Sequence[services.JobSpec], **options: object) -> Suite:
+    """Suite "nightly R120" whose every setting the submit form holds, so a clone keeps it whole.
+
+    Build R120-1, priority 70 (a named level), at most 2 hosts; `options` are suite_submit's,
+    over those. Give the jobs one retries count and one timeout: the form has one of each.
+    """
+    settings = {"name": "nightly R120", "build": "R120-1", "priority": 70, "max_duts": 2, **options}
+    return services.suite_submit(owner=owner, jobs=jobs, **settings)
+
+
 def varied_suite(
     owner: object, *, pinned: Host, extra: Sequence[services.JobSpec] = (), **options: object
 ) -> Suite:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.test import Client
@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from hosts import services as host_services
 from hosts.models import Host, Worker
-from jobs import services
-from jobs.models import Job, Suite, decode_labels
+from jobs import services, suite_templates
+from jobs.models import Job, Suite, SuiteTemplate, decode_labels
 
 
 def signed_in(user: object | None, **kwargs: object) -> Client:
@@ -39,6 +39,27 @@ def worker(name: str = "w1", *, online: bool = True, paused: bool = False) -> Wo
         host_services.worker_pause(worker=w, by="sam", reason="maintenance")
         w.refresh_from_db()
     return w
+
+
+def rack() -> Worker:
+    """Worker rack-1 with two free hosts, h1 and h2, both board:x."""
+    rack_1 = worker("rack-1")
+    host("h1", ["board:x"], worker=rack_1)
+    host("h2", ["board:x"], worker=rack_1)
+    return rack_1
+
+
+def tick(at: datetime, *workers: Worker) -> services.TickSummary:
+    """A tick at `at`, with the runners of `workers` alive (heartbeating) until then."""
+    for w in workers:
+        host_services.worker_heartbeat(worker=w, at=at)
+    return services.scheduler_tick(now=at)
+
+
+def run(job: Job, result: str, *, host_ok: bool = True, at: datetime | None = None) -> Job:
+    """The runner starts the leased job and completes it."""
+    services.job_start(job=job, by="runner-1", at=at)
+    return services.job_complete(job=job, result=result, by="runner-1", host_ok=host_ok, at=at)
 
 
 def host(
@@ -94,6 +115,16 @@ def job(
     )
 
 
+def clonable_suite(owner: object, jobs: Sequence[services.JobSpec], **options: object) -> Suite:
+    """Suite "nightly R120" whose every setting the submit form holds, so a clone keeps it whole.
+
+    Build R120-1, priority 70 (a named level), at most 2 hosts; `options` are suite_submit's,
+    over those. Give the jobs one retries count and one timeout: the form has one of each.
+    """
+    settings = {"name": "nightly R120", "build": "R120-1", "priority": 70, "max_duts": 2, **options}
+    return services.suite_submit(owner=owner, jobs=jobs, **settings)
+
+
 def varied_suite(
     owner: object, *, pinned: Host, extra: Sequence[services.JobSpec] = (), **options: object
 ) -> Suite:
@@ -117,6 +148,15 @@ def varied_suite(
     ]
     settings = {"build": "R120-1", "priority": 60, "expires_after": 600, **options}
     return services.suite_submit(owner=owner, name="nightly", jobs=jobs, **settings)
+
+
+def templates_run_once(n: int, *, owner: object, body: dict) -> None:
+    """n more nightly suite templates of `body`, each dispatched once (so each has a last run)."""
+    for _ in range(n):
+        template = suite_templates.template_create(
+            by=owner, name=f"t{SuiteTemplate.objects.count()}", body=body, cron="0 2 * * *"
+        )
+        suite_templates.template_dispatch(template=template, by=owner, params={})
 
 
 def job_rows(suite: Suite | int) -> list[tuple]:

@@ -214,17 +214,10 @@ def test_runs_lists_every_run_newest_first_with_its_suites_status(alice_client, 
 def test_the_list_makes_as_many_queries_for_2_templates_as_for_12(
     alice_client, alice, eve, django_assert_max_num_queries
 ):
-    def add(n: int) -> None:
-        for i in range(n):
-            t = suite_templates.template_create(
-                by=alice, name=f"t{SuiteTemplate.objects.count()}-{i}", body=BODY, cron="0 2 * * *"
-            )
-            suite_templates.template_dispatch(template=t, by=alice, params={})
-
-    add(2)
+    f.templates_run_once(2, owner=alice, body=BODY)
     with CaptureQueriesContext(connection) as few:
         assert alice_client.get("/api/suite-templates/").status_code == 200
-    add(10)
+    f.templates_run_once(10, owner=alice, body=BODY)
     with django_assert_max_num_queries(len(few.captured_queries)):
         body = alice_client.get("/api/suite-templates/").json()
     assert body["count"] == 12 and all(t["last_run"]["suite_status"] for t in body["results"])

@@ -18,26 +18,14 @@ from jobs import recovery, selectors, services
 from jobs.choices import JobKind, JobStatus
 from jobs.models import Job, Lease
 from tests import factories as f
+from tests.factories import run, tick
 
 pytestmark = pytest.mark.django_db
-
-
-def tick(at: datetime, *workers: Worker) -> services.TickSummary:
-    """A tick at `at`, with the runners of `workers` alive (heartbeating) until then."""
-    for worker in workers:
-        host_services.worker_heartbeat(worker=worker, at=at)
-    return services.scheduler_tick(now=at)
 
 
 def host_of(job: Job) -> str:
     """The hostname of the job's active lease."""
     return Lease.objects.active().get(job=job).host.hostname
-
-
-def run(job: Job, result: str, *, host_ok: bool = True, at: datetime | None = None) -> Job:
-    """The runner starts the leased job and completes it."""
-    services.job_start(job=job, by="runner-1", at=at)
-    return services.job_complete(job=job, result=result, by="runner-1", host_ok=host_ok, at=at)
 
 
 def status(hostname: str) -> str:
@@ -48,13 +36,7 @@ def maintenance(kind: str, hostname: str) -> list[Job]:
     return list(Job.objects.filter(kind=kind, host__hostname=hostname).order_by("id"))
 
 
-@pytest.fixture
-def rack() -> Worker:
-    """Worker rack-1 with two free hosts, h1 and h2, both board:x."""
-    worker = f.worker("rack-1")
-    f.host("h1", ["board:x"], worker=worker)
-    f.host("h2", ["board:x"], worker=worker)
-    return worker
+rack = pytest.fixture(f.rack)
 
 
 # --- retries after a host broke ---------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import pytest
 from django.core import mail
@@ -19,28 +19,13 @@ from notifications.choices import Channel, DeliveryStatus, EventKind
 from notifications.models import Delivery, Event
 from notifications.tasks import sweep
 from tests import factories as f
+from tests.factories import run, tick
 from tests.notifications.conftest import subscribe
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("sync_tasks")]
 
 
-def tick(at: datetime, *workers: Worker) -> None:
-    for worker in workers:
-        host_services.worker_heartbeat(worker=worker, at=at)
-    services.scheduler_tick(now=at)
-
-
-def run(job: Job, result: str, *, host_ok: bool = True, at: datetime | None = None) -> None:
-    services.job_start(job=job, by="runner-1", at=at)
-    services.job_complete(job=job, result=result, by="runner-1", host_ok=host_ok, at=at)
-
-
-@pytest.fixture
-def rack() -> Worker:
-    worker = f.worker("rack-1")
-    f.host("h1", ["board:x"], worker=worker)
-    f.host("h2", ["board:x"], worker=worker)
-    return worker
+rack = pytest.fixture(f.rack)
 
 
 def finished_events() -> list[Event]:

@@ -35,7 +35,6 @@ class Action:
     """One UI POST route, a request that succeeds for whoever may do it, and who may."""
 
     route: str
-    url: Callable[[SimpleNamespace], str]
     expected: tuple[str | int, ...]
     # The form, or a function of the lab giving it (when it must carry what the lab holds).
     data: dict[str, object] | Callable[[SimpleNamespace], dict[str, object]] = field(
@@ -45,74 +44,44 @@ class Action:
     # the inventory forms redirect to what they saved either way; an import preview is a page.
     success: int | None = None
     changes: bool = True  # whether an allowed request writes (an import preview does not)
+    # The address's one argument, if it takes one: a name as it stands (a host, a worker), or
+    # the pk of the lab's object called `of`.
+    name: str | None = None
+    of: str | None = None
+
+    def url(self, lab: SimpleNamespace) -> str:
+        """The action's address in this lab."""
+        if self.of:
+            return reverse(self.route, args=[getattr(lab, self.of).pk])
+        return reverse(self.route, args=[self.name] if self.name else [])
 
 
 ACTIONS = [
     Action(
         "hosts:host_list",  # bulk lock or unlock of the ticked hosts
-        lambda lab: reverse("hosts:host_list"),
         STAFF_ONLY,
         {"action": "lock", "hosts": ["free.lab"], "reason": "matrix"},
     ),
-    Action(
-        "hosts:host_lock",
-        lambda lab: reverse("hosts:host_lock", args=["free.lab"]),
-        STAFF_ONLY,
-        {"reason": "matrix"},
-    ),
-    Action(
-        "hosts:host_unlock",
-        lambda lab: reverse("hosts:host_unlock", args=["locked.lab"]),
-        STAFF_ONLY,
-    ),
-    Action(
-        "hosts:worker_pause",
-        lambda lab: reverse("hosts:worker_pause", args=["w1"]),
-        STAFF_ONLY,
-        {"reason": "matrix"},
-    ),
-    Action(
-        "hosts:worker_resume", lambda lab: reverse("hosts:worker_resume", args=["w2"]), STAFF_ONLY
-    ),
+    Action("hosts:host_lock", STAFF_ONLY, {"reason": "matrix"}, name="free.lab"),
+    Action("hosts:host_unlock", STAFF_ONLY, name="locked.lab"),
+    Action("hosts:worker_pause", STAFF_ONLY, {"reason": "matrix"}, name="w1"),
+    Action("hosts:worker_resume", STAFF_ONLY, name="w2"),
     Action(
         "jobs:lease_list",  # reserve a host
-        lambda lab: reverse("jobs:lease_list"),
         STAFF_ONLY,
         {"host": "free.lab", "minutes": "60", "reason": "matrix"},
     ),
     Action(
-        "jobs:lease_release",
-        lambda lab: reverse("jobs:lease_release", args=[lab.reservation.pk]),
-        STAFF_ONLY,
-        {"requeue": "1", "reason": "matrix"},
+        "jobs:lease_release", STAFF_ONLY, {"requeue": "1", "reason": "matrix"}, of="reservation"
     ),
     # The lab's reservation is Sam's: only he (staff) may extend or end it; its holder's own
     # rights are tests/ui/test_reservations_ui.py.
-    Action(
-        "jobs:reservation_extend",
-        lambda lab: reverse("jobs:reservation_extend", args=[lab.reservation.pk]),
-        STAFF_ONLY,
-        {"minutes": "60"},
-    ),
-    Action(
-        "jobs:reservation_end",
-        lambda lab: reverse("jobs:reservation_end", args=[lab.reservation.pk]),
-        STAFF_ONLY,
-        {"reason": "matrix"},
-    ),
-    Action(
-        "jobs:suite_abort",
-        lambda lab: reverse("jobs:suite_abort", args=[lab.suite.pk]),
-        OWNER_OR_STAFF,
-    ),
-    Action(
-        "jobs:suite_rerun",
-        lambda lab: reverse("jobs:suite_rerun", args=[lab.failed_suite.pk]),
-        OWNER_OR_STAFF,
-    ),
+    Action("jobs:reservation_extend", STAFF_ONLY, {"minutes": "60"}, of="reservation"),
+    Action("jobs:reservation_end", STAFF_ONLY, {"reason": "matrix"}, of="reservation"),
+    Action("jobs:suite_abort", OWNER_OR_STAFF, of="suite"),
+    Action("jobs:suite_rerun", OWNER_OR_STAFF, of="failed_suite"),
     Action(
         "jobs:suite_create",
-        lambda lab: reverse("jobs:suite_create"),
         ANY_USER,
         {
             "name": "bvt",
@@ -124,72 +93,41 @@ ACTIONS = [
             "job_labels": ["board:x"],
         },
     ),
-    *(
-        Action(route, lambda lab, r=route, h=host: reverse(r, args=[h]), STAFF_ONLY)
-        for route, host in (
-            ("hosts:host_verify", "free.lab"),
-            ("hosts:host_repair", "free.lab"),
-            ("hosts:host_retire", "locked.lab"),  # it has history: retired, not deleted
-        )
-    ),
+    Action("hosts:host_verify", STAFF_ONLY, name="free.lab"),
+    Action("hosts:host_repair", STAFF_ONLY, name="free.lab"),
+    Action("hosts:host_retire", STAFF_ONLY, name="locked.lab"),  # has history: not deleted
     Action(
         "hosts:policy_list",  # add a health policy
-        lambda lab: reverse("hosts:policy_list"),
         STAFF_ONLY,
         {"name": "matrix", "labels": "board:z", "every_hours": "6", "enabled": "on"},
     ),
     Action(
         "hosts:policy_detail",
-        lambda lab: reverse("hosts:policy_detail", args=[lab.policy.pk]),
         STAFF_ONLY,
         {"name": "x daily", "labels": "board:none", "every_hours": "12"},
+        of="policy",
     ),
-    *(
-        Action(
-            route,
-            lambda lab, route=route, which=which: reverse(route, args=[getattr(lab, which).pk]),
-            STAFF_ONLY,
-        )
-        for route, which in (
-            ("hosts:policy_enable", "disabled_policy"),
-            ("hosts:policy_disable", "policy"),
-            ("hosts:policy_delete", "policy"),
-        )
-    ),
-    Action(
-        "jobs:suite_save_template",
-        lambda lab: reverse("jobs:suite_save_template", args=[lab.suite.pk]),
-        OWNER_OR_STAFF,
-        {"name": "matrix"},
-    ),
+    Action("hosts:policy_enable", STAFF_ONLY, of="disabled_policy"),
+    Action("hosts:policy_disable", STAFF_ONLY, of="policy"),
+    Action("hosts:policy_delete", STAFF_ONLY, of="policy"),
+    Action("jobs:suite_save_template", OWNER_OR_STAFF, {"name": "matrix"}, of="suite"),
     Action(
         "jobs:template_detail",  # change its name, cron and state
-        lambda lab: reverse("jobs:template_detail", args=[lab.template.pk]),
         OWNER_OR_STAFF,
         {"name": "bvt nightly", "cron": "0 2 * * *", "enabled": "on"},
+        of="template",
     ),
-    Action(
-        "jobs:template_dispatch",
-        lambda lab: reverse("jobs:template_dispatch", args=[lab.template.pk]),
-        OWNER_OR_STAFF,
-        {"build": "R1"},
-    ),
-    Action(
-        "jobs:template_delete",
-        lambda lab: reverse("jobs:template_delete", args=[lab.template.pk]),
-        OWNER_OR_STAFF,
-    ),
+    Action("jobs:template_dispatch", OWNER_OR_STAFF, {"build": "R1"}, of="template"),
+    Action("jobs:template_delete", OWNER_OR_STAFF, of="template"),
     # The inventory (docs/ui.md#inventory): staff only.
     Action(
         "hosts:host_create",
-        lambda lab: reverse("hosts:host_create"),
         STAFF_ONLY,
         {"hostname": "new.lab", "worker": "w1", "labels": "board:x"},
         success=302,
     ),
     Action(
         "hosts:host_edit",
-        lambda lab: reverse("hosts:host_edit", args=["free.lab"]),
         STAFF_ONLY,
         lambda lab: {
             "worker": "w1",
@@ -197,43 +135,26 @@ ACTIONS = [
             "version": inventory.inventory_version(lab.free),
         },
         success=302,
+        name="free.lab",
     ),
     Action(
         "hosts:host_import",  # the preview: nothing is saved until its signed rows come back
-        lambda lab: reverse("hosts:host_import"),
         STAFF_ONLY,
         {"text": "hostname,worker,labels\nnew.lab,w1,board:x\n", "format": "csv"},
         success=200,
         changes=False,
     ),
-    Action(
-        "hosts:worker_create",
-        lambda lab: reverse("hosts:worker_create"),
-        STAFF_ONLY,
-        {"name": "w9"},
-        success=302,
-    ),  # fmt: skip
-    Action(
-        "hosts:worker_rename",
-        lambda lab: reverse("hosts:worker_rename", args=["w2"]),
-        STAFF_ONLY,
-        {"name": "w2b"},
-        success=302,
-    ),
+    Action("hosts:worker_create", STAFF_ONLY, {"name": "w9"}, success=302),
+    Action("hosts:worker_rename", STAFF_ONLY, {"name": "w2b"}, success=302, name="w2"),
     # Notification settings (docs/notifications.md): everyone their own.
     Action(
         "notifications:subscription_save",
-        lambda lab: reverse("notifications:subscription_save"),
         ANY_USER,
         {"email": "on", "email_address": "me@example.com", "events": ["suite_finished"]},
     ),
-    Action(
-        "notifications:secret_regenerate",
-        lambda lab: reverse("notifications:secret_regenerate"),
-        ANY_USER,
-    ),
-    Action("profile", lambda lab: reverse("profile"), ANY_USER),  # create or regenerate a token
-    Action("token_revoke", lambda lab: reverse("token_revoke"), ANY_USER),
+    Action("notifications:secret_regenerate", ANY_USER),
+    Action("profile", ANY_USER),  # create or regenerate a token
+    Action("token_revoke", ANY_USER),
 ]
 
 PAGES: dict[str, Callable[[SimpleNamespace], str]] = {
@@ -361,30 +282,22 @@ def test_each_role_gets_exactly_the_documented_status_and_a_refusal_changes_noth
     }
 
 
-@pytest.mark.parametrize("route", list(PAGES))
-def test_every_page_needs_a_login_and_opens_for_every_signed_in_role(lab, run_as, route):
-    got = {}
-    for role in ROLES:
-        response, changed = run_as(role, lambda c: c.get(PAGES[route](lab)))
-        assert not changed, f"GET {route} as {role} changed the database"
-        got[role] = outcome(response, "page")
-    assert got == {
-        "anonymous": LOGIN,
-        "tester": 200,
-        "other_tester": 200,
-        "runner": 200,
-        "staff": 200,
-    }
+# Every page with who may open it: each signed-in role, or staff only.
+PAGE_ROLES = {
+    **{route: ANY_USER for route in PAGES},
+    **{route: STAFF_ONLY for route in STAFF_PAGES},
+}
 
 
-@pytest.mark.parametrize("route", list(STAFF_PAGES))
-def test_a_staff_page_needs_a_login_and_opens_for_staff_only(lab, run_as, route):
+@pytest.mark.parametrize("route", list(PAGE_ROLES))
+def test_every_page_needs_a_login_and_opens_for_exactly_the_documented_roles(lab, run_as, route):
+    url = {**PAGES, **STAFF_PAGES}[route](lab)
     got = {}
     for role in ROLES:
-        response, changed = run_as(role, lambda c: c.get(STAFF_PAGES[route](lab)))
+        response, changed = run_as(role, lambda c: c.get(url))
         assert not changed, f"GET {route} as {role} changed the database"
         got[role] = outcome(response, "page")
-    assert got == dict(zip(ROLES, STAFF_ONLY, strict=True))
+    assert got == dict(zip(ROLES, PAGE_ROLES[route], strict=True))
 
 
 class PostTargets(HTMLParser):

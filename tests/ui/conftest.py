@@ -1,11 +1,14 @@
-"""Fixtures for the web UI tests: a small lab, and clients signed in as Sam and Alice."""
+"""Fixtures for the web UI tests: a small lab, Alice's reservation, clients signed in."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from types import SimpleNamespace
 
 import pytest
 
+from jobs import services
+from jobs.models import Lease
 from tests import factories as f
 
 HTMX = {"HX-Request": "true"}
@@ -23,6 +26,19 @@ def lab(db):  # noqa: ANN001, ANN201
         h2=f.host("h2.lab", ["board:eve", "pool:bvt"], worker=w1),
         h3=f.host("h3.lab", ["board:kevin", "pool:cq"], worker=w2),
     )
+
+
+@pytest.fixture
+def alices(lab, alice) -> Lease:  # noqa: ANN001
+    """h1.lab reserved by Alice, a tester, for an hour."""
+    return services.lease_reserve(
+        host=lab.h1, holder=alice, duration=timedelta(hours=1), reason="flashing firmware"
+    )
+
+
+def expiry(lease: Lease) -> datetime | None:
+    """When the lease ends, as the database has it now."""
+    return Lease.objects.get(pk=lease.pk).expires_at
 
 
 sam_client = f.client_fixture("sam", f.signed_in)

@@ -13,21 +13,9 @@ from hosts.models import HostEvent
 from jobs import services
 from jobs.models import Lease
 from tests import factories as f
-from tests.ui.conftest import HTMX
+from tests.ui.conftest import HTMX, expiry
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def alices(lab, alice):  # noqa: ANN001, ANN201
-    """h1.lab reserved by Alice, a tester, for an hour."""
-    return services.lease_reserve(
-        host=lab.h1, holder=alice, duration=timedelta(hours=1), reason="flashing firmware"
-    )
-
-
-def expiry(lease: Lease):  # noqa: ANN201
-    return Lease.objects.get(pk=lease.pk).expires_at
 
 
 def test_the_holder_sees_extend_and_end_on_the_host_page_another_tester_does_not(

@@ -7,7 +7,6 @@ from datetime import timedelta
 
 import pytest
 
-from hosts.models import Host
 from jobs import services
 from jobs.choices import JobStatus
 from jobs.models import Job, Suite
@@ -95,35 +94,17 @@ def test_staff_rerun_a_testers_suite_from_its_page(sam_client, mine):
 
 
 def test_clone_opens_the_form_filled_with_the_suite(alice_client, alice, lab):
-    original = services.suite_submit(
-        owner=alice,
-        name="nightly",
-        build="R120-1",
-        priority=70,
-        min_duts=1,
-        max_duts=2,
-        expires_after=900,
-        jobs=[
-            services.JobSpec(
-                name="boot",
-                labels=["board:eve", "pool:cq"],
-                max_retries=2,
-                timeout=timedelta(minutes=30),
-            ),
-            services.JobSpec(
-                name="pinned",
-                labels=["board:eve"],
-                host=Host.objects.get(hostname="h2.lab"),
-                max_retries=2,
-                timeout=timedelta(minutes=30),
-            ),
-        ],
-    )
+    each = {"max_retries": 2, "timeout": timedelta(minutes=30)}
+    jobs = [
+        services.JobSpec(name="boot", labels=["board:eve", "pool:cq"], **each),
+        services.JobSpec(name="pinned", labels=["board:eve"], host=lab.h2, **each),
+    ]
+    original = f.clonable_suite(alice, jobs, min_duts=1, expires_after=900)
 
     html = alice_client.get(f"/suites/new/?clone={original.pk}").content.decode()
 
     assert f'name="cloned_from" value="{original.pk}"' in html
-    assert (field_value(html, "name"), field_value(html, "build")) == ("nightly", "R120-1")
+    assert (field_value(html, "name"), field_value(html, "build")) == ("nightly R120", "R120-1")
     assert '<option value="70" selected>' in html
     assert (field_value(html, "min_duts"), field_value(html, "max_duts")) == ("1", "2")
     assert field_value(html, "expires_after") == "900"

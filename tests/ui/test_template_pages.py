@@ -117,16 +117,10 @@ def test_a_suite_is_saved_as_a_template_from_its_page(alice_client, bob_client, 
 def test_the_list_page_makes_as_many_queries_for_2_templates_as_for_12(
     bob_client, alice, lab, django_assert_max_num_queries
 ):
-    def add(n: int) -> None:
-        for _ in range(n):
-            name = f"t{SuiteTemplate.objects.count()}"
-            t = suite_templates.template_create(by=alice, name=name, body=BODY, cron="0 2 * * *")
-            suite_templates.template_dispatch(template=t, by=alice, params={})
-
-    add(2)
+    f.templates_run_once(2, owner=alice, body=BODY)
     with CaptureQueriesContext(connection) as few:
         assert bob_client.get("/templates/").status_code == 200
-    add(10)
+    f.templates_run_once(10, owner=alice, body=BODY)
     with django_assert_max_num_queries(len(few.captured_queries)):
         html = bob_client.get("/templates/").content.decode()
     assert html.count('<tr id="template-') == 12

@@ -72,6 +72,16 @@ def _unexpected(msg) -> bool:  # noqa: ANN001
     return msg.type == "error" and not any(text in msg.text for text in EXPECTED_ERRORS)
 
 
+@pytest.fixture(params=[True, False], ids=["DEBUG=1", "DEBUG=0"])
+def debug(request: pytest.FixtureRequest, settings) -> bool:  # noqa: ANN001
+    """The test twice: DEBUG on, as `make run` serves, and off, as production does.
+
+    pytest-django forces it off; the live server reads it per request.
+    """
+    settings.DEBUG = request.param
+    return request.param
+
+
 def sign_in(page, username: str, password: str) -> None:  # noqa: ANN001
     """Sign in through the login form, as a person would."""
     from playwright.sync_api import expect

@@ -8,17 +8,19 @@ import pytest
 from playwright.sync_api import expect
 
 from hosts.models import Host, HostEvent
-from jobs import services
 from jobs.models import Lease
 from tests.ui.browser.conftest import assert_not_reloaded, mark_page, screenshot, sign_in
+from tests.ui.conftest import expiry
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-DEBUG_ON_OFF = pytest.mark.parametrize("debug", [True, False], ids=["DEBUG=1", "DEBUG=0"])
+# Each test twice, DEBUG on and off (the debug fixture).
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("debug"),
+]
 
 
-@DEBUG_ON_OFF
-def test_unlocking_a_host_on_its_page_leaves_no_locked_banner(page, sam, lab, settings, debug):
-    settings.DEBUG = debug  # pytest-django forces it off; the live server reads it per request
+def test_unlocking_a_host_on_its_page_leaves_no_locked_banner(page, sam, lab):
     sign_in(page, "sam", "sam-pass")
     page.goto(f"/hosts/{lab.h1.hostname}/")
     page.get_by_label("Lock it for debugging — why?").fill("servo flaky")
@@ -37,23 +39,7 @@ def test_unlocking_a_host_on_its_page_leaves_no_locked_banner(page, sam, lab, se
     assert not Host.objects.get(pk=lab.h1.pk).locked
 
 
-@pytest.fixture
-def alices(lab, alice):  # noqa: ANN001, ANN201
-    """h1.lab reserved by Alice, a tester, for an hour."""
-    return services.lease_reserve(
-        host=lab.h1, holder=alice, duration=timedelta(hours=1), reason="flashing firmware"
-    )
-
-
-def expiry(lease: Lease):  # noqa: ANN201
-    return Lease.objects.get(pk=lease.pk).expires_at
-
-
-@DEBUG_ON_OFF
-def test_the_holder_extends_then_ends_her_reservation_on_the_host_page(
-    page, alices, settings, debug
-):
-    settings.DEBUG = debug
+def test_the_holder_extends_then_ends_her_reservation_on_the_host_page(page, alices):
     before = expiry(alices)
     sign_in(page, "alice", "alice-pass")
     page.goto("/hosts/h1.lab/")
@@ -73,9 +59,7 @@ def test_the_holder_extends_then_ends_her_reservation_on_the_host_page(
     assert Lease.objects.get(pk=alices.pk).released_by == "alice"
 
 
-@DEBUG_ON_OFF
-def test_another_tester_sees_who_holds_the_host_but_no_controls(page, alices, bob, settings, debug):
-    settings.DEBUG = debug
+def test_another_tester_sees_who_holds_the_host_but_no_controls(page, alices, bob):
     sign_in(page, "bob", "bob-pass")
     page.goto("/hosts/h1.lab/")
     expect(page.locator("#host-detail")).to_contain_text("Reserved by")
@@ -83,11 +67,7 @@ def test_another_tester_sees_who_holds_the_host_but_no_controls(page, alices, bo
     expect(page.get_by_role("button", name="End reservation")).to_have_count(0)
 
 
-@DEBUG_ON_OFF
-def test_staff_extend_and_end_a_reservation_from_the_leases_page(
-    page, alices, sam, settings, debug
-):
-    settings.DEBUG = debug
+def test_staff_extend_and_end_a_reservation_from_the_leases_page(page, alices, sam):
     before = expiry(alices)
     sign_in(page, "sam", "sam-pass")
     page.goto("/leases/")
@@ -107,9 +87,7 @@ def test_staff_extend_and_end_a_reservation_from_the_leases_page(
     assert Lease.objects.get(pk=alices.pk).released_by == "sam"
 
 
-@DEBUG_ON_OFF
-def test_load_older_reaches_the_hosts_first_event(page, lab, sam, settings, debug):
-    settings.DEBUG = debug
+def test_load_older_reaches_the_hosts_first_event(page, lab, sam):
     HostEvent.objects.bulk_create(
         HostEvent(host=lab.h1, kind="updated", actor="sam", message=f"note {i:03d}")
         for i in range(75)

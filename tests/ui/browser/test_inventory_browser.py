@@ -13,7 +13,6 @@ from tests.ui.browser.conftest import sign_in
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 SHOTS = Path("/tmp/shots-inventory")
-DEBUG = pytest.mark.parametrize("debug", [True, False], ids=["DEBUG=1", "DEBUG=0"])
 
 
 def shot(page, name: str) -> None:  # noqa: ANN001
@@ -21,9 +20,7 @@ def shot(page, name: str) -> None:  # noqa: ANN001
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
-@DEBUG
-def test_staff_add_a_host_with_label_suggestions_then_edit_it(page, sam, lab, settings, debug):
-    settings.DEBUG = debug  # pytest-django forces it off; the live server reads it per request
+def test_staff_add_a_host_with_label_suggestions_then_edit_it(page, sam, lab, debug):
     sign_in(page, "sam", "sam-pass")
     page.goto("/hosts/")
     page.get_by_role("link", name="Add host").click()
@@ -62,9 +59,7 @@ def test_staff_add_a_host_with_label_suggestions_then_edit_it(page, sam, lab, se
     expect(page.locator("#host-detail")).to_contain_text("build R120-1 → R121-2")  # timeline
 
 
-@DEBUG
-def test_staff_preview_an_import_fix_it_and_apply_it(page, sam, lab, settings, debug):
-    settings.DEBUG = debug
+def test_staff_preview_an_import_fix_it_and_apply_it(page, sam, lab, debug):
     sign_in(page, "sam", "sam-pass")
     page.goto("/hosts/")
     page.get_by_role("link", name="Import").click()
@@ -103,9 +98,7 @@ def test_staff_preview_an_import_fix_it_and_apply_it(page, sam, lab, settings, d
     assert Host.objects.get(hostname="h8.lab").label_names == ["board:eve", "wifi"]
 
 
-@DEBUG
-def test_staff_add_a_worker_and_rename_it(page, sam, lab, settings, debug):
-    settings.DEBUG = debug
+def test_staff_add_a_worker_and_rename_it(page, sam, lab, debug):
     sign_in(page, "sam", "sam-pass")
     page.goto("/workers/")
     page.get_by_role("link", name="Add worker").click()
@@ -124,11 +117,7 @@ def test_staff_add_a_worker_and_rename_it(page, sam, lab, settings, debug):
     assert Worker.objects.filter(name="rack10").exists()
 
 
-@DEBUG
-def test_a_tester_has_no_inventory_buttons_and_is_refused_the_pages(
-    page, alice, lab, settings, debug
-):
-    settings.DEBUG = debug
+def test_a_tester_has_no_inventory_buttons_and_is_refused_the_pages(page, alice, lab, debug):
     sign_in(page, "alice", "alice-pass")
     page.goto("/hosts/")
     expect(page.get_by_role("link", name="CSV")).to_be_visible()  # export is for everyone

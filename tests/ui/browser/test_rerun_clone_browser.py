@@ -10,23 +10,19 @@ from playwright.sync_api import expect
 
 from jobs import services
 from jobs.models import Suite
+from tests import factories as f
 from tests.ui.browser.conftest import screenshot, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-ACTORS = [("alice", "alice-pass"), ("sam", "sam-pass")]
 SHOTS = Path("/tmp/shots-rerun")
 
 
 def finished_with_a_failure(owner: object) -> Suite:
     """A suite of two jobs run to the end: boot passed, wifi failed."""
-    suite = services.suite_submit(
-        owner=owner,
-        name="nightly R120",
-        build="R120-1",
-        priority=70,
-        max_duts=2,
-        jobs=[
+    suite = f.clonable_suite(
+        owner,
+        [
             services.JobSpec(name="boot", labels=["board:eve"], max_retries=1),
             services.JobSpec(name="wifi", labels=["board:eve", "pool:cq"], max_retries=1),
         ],
@@ -45,16 +41,22 @@ def shot(page, name: str) -> None:  # noqa: ANN001
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
-@pytest.mark.parametrize("debug", [True, False], ids=["DEBUG=1", "DEBUG=0"])
-@pytest.mark.parametrize("user, password", ACTORS, ids=["tester", "staff"])
-def test_rerun_failed_jobs_lands_on_the_new_suite(
-    page, alice, sam, lab, settings, debug, user, password
-):
-    settings.DEBUG = debug
-    original = finished_with_a_failure(alice)
+@pytest.fixture(params=["alice", "sam"], ids=["tester", "staff"])
+def user(request: pytest.FixtureRequest) -> str:
+    """Who presses the buttons: the suite's tester, or lab staff."""
+    return request.param
 
-    sign_in(page, user, password)
-    page.goto(f"/suites/{original.pk}/")
+
+@pytest.fixture
+def original(debug, page, alice, sam, lab, user) -> Suite:  # noqa: ANN001
+    """Alice's suite, finished with a failure, open on its page in the browser of `user`."""
+    suite = finished_with_a_failure(alice)
+    sign_in(page, user, f"{user}-pass")
+    page.goto(f"/suites/{suite.pk}/")
+    return suite
+
+
+def test_rerun_failed_jobs_lands_on_the_new_suite(page, original, user, debug):
     expect(page.get_by_text("completed · 1 failed").first).to_be_visible()
     if debug and user == "alice":
         shot(page, "suite-finished-with-rerun-and-clone")
@@ -82,16 +84,7 @@ def test_rerun_failed_jobs_lands_on_the_new_suite(
     expect(page.locator("#suite-reruns")).to_contain_text(f"#{rerun.pk}")
 
 
-@pytest.mark.parametrize("debug", [True, False], ids=["DEBUG=1", "DEBUG=0"])
-@pytest.mark.parametrize("user, password", ACTORS, ids=["tester", "staff"])
-def test_clone_opens_the_filled_form_and_submits_a_linked_suite(
-    page, alice, sam, lab, settings, debug, user, password
-):
-    settings.DEBUG = debug
-    original = finished_with_a_failure(alice)
-
-    sign_in(page, user, password)
-    page.goto(f"/suites/{original.pk}/")
+def test_clone_opens_the_filled_form_and_submits_a_linked_suite(page, original, user, debug):
     page.get_by_role("link", name="Clone").click()
 
     expect(page).to_have_url(re.compile(rf"/suites/new/\?clone={original.pk}$"))

@@ -215,7 +215,7 @@ def test_csv_export_lists_labels_separated_by_spaces(lab):
 
 
 def test_a_build_a_spreadsheet_would_run_as_a_formula_is_exported_as_text(lab):
-    f.host("h9.lab", [], build="=HYPERLINK(\"http://evil\")")
+    f.host("h9.lab", [], build='=HYPERLINK("http://evil")')
     text = files.write_csv(Host.objects.filter(hostname="h9.lab"))
     assert text.splitlines()[1] == 'h9.lab,,,"\'=HYPERLINK(""http://evil"")"'
     plan = plan_of(text)

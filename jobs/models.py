@@ -152,6 +152,12 @@ class Job(models.Model):
                 condition=Q(status="queued", not_before__isnull=False),
                 name="job_queued_backoff",
             ),
+            # Queued jobs that may expire: every tick asks whether one is overdue.
+            models.Index(
+                fields=["expires_at"],
+                condition=Q(status="queued", expires_at__isnull=False),
+                name="job_queued_expiry",
+            ),
         ]
 
     def __str__(self) -> str:

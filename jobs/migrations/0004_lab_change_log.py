@@ -95,5 +95,13 @@ class Migration(migrations.Migration):
                 name="job_queued_backoff",
             ),
         ),
+        migrations.AddIndex(
+            model_name="job",
+            index=models.Index(
+                condition=models.Q(("expires_at__isnull", False), ("status", "queued")),
+                fields=["expires_at"],
+                name="job_queued_expiry",
+            ),
+        ),
         migrations.RunPython(create_log, drop_log),
     ]

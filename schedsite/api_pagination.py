@@ -38,7 +38,7 @@ class EstimatedPage(Page):
 class CountingPaginator(Paginator):
     """A Paginator whose count is exact up to EXACT_COUNT_LIMIT rows and estimated above.
 
-    Counting 100,000 jobs costs more than reading a page of them (docs/api.md#pagination).
+    Counting 100,000 jobs costs more than reading a page of them (docs/api.md#conventions).
     With an estimate, a page reads one row more than it shows to tell whether a next page
     exists, and a page number past the estimate is not refused until it turns out empty.
     """

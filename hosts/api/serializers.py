@@ -19,7 +19,7 @@ from hosts.validators import (
     worker_name_validator,
 )
 from jobs.api.fields import LabelListField, RelatedName
-from jobs.api.serializers import MAX_ID, ActiveLeaseSerializer
+from jobs.api.serializers import MAX_ID, ActiveLeaseMixin, ActiveLeaseSerializer
 from jobs.scheduling.planner import host_is_schedulable
 from schedsite.api_fields import StrictBooleanField, StrictCharField, StrictIntegerField
 from schedsite.roles import RUNNER_GROUP
@@ -166,7 +166,7 @@ class HostEventSerializer(serializers.ModelSerializer):
         return event.worker.name if event.worker_id else None
 
 
-class HostSerializer(serializers.ModelSerializer):
+class HostSerializer(ActiveLeaseMixin, serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:host-detail", lookup_field="hostname")
     worker = RelatedName("worker.name")
     labels = serializers.SerializerMethodField()
@@ -226,8 +226,7 @@ class HostSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(ActiveLeaseSerializer(allow_null=True))
     def get_lease(self, host: Host) -> dict | None:
-        lease = self._active_lease(host)
-        return ActiveLeaseSerializer(lease, context=self.context).data if lease else None
+        return self.lease_data(self._active_lease(host))
 
 
 class HostDetailSerializer(HostSerializer):

@@ -216,7 +216,7 @@ class HostViewSet(InventoryViewSet):
 
     def get_queryset(self) -> QuerySet[Host]:
         return Host.objects.select_related("worker", "locked_by").prefetch_related(
-            "labels", selectors.active_lease_prefetch()
+            "labels", selectors.active_lease_prefetch(of_host=True)
         )
 
     def get_serializer_class(self) -> type[Serializer]:

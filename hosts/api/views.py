@@ -37,6 +37,11 @@ RUNNER = (IsStaffOrRunner, RunsObjectWorker)
 STAFF_WRITES = {"create": STAFF, "partial_update": STAFF, "destroy": STAFF}
 
 
+def path_parameter(name: str, description: str) -> OpenApiParameter:
+    """The URL part an inventory object is addressed by: its name, not its id."""
+    return OpenApiParameter(name, str, OpenApiParameter.PATH, description=description)
+
+
 class InventoryViewSet(
     RolePermissionsMixin,
     NameLookupMixin,
@@ -96,9 +101,7 @@ class WorkerViewSet(InventoryViewSet):
     serializer_class = s.WorkerSerializer
     filterset_class = WorkerFilterSet
     lookup_field = "name"
-    lookup_parameter = OpenApiParameter(
-        "name", str, OpenApiParameter.PATH, description="Worker name."
-    )
+    lookup_parameter = path_parameter("name", "Worker name.")
     action_permissions = {
         **STAFF_WRITES,
         "pause": STAFF,
@@ -172,9 +175,7 @@ class HostViewSet(InventoryViewSet):
 
     filterset_class = HostFilterSet
     lookup_field = "hostname"
-    lookup_parameter = OpenApiParameter(
-        "hostname", str, OpenApiParameter.PATH, description="Hostname (dots allowed)."
-    )
+    lookup_parameter = path_parameter("hostname", "Hostname (dots allowed).")
     action_permissions = {
         **STAFF_WRITES,
         "lock": STAFF,

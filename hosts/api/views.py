@@ -35,6 +35,7 @@ STAFF = (IsLabStaff,)
 RUNNER = (IsStaffOrRunner, RunsObjectWorker)
 # Anyone may read the inventory; only staff add to it, change it or delete from it.
 STAFF_WRITES = {"create": STAFF, "partial_update": STAFF, "destroy": STAFF}
+RUNS = ("heartbeat", "leases")  # a worker's runner protocol: its runner, or staff
 
 
 def path_parameter(name: str, description: str) -> OpenApiParameter:
@@ -102,13 +103,9 @@ class WorkerViewSet(InventoryViewSet):
     filterset_class = WorkerFilterSet
     lookup_field = "name"
     lookup_parameter = path_parameter("name", "Worker name.")
-    action_permissions = {
-        **STAFF_WRITES,
-        "pause": STAFF,
-        "resume": STAFF,
-        "heartbeat": RUNNER,
-        "leases": RUNNER,
-    }
+    action_permissions = (
+        STAFF_WRITES | dict.fromkeys(("pause", "resume"), STAFF) | dict.fromkeys(RUNS, RUNNER)
+    )
     action_summaries = {
         "list": "List workers with their online state and host counts",
         "retrieve": "One worker",
@@ -176,14 +173,9 @@ class HostViewSet(InventoryViewSet):
     filterset_class = HostFilterSet
     lookup_field = "hostname"
     lookup_parameter = path_parameter("hostname", "Hostname (dots allowed).")
-    action_permissions = {
-        **STAFF_WRITES,
-        "lock": STAFF,
-        "unlock": STAFF,
-        "release": STAFF,
-        "repair": STAFF,
-        "verify": STAFF,
-    }
+    action_permissions = STAFF_WRITES | dict.fromkeys(
+        ("lock", "unlock", "release", "repair", "verify"), STAFF
+    )
     action_summaries = {
         "list": "List hosts (filter by label, status, locked, leased, worker, q)",
         "retrieve": "One host, with its active lease and recent events",

@@ -8,6 +8,7 @@ from rest_framework.test import APIClient
 from jobs import services
 from jobs.choices import JobStatus
 from jobs.scheduling import queue
+from schedsite import counting
 from tests import factories as f
 
 
@@ -41,3 +42,21 @@ def test_the_api_queue_drops_it_too_and_keeps_the_positions(alice, stale_order):
     client.force_authenticate(alice)
     rows = client.get("/api/queue/").json()["results"]
     assert [(row["name"], row["position"]) for row in rows] == [("still-waiting", 2)]
+
+
+@pytest.mark.postgres
+def test_a_filtered_page_shows_places_in_the_whole_queue_and_says_about_a_big_count(
+    alice_client, monkeypatch
+):
+    monkeypatch.setattr(counting, "EXACT_COUNT_LIMIT", 3)
+    first = [f.job(f"urgent-{i}", ["board:nope"], priority=90) for i in range(4)]
+    f.suite("quota-suite", 2, labels=["board:nope"], min_duts=1)  # its first job goes first
+    mine = f.job("mine", ["board:mine"], priority=10)
+    html = alice_client.get("/queue/?label=board:mine").content.decode()
+
+    row = html[html.index(f'id="queued-{mine.pk}"') :]
+    assert '<td class="num" data-label="#">7</td>' in row[: row.index("</tr>")]
+    assert " 1 of about " in html  # the filter's one job counted, the whole queue estimated
+    whole = alice_client.get("/queue/").content.decode()
+    assert "about " in whole[: whole.index(" queued jobs")][-20:]
+    assert all(f"urgent-{i}" in whole for i in range(len(first)))

@@ -140,14 +140,6 @@ def _events_by_lease(leases: list[Lease], *, now: datetime) -> dict[int, list[Ho
     return out
 
 
-def queue_position(job: Job, order_ids: list[int]) -> int | None:
-    """Where a queued job stands in the scheduler's order (1 = considered first), or None."""
-    try:
-        return order_ids.index(job.pk) + 1
-    except ValueError:
-        return None  # queued since the order was read, or no longer queued
-
-
 def last_leases_by_job(job_ids: list[int]) -> dict[int, Lease]:
     """The latest lease of each job (the active one, or the one it last ran under), one query."""
     if not job_ids:

@@ -144,6 +144,12 @@ class Job(models.Model):
                 condition=Q(status="queued"),
                 name="job_queue_order",
             ),
+            # The queue pages' first rows: the few queued verify and repair jobs, by id.
+            models.Index(
+                fields=["id"],
+                condition=Q(status="queued") & ~Q(kind="test"),
+                name="job_queued_maintenance",
+            ),
             models.Index(fields=["suite", "status"], name="job_suite_status"),
             models.Index(fields=["status"], name="job_status"),
             # Retries waiting out a backoff: the tick counts them to notice one ending.

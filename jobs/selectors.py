@@ -7,7 +7,6 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import connection
 from django.db.models import (
     Count,
     F,
@@ -160,11 +159,16 @@ def workers_with_host_counts(*, now: datetime | None = None) -> QuerySet[Worker]
     )
 
 
-def active_lease_prefetch(to_attr: str = "active_leases") -> Prefetch:
-    """Prefetch each row's active lease (a list of at most one) with its host and job."""
+def active_lease_prefetch(to_attr: str = "active_leases", *, of_host: bool = False) -> Prefetch:
+    """Prefetch each row's active lease (a list of at most one) with its host and job.
+
+    `of_host`: the rows are hosts, which the prefetch sets as each lease's host itself; joining
+    the host table again made PostgreSQL scan all of it for a page of 50.
+    """
+    related = ("job", "holder") if of_host else ("host", "job", "holder")
     return Prefetch(
         "leases",
-        queryset=Lease.objects.active().select_related("host", "job", "holder"),
+        queryset=Lease.objects.active().select_related(*related),
         to_attr=to_attr,
     )
 
@@ -274,71 +278,12 @@ class QueueOrder:
     quota_ids: frozenset[int]
 
 
-# One consideration order per process, keyed by the digest of what it depends on: the queue
-# pages read it on every request, and recomputing it costs O(queued jobs) (about 0.1 s at
-# 10,000 queued, over 1 s at 100,000), while the digest is one SQL pass with no Python per row.
-_queue_order_cache: tuple[str, QueueOrder] | None = None
-
-
-def queue_order_digest() -> str | None:
-    """Digest the inputs of consideration_order by content, in one query; None off PostgreSQL.
-
-    By content, not `xmin`: a transaction that rewrites a job twice keeps its xmin, and the
-    order depends on few columns (labels do not change it). Queued jobs by (id, suite,
-    priority, submission time); their suites by (id, priority, created_at, min/max_duts);
-    active leases of suite jobs by (id, suite), which give each suite's hosts held.
-    """
-    if connection.vendor != "postgresql":
-        return None
-    job, lease, suite = Job._meta.db_table, Lease._meta.db_table, Suite._meta.db_table
-
-    def digest(source: str, value: str, where: str) -> str:
-        return f"(SELECT count(*) || ':' || coalesce(sum({value}), 0) FROM {source} WHERE {where})"
-
-    def us(column: str) -> str:
-        return f"(extract(epoch FROM {column}) * 1000000)::bigint"
-
-    parts = [
-        digest(
-            f"{job} t",
-            f"hashint8extended(t.id, hashint8extended({us('t.submitted_at')}, "
-            "coalesce(t.suite_id, 0)::bigint * 128 + t.priority))",
-            "t.status = 'queued'",
-        ),
-        digest(
-            f"{suite} t",
-            f"hashint8extended(t.id, hashint8extended({us('t.created_at')}, "
-            "(t.priority::bigint * 65536 + t.min_duts) * 65536 + coalesce(t.max_duts, 65535)))",
-            f"t.id IN (SELECT suite_id FROM {job} WHERE status = 'queued')",
-        ),
-        digest(
-            f"{lease} l JOIN {job} j ON j.id = l.job_id",
-            "hashint8extended(l.id, j.suite_id)",
-            "l.released_at IS NULL AND j.suite_id IS NOT NULL",
-        ),
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT md5(concat_ws('|', " + ", ".join(parts) + "))")
-        (value,) = cursor.fetchone()
-    return value
-
-
 def queue_order_ids() -> QueueOrder:
-    """Every queued job id in consideration order; recomputed only when its inputs changed."""
-    global _queue_order_cache
-    key = queue_order_digest()
-    cached = _queue_order_cache
-    if key is not None and cached is not None and cached[0] == key:
-        return cached[1]
-    # Digest first, then the rows: the order cached under a digest is never older than it.
-    order = _queue_order_ids_uncached()
-    if key is not None:
-        _queue_order_cache = (key, order)
-    return order
+    """Every queued job id in consideration order, computed by the planner from every row.
 
-
-def _queue_order_ids_uncached() -> QueueOrder:
-    """Every queued job id in consideration order, read lean (no model instances)."""
+    O(queued jobs): the reference the queue pages' paged reads (jobs/scheduling/queue.py) are
+    tested against, not what a page reads.
+    """
     # Maintenance jobs first: the tick leases them before any test job.
     maintenance = Job.objects.queued().exclude(kind=JobKind.TEST).order_by("id")
     states = snapshot.queued_job_states()

@@ -27,10 +27,11 @@ from jobs.forms import (
 )
 from jobs.models import Job, Suite
 from jobs.querysets import UNFINISHED_JOB_STATUSES
-from jobs.scheduling.queue import queue_jobs, queue_select
+from jobs.scheduling.queue import queue_jobs, queue_place, queue_select
 from jobs.views_resubmit import clone_form, clone_source, suite_queued
 from notifications.services import notify_channels_check, suite_notify_set
 from schedsite import roles
+from schedsite.counting import RowCount
 from schedsite.errors import InvalidInput, LimitExceeded, ServiceError
 from schedsite.ui.htmx import (
     action_response,
@@ -71,14 +72,15 @@ def queue(request: HttpRequest) -> HttpResponse:
     selection = queue_select(filterset.qs if filterset is not None else None)
     page = paginate(selection.ids, request.GET.get("page"), QUEUE_PER_PAGE)
     jobs = queue_jobs(page.object_list)
+    positions = selection.positions([job.pk for job in jobs])
     tick = selectors.latest_tick()
     reasons = selectors.wait_reasons_for(jobs, tick)
     rows = [
         {
             "job": job,
-            "position": selection.positions[job.pk],
+            "position": positions.get(job.pk),
             "reason": reasons.get(job.pk),
-            "quota": job.pk in selection.order.quota_ids,
+            "quota": job.pk in selection.quota_ids,
         }
         for job in jobs
     ]
@@ -87,8 +89,10 @@ def queue(request: HttpRequest) -> HttpResponse:
         "page_obj": page,
         "query": query,
         "filter_errors": filterset.errors if filterset is not None else None,
-        "total_queued": len(selection.order.ids),
-        "matching": len(selection.ids),
+        "total_queued": selection.total.n,
+        "total_estimated": selection.total.estimated,
+        "matching": selection.ids.count(),
+        "matching_estimated": selection.ids.row_count.estimated,
         "tick": tick,
         "now": timezone.now(),
         "live_url": live_url(reverse("jobs:queue"), query, page),
@@ -188,13 +192,14 @@ def job_detail_context(request: HttpRequest, job: Job, **extra: Any) -> dict[str
     job = Job.objects.select_related("suite", "host__worker", "owner").get(pk=job.pk)
     now = timezone.now()
     queued = job.status == JobStatus.QUEUED
-    order = selectors.queue_order_ids().ids if queued else []
+    position, length = queue_place(job) if queued else (None, RowCount(0))
     context = {
         "job": job,
         "attempts": job_history.job_attempts(job, now=now),
         "reason": selectors.wait_reasons_for([job]).get(job.pk) if queued else None,
-        "position": job_history.queue_position(job, order) if queued else None,
-        "queue_length": len(order),
+        "position": position,
+        "queue_length": length.n,
+        "queue_length_estimated": length.estimated,
         "unfinished": job.status in UNFINISHED_JOB_STATUSES,
         "ran_seconds": (
             (job.finished_at - job.started_at).total_seconds()

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.paginator import Paginator
+from django.core.paginator import EmptyPage, Page, Paginator
+from django.db.models import QuerySet
+from django.utils.functional import cached_property
 from rest_framework import pagination
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
+from rest_framework.response import Response
+
+from schedsite.counting import EXACT_COUNT_LIMIT, RowCount, bounded_count
 
 
 def _whole_number(raw: str) -> int:
@@ -18,11 +23,81 @@ def _whole_number(raw: str) -> int:
         return 0
 
 
-class PageNumberPagination(pagination.PageNumberPagination):
-    """Page-number pagination; page_size may be raised to 500 per request."""
+class EstimatedPage(Page):
+    """A page that knows from its own rows whether another follows (the count may be guessed)."""
 
+    more: bool = False
+
+    def has_next(self) -> bool:
+        return self.more
+
+    def next_page_number(self) -> int:
+        return self.number + 1
+
+
+class CountingPaginator(Paginator):
+    """A Paginator whose count is exact up to EXACT_COUNT_LIMIT rows and estimated above.
+
+    Counting 100,000 jobs costs more than reading a page of them (docs/api.md#conventions).
+    With an estimate, a page reads one row more than it shows to tell whether a next page
+    exists, and a page number past the estimate is not refused until it turns out empty.
+    """
+
+    @cached_property
+    def row_count(self) -> RowCount:
+        items = self.object_list
+        if isinstance(items, QuerySet):
+            return bounded_count(items)
+        counted = getattr(items, "row_count", None)  # a lazy sequence that counts itself
+        return counted if isinstance(counted, RowCount) else RowCount(len(items))
+
+    @cached_property
+    def count(self) -> int:
+        return self.row_count.n
+
+    def page(self, number: int | str) -> Page:
+        if not self.row_count.estimated:
+            return super().page(number)
+        number = _whole_number(str(number))
+        if number < 1:  # the estimate's last page is no limit: only the lower bound is known
+            raise EmptyPage("That page number is less than 1")
+        bottom = (number - 1) * self.per_page
+        rows = list(self.object_list[bottom : bottom + self.per_page + 1])
+        if not rows and number > 1:
+            raise EmptyPage("That page contains no results")
+        page = EstimatedPage(rows[: self.per_page], number, self)
+        page.more = len(rows) > self.per_page
+        return page
+
+
+class PageNumberPagination(pagination.PageNumberPagination):
+    """Page-number pagination; page_size may be raised to 500 per request.
+
+    `count` is exact up to EXACT_COUNT_LIMIT rows; above, PostgreSQL's estimate, and
+    `count_estimated` says so.
+    """
+
+    django_paginator_class = CountingPaginator
     page_size_query_param = "page_size"
     max_page_size = 500
+
+    def get_paginated_response(self, data: list) -> Response:
+        response = super().get_paginated_response(data)
+        response.data["count_estimated"] = self.page.paginator.row_count.estimated
+        return response
+
+    def get_paginated_response_schema(self, schema: dict) -> dict:
+        wrapped = super().get_paginated_response_schema(schema)
+        wrapped["properties"]["count"]["description"] = (
+            f"How many results in all: exact up to {EXACT_COUNT_LIMIT:,}, "
+            "an estimate above (see count_estimated)."
+        )
+        wrapped["properties"]["count_estimated"] = {
+            "type": "boolean",
+            "description": "True when count is PostgreSQL's estimate, not an exact count.",
+        }
+        wrapped["required"] = [*wrapped["required"], "count_estimated"]
+        return wrapped
 
     def get_page_number(self, request: Request, paginator: Paginator) -> int | str:
         raw = request.query_params.get(self.page_query_param, "1")

@@ -14,7 +14,12 @@ from hosts.models import HealthPolicy, Host, HostEvent, Worker
 from hosts.services import POLICY_LIMITS
 from hosts.validators import NAME_VALIDATORS, label_validator, policy_name_validator
 from jobs.api.fields import LabelListField, RelatedName
-from jobs.api.serializers import MAX_ID, ActiveLeaseSerializer, LeaseReleaseInputSerializer
+from jobs.api.serializers import (
+    MAX_ID,
+    ActiveLeaseMixin,
+    ActiveLeaseSerializer,
+    LeaseReleaseInputSerializer,
+)
 from jobs.scheduling.planner import host_is_schedulable
 from schedsite.api_fields import StrictBooleanField, StrictCharField, StrictIntegerField
 from schedsite.roles import RUNNER_GROUP
@@ -161,7 +166,7 @@ class HostEventSerializer(serializers.ModelSerializer):
         return event.worker.name if event.worker_id else None
 
 
-class HostSerializer(serializers.ModelSerializer):
+class HostSerializer(ActiveLeaseMixin, serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:host-detail", lookup_field="hostname")
     worker = RelatedName("worker.name")
     labels = serializers.SerializerMethodField()
@@ -221,8 +226,7 @@ class HostSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(ActiveLeaseSerializer(allow_null=True))
     def get_lease(self, host: Host) -> dict | None:
-        lease = self._active_lease(host)
-        return ActiveLeaseSerializer(lease, context=self.context).data if lease else None
+        return self.lease_data(self._active_lease(host))
 
 
 class HostDetailSerializer(HostSerializer):

@@ -35,6 +35,12 @@ STAFF = (IsLabStaff,)
 RUNNER = (IsStaffOrRunner, RunsObjectWorker)
 # Anyone may read the inventory; only staff add to it, change it or delete from it.
 STAFF_WRITES = {"create": STAFF, "partial_update": STAFF, "destroy": STAFF}
+RUNS = ("heartbeat", "leases")  # a worker's runner protocol: its runner, or staff
+
+
+def path_parameter(name: str, description: str) -> OpenApiParameter:
+    """The URL part an inventory object is addressed by: its name, not its id."""
+    return OpenApiParameter(name, str, OpenApiParameter.PATH, description=description)
 
 
 class InventoryViewSet(
@@ -96,16 +102,10 @@ class WorkerViewSet(InventoryViewSet):
     serializer_class = s.WorkerSerializer
     filterset_class = WorkerFilterSet
     lookup_field = "name"
-    lookup_parameter = OpenApiParameter(
-        "name", str, OpenApiParameter.PATH, description="Worker name."
+    lookup_parameter = path_parameter("name", "Worker name.")
+    action_permissions = (
+        STAFF_WRITES | dict.fromkeys(("pause", "resume"), STAFF) | dict.fromkeys(RUNS, RUNNER)
     )
-    action_permissions = {
-        **STAFF_WRITES,
-        "pause": STAFF,
-        "resume": STAFF,
-        "heartbeat": RUNNER,
-        "leases": RUNNER,
-    }
     action_summaries = {
         "list": "List workers with their online state and host counts",
         "retrieve": "One worker",
@@ -172,17 +172,10 @@ class HostViewSet(InventoryViewSet):
 
     filterset_class = HostFilterSet
     lookup_field = "hostname"
-    lookup_parameter = OpenApiParameter(
-        "hostname", str, OpenApiParameter.PATH, description="Hostname (dots allowed)."
+    lookup_parameter = path_parameter("hostname", "Hostname (dots allowed).")
+    action_permissions = STAFF_WRITES | dict.fromkeys(
+        ("lock", "unlock", "release", "repair", "verify"), STAFF
     )
-    action_permissions = {
-        **STAFF_WRITES,
-        "lock": STAFF,
-        "unlock": STAFF,
-        "release": STAFF,
-        "repair": STAFF,
-        "verify": STAFF,
-    }
     action_summaries = {
         "list": "List hosts (filter by label, status, locked, leased, worker, q)",
         "retrieve": "One host, with its active lease and recent events",
@@ -216,7 +209,7 @@ class HostViewSet(InventoryViewSet):
 
     def get_queryset(self) -> QuerySet[Host]:
         return Host.objects.select_related("worker", "locked_by").prefetch_related(
-            "labels", selectors.active_lease_prefetch()
+            "labels", selectors.active_lease_prefetch(of_host=True)
         )
 
     def get_serializer_class(self) -> type[Serializer]:

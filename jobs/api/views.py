@@ -392,9 +392,11 @@ class QueueView(RolePermissionsMixin, generics.GenericAPIView):
         filtering = any(key in names for key in request.query_params)
         selection = queue_select(filtered if filtering else None)
         page = queue_jobs(self.paginate_queryset(selection.ids))
+        positions = selection.positions([job.pk for job in page])
+        page = [job for job in page if job.pk in positions]  # leased meanwhile: no place
         context = {
             **self.get_serializer_context(),
-            "positions": selection.positions,
+            "positions": positions,
             "wait_reasons": selectors.wait_reasons_for(page),
             "now": timezone.now(),
         }

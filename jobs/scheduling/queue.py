@@ -1,41 +1,222 @@
-"""The queue as people see it: queued jobs in the scheduler's order, filtered and one page loaded.
+"""The queue as people see it: queued jobs in the scheduler's order, filtered, one page read.
 
-The web page and the API both show it through these two functions, so a filter keeps each job's
+The order (docs/scheduling.md#order-of-consideration) has three parts: queued maintenance jobs
+by id, then the quota phase's candidates, then every other queued test job by (priority desc,
+submitted_at, id). The first two are few and read whole (`queue_head`); the third is the order
+of the partial index `job_queue_order`, read one page at a time. A page costs what its place
+in the queue costs, not what the queue costs (docs/performance.md#the-queue-pages).
+
+The web page and the API both show it through these functions, so a filter keeps each job's
 position in the whole queue in both, and a page costs the same queries in both.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 
-from django.db.models import Q, QuerySet
+from django.db import connection
+from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery, Window
+from django.db.models.functions import Coalesce, RowNumber
+from django.utils.functional import cached_property
 
 from hosts.models import Host
-from jobs import selectors
-from jobs.models import Job, decode_labels
+from jobs.choices import ACTIVE_JOB_STATUSES, JobKind
+from jobs.models import Job, Lease, Suite, decode_labels
+from jobs.scheduling.snapshot import id_list
+from schedsite.counting import RowCount, bounded_count
+
+# The main phase's order, as the partial index job_queue_order stores it.
+QUEUE_ORDER = ("-priority", "submitted_at", "id")
+OrderKey = tuple[int, datetime, int]  # (-priority, submitted_at, id): ascending in that order
+
+
+@dataclass(frozen=True)
+class QueueHead:
+    """The start of the order that no index gives: maintenance jobs, then quota candidates."""
+
+    ids: list[int]  # in consideration order
+    quota_ids: frozenset[int]
+    # Every head job's index key, sorted: how many of them a main-phase job's index rank counts.
+    keys: list[OrderKey] = field(repr=False)
+
+    @cached_property
+    def places(self) -> dict[int, int]:
+        return {job_id: i for i, job_id in enumerate(self.ids, start=1)}
+
+
+def queue_head() -> QueueHead:
+    """Read the head of the queue: two queries, three when a suite is short of its quota."""
+    queued = Job.objects.queued()
+    # Maintenance jobs first: the tick leases them before any test job.
+    maintenance = list(
+        queued.exclude(kind=JobKind.TEST)
+        .order_by("id")
+        .values_list("id", "priority", "submitted_at")
+    )
+    rows = [*maintenance, *quota_candidates()]
+    ids = [job_id for job_id, _priority, _at in rows]
+    return QueueHead(
+        ids=ids,
+        quota_ids=frozenset(ids[len(maintenance) :]),
+        keys=sorted((-priority, at, job_id) for job_id, priority, at in rows),
+    )
+
+
+def quota_candidates() -> list[tuple[int, int, datetime]]:
+    """(id, priority, submitted_at) of the quota phase's candidates, as planner.quota_candidates
+    picks them from every queued job: a short suite's first `min(min_duts, max_duts) - held`
+    queued test jobs by id, suites by (priority desc, created_at, id)."""
+    queued_tests = Job.objects.queued().filter(kind=JobKind.TEST)
+    # A job holds an active lease exactly while leased or running (docs/states.md): the status
+    # index finds a suite's few active jobs instead of every job it ever ran.
+    held = (
+        Lease.objects.active()
+        .filter(job__suite=OuterRef("pk"), job__status__in=ACTIVE_JOB_STATUSES)
+        .order_by()
+        .values("job__suite")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    suites = (
+        Suite.objects.filter(min_duts__gt=0)
+        .filter(pk__in=queued_tests.values("suite_id"))
+        .annotate(held=Coalesce(Subquery(held), 0))
+        .order_by("-priority", "created_at", "id")
+        .values_list("id", "min_duts", "max_duts", "held")
+    )
+    wants = []
+    for suite_id, min_duts, max_duts, held_now in suites:
+        want = min(min_duts, max_duts if max_duts is not None else min_duts) - held_now
+        if want > 0:
+            wants.append((suite_id, want))
+    if not wants:
+        return []
+    want = dict(wants)
+    # Each short suite's queued jobs ranked by id; only the first `want` of each are kept.
+    ranked = (
+        queued_tests.filter(suite_id__in=list(want))
+        .annotate(rank=Window(RowNumber(), partition_by=F("suite_id"), order_by=F("id").asc()))
+        .filter(rank__lte=max(want.values()))
+        .values_list("suite_id", "rank", "id", "priority", "submitted_at")
+    )
+    order = {suite_id: i for i, (suite_id, _want) in enumerate(wants)}
+    kept = sorted(row for row in ranked if row[1] <= want[row[0]])
+    kept.sort(key=lambda row: order[row[0]])  # stable: by id within a suite
+    return [(job_id, priority, at) for _suite, _rank, job_id, priority, at in kept]
+
+
+class QueueIds:
+    """The ids a filter keeps, in consideration order: the head's in memory, the rest read from
+    the index one slice at a time. Sliced and counted as Django's and DRF's paginators do."""
+
+    def __init__(self, head_ids: list[int], tail: QuerySet[Job]) -> None:
+        self.head_ids = head_ids
+        self.tail = tail.order_by(*QUEUE_ORDER)
+        self.offsets: dict[int, int] = {}  # id -> index in this sequence, for the slices read
+
+    @cached_property
+    def row_count(self) -> RowCount:
+        return RowCount(len(self.head_ids)) + bounded_count(self.tail)
+
+    def count(self) -> int:
+        return self.row_count.n
+
+    def __len__(self) -> int:
+        return self.row_count.n
+
+    def __getitem__(self, index: slice) -> list[int]:
+        if not isinstance(index, slice) or index.step not in (None, 1):
+            raise TypeError("the queue is read in slices")
+        start, stop = index.start or 0, index.stop
+        head = len(self.head_ids)
+        ids = self.head_ids[start:stop]
+        tail_start = max(start - head, 0)
+        tail_stop = None if stop is None else max(stop - head, 0)
+        if tail_stop is None or tail_stop > tail_start:
+            ids += self.tail.values_list("id", flat=True)[tail_start:tail_stop]
+        self.offsets.update((job_id, i) for i, job_id in enumerate(ids, start=start))
+        return ids
 
 
 @dataclass(frozen=True)
 class QueueSelection:
-    """The queued job ids a filter keeps, in consideration order, and where each stands."""
+    """The queued jobs a filter keeps, in consideration order, and where each stands."""
 
-    order: selectors.QueueOrder  # every queued job, and which ones the quota phase takes first
-    ids: list[int]  # the ids the filter keeps, in the same order
-    positions: dict[int, int]  # job id → place in the whole queue, from 1
+    head: QueueHead
+    ids: QueueIds  # the ids the filter keeps, in order
+    whole: bool  # no filter: `ids` is the whole queue
+
+    @property
+    def quota_ids(self) -> frozenset[int]:
+        return self.head.quota_ids
+
+    @cached_property
+    def total(self) -> RowCount:
+        """How many jobs the whole queue holds."""
+        return self.ids.row_count if self.whole else bounded_count(Job.objects.queued())
+
+    def positions(self, page_ids: Sequence[int]) -> dict[int, int]:
+        """Each of these jobs' place in the whole queue, from 1 (a job no longer queued: none)."""
+        head = self.head.places
+        out = {job_id: head[job_id] for job_id in page_ids if job_id in head}
+        rest = [job_id for job_id in page_ids if job_id not in head]
+        if self.whole:  # the whole queue read in order: a job stands where its slice put it
+            out.update((job_id, self.ids.offsets[job_id] + 1) for job_id in rest)
+            rest = [job_id for job_id in rest if job_id not in out]
+        return {**out, **main_phase_positions(self.head, rest)}
 
 
 def queue_select(filtered: QuerySet[Job] | None = None) -> QueueSelection:
-    """Queued job ids in the scheduler's order, kept to those in `filtered` (None: all of them)."""
-    # Ids only (cached per queue state): building a model instance per queued job cost about
-    # 1 s per request at 10,000 queued. The rows of one page are loaded by queue_jobs.
-    order = selectors.queue_order_ids()
-    ids = order.ids
+    """Queued jobs in the scheduler's order, kept to those in `filtered` (None: all of them)."""
+    head = queue_head()
+    tail = Job.objects.queued().filter(kind=JobKind.TEST)
+    kept = head.ids
     if filtered is not None:
-        wanted = set(filtered.values_list("pk", flat=True))
-        ids = [job_id for job_id in ids if job_id in wanted]
-    positions = {job_id: i for i, job_id in enumerate(order.ids, start=1)}
-    return QueueSelection(order=order, ids=ids, positions=positions)
+        tail = filtered.filter(kind=JobKind.TEST)
+        wanted = set(filtered.filter(pk__in=head.ids).values_list("pk", flat=True)) if kept else ()
+        kept = [job_id for job_id in head.ids if job_id in wanted]
+    if head.quota_ids:
+        tail = tail.exclude(pk__in=id_list(head.quota_ids))
+    return QueueSelection(head=head, ids=QueueIds(kept, tail), whole=filtered is None)
+
+
+def main_phase_positions(head: QueueHead, job_ids: Sequence[int]) -> dict[int, int]:
+    """The places of these main-phase jobs in the whole queue, in one query.
+
+    A job's place is the head's length plus its rank in the index order among queued jobs not
+    in the head. The rank is counted over the index from the highest priority down to the
+    lowest priority among these jobs: O(jobs ahead of them), not O(queue) for jobs near the
+    front, and at worst the queue for a job at its very end.
+    """
+    if not job_ids:
+        return {}
+    table = Job._meta.db_table
+    marks = ", ".join(["%s"] * len(job_ids))
+    lowest = f"(SELECT min(priority) FROM {table} WHERE id IN ({marks}))"
+    sql = (
+        f"SELECT id, rank, priority, submitted_at FROM (SELECT id, priority, submitted_at, "  # noqa: S608 — names from the model, values as parameters
+        "row_number() OVER (ORDER BY priority DESC, submitted_at, id) AS rank "
+        f"FROM {table} WHERE status = 'queued' AND priority >= {lowest}) ranked "
+        f"WHERE id IN ({marks})"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*job_ids, *job_ids])
+        rows = cursor.fetchall()
+    places = {}
+    for job_id, rank, priority, at in rows:
+        ahead_in_head = bisect_right(head.keys, (-priority, at, job_id))
+        places[job_id] = len(head.ids) + rank - ahead_in_head
+    return places
+
+
+def queue_place(job: Job) -> tuple[int | None, RowCount]:
+    """Where one queued job stands in the whole queue (None: no longer queued), and its length."""
+    head = queue_head()
+    place = head.places.get(job.pk) or main_phase_positions(head, [job.pk]).get(job.pk)
+    return place, bounded_count(Job.objects.queued())
 
 
 def queue_jobs(page_ids: Sequence[int]) -> list[Job]:
@@ -63,17 +244,16 @@ class HostWaiters:
 def host_waiters(host: Host, *, limit: int) -> HostWaiters:
     """Queued jobs the host could run (its labels cover theirs; unpinned or pinned to it)."""
     # Decide per distinct label set, not per job: a lab has hundreds of sets and may queue
-    # 100,000 jobs. Then the order the queue page shows (cached), so the cost is a few queries.
+    # 100,000 jobs. Then read the first few in queue order, as the queue page reads a page.
     queued = Job.objects.queued()
     carried = set(host.label_names)
     keys = queued.values_list("label_key", flat=True).distinct().order_by()
     fitting = [key for key in keys if set(decode_labels(key)) <= carried]
-    wanted = set(
-        queued.filter(Q(host__isnull=True) | Q(host=host), label_key__in=fitting).values_list(
-            "pk", flat=True
-        )
+    if not fitting:
+        return HostWaiters(jobs=[], positions={}, count=0)
+    selection = queue_select(
+        queued.filter(Q(host__isnull=True) | Q(host=host), label_key__in=fitting)
     )
-    order = selectors.queue_order_ids().ids if wanted else []
-    positions = {job_id: i for i, job_id in enumerate(order, start=1) if job_id in wanted}
-    ranked = sorted(wanted, key=lambda job_id: positions.get(job_id, len(order) + job_id))
-    return HostWaiters(jobs=queue_jobs(ranked[:limit]), positions=positions, count=len(wanted))
+    jobs = queue_jobs(selection.ids[:limit])
+    positions = selection.positions([job.pk for job in jobs])
+    return HostWaiters(jobs=jobs, positions=positions, count=selection.ids.count())

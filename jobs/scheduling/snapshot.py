@@ -193,7 +193,7 @@ def id_list(ids: Iterable[int]) -> list[int] | RawSQL:
 
 
 FINGERPRINT_VERSION = "3"
-# Written by the triggers of jobs/migrations/0004_lab_change_log.py.
+# Written by the triggers of jobs/migrations/0004_queue_indexes_and_change_log.py.
 LAB_CHANGE_TABLE = "scheduler_lab_change"
 
 

@@ -1,4 +1,5 @@
-"""The lab's change log: triggers note every statement that writes what the tick plans from.
+"""Reads that do not scan the queue: partial indexes for the tick's every-time checks, and the
+lab's change log, whose triggers note every statement that writes what the tick plans from.
 
 PostgreSQL only (docs/performance.md#what-was-changed); elsewhere every tick plans.
 """
@@ -101,6 +102,14 @@ class Migration(migrations.Migration):
                 condition=models.Q(("expires_at__isnull", False), ("status", "queued")),
                 fields=["expires_at"],
                 name="job_queued_expiry",
+            ),
+        ),
+        migrations.AddIndex(
+            model_name="job",
+            index=models.Index(
+                condition=models.Q(("status", "queued"), models.Q(("kind", "test"), _negated=True)),
+                fields=["id"],
+                name="job_queued_maintenance",
             ),
         ),
         migrations.RunPython(create_log, drop_log),

@@ -1,0 +1,48 @@
+"""Row counts that stay cheap on big tables: exact up to a limit, PostgreSQL's estimate above."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from django.db import connections
+from django.db.models import QuerySet
+
+# Counting rows costs what reading them costs: about 3 ms per 10,000 on the lab's tables, and
+# 25-45 ms for 100,000 queued jobs on a loaded 2-core machine (docs/performance.md#counts).
+EXACT_COUNT_LIMIT = 10_000
+
+
+@dataclass(frozen=True)
+class RowCount:
+    """How many rows a query has: exact, or PostgreSQL's estimate (never below the limit)."""
+
+    n: int
+    estimated: bool = False
+
+    def __add__(self, other: RowCount) -> RowCount:
+        return RowCount(self.n + other.n, self.estimated or other.estimated)
+
+
+def bounded_count(queryset: QuerySet, *, limit: int | None = None) -> RowCount:
+    """Count the rows exactly when there are at most `limit` of them, else estimate them.
+
+    The exact count stops reading at limit + 1 rows. Above it, PostgreSQL's planner estimate
+    for the same query (from the table's statistics: off by a few percent, more right after
+    a bulk change until autovacuum analyzes the table), raised to limit + 1 so that an
+    estimate never says fewer rows than were seen. Other databases always count exactly.
+    """
+    limit = EXACT_COUNT_LIMIT if limit is None else limit
+    queryset = queryset.order_by()
+    if connections[queryset.db].vendor != "postgresql":
+        return RowCount(queryset.count())
+    seen = queryset[: limit + 1].count()
+    if seen <= limit:
+        return RowCount(seen)
+    return RowCount(max(limit + 1, planner_rows(queryset)), estimated=True)
+
+
+def planner_rows(queryset: QuerySet) -> int:
+    """PostgreSQL's estimate of the rows the query returns (EXPLAIN, nothing is run)."""
+    plan = json.loads(queryset.explain(format="json"))
+    return int(plan[0]["Plan"]["Plan Rows"])

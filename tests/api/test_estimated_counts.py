@@ -1,0 +1,56 @@
+"""Big lists say an estimated count instead of counting every row, and still page right."""
+
+from __future__ import annotations
+
+import pytest
+
+from schedsite import counting
+from tests import factories as f
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def twelve_jobs(alice):  # noqa: ANN001, ANN201
+    return [f.job(f"solo-{i}", ["board:none"]) for i in range(12)]
+
+
+def walk(client, url: str) -> tuple[list[int], list[dict]]:  # noqa: ANN001
+    """Follow `next` from the first page; every id seen, and every page's envelope."""
+    ids, pages = [], []
+    while url:
+        body = client.get(url).json()
+        ids += [row["id"] for row in body["results"]]
+        pages.append(body)
+        url = body["next"]
+    return ids, pages
+
+
+def test_a_list_below_the_limit_counts_exactly(alice_client, twelve_jobs):
+    body = alice_client.get("/api/jobs/?page_size=5").json()
+    assert (body["count"], body["count_estimated"]) == (12, False)
+
+
+@pytest.mark.postgres
+def test_above_the_limit_the_count_is_estimated_and_next_still_walks_every_row(
+    alice_client, twelve_jobs, monkeypatch
+):
+    monkeypatch.setattr(counting, "EXACT_COUNT_LIMIT", 5)
+    ids, pages = walk(alice_client, "/api/jobs/?page_size=5")
+
+    assert sorted(ids) == sorted(job.pk for job in twelve_jobs)
+    assert len(set(ids)) == 12
+    assert [len(page["results"]) for page in pages] == [5, 5, 2]
+    assert all(page["count_estimated"] for page in pages)
+    assert all(page["count"] > 5 for page in pages)  # never fewer than were seen
+    assert alice_client.get("/api/jobs/?page_size=5&page=9").status_code == 404
+
+
+@pytest.mark.postgres
+def test_the_queue_says_so_too_and_keeps_its_positions(alice_client, twelve_jobs, monkeypatch):
+    monkeypatch.setattr(counting, "EXACT_COUNT_LIMIT", 5)
+    first = alice_client.get("/api/queue/?page_size=5").json()
+    rows = first["results"] + alice_client.get(first["next"]).json()["results"]
+
+    assert first["count_estimated"] is True
+    assert [row["position"] for row in rows] == list(range(1, 11))

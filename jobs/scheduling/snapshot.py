@@ -224,20 +224,17 @@ def lab_changes(*, now: datetime) -> LabChanges | None:
     if connection.vendor != "postgresql":
         return None
     job = Job._meta.db_table
-    digest = (
-        "SELECT md5(concat_ws('|', "
+    sql = (
+        f"WITH taken AS (DELETE FROM {LAB_CHANGE_TABLE} RETURNING 1) "
+        "SELECT (SELECT count(*) FROM taken), md5(concat_ws('|', "
         f"(SELECT count(*) FROM {job} WHERE status = 'queued' AND not_before > %s), "
         "(SELECT count(*) || ':' || coalesce(sum(hashint8extended(t.id, t.paused::int * 2 + "
         "(t.last_seen IS NOT NULL AND t.last_seen >= %s)::int)), 0) "
         f"FROM {Worker._meta.db_table} t)))"
     )
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"WITH taken AS (DELETE FROM {LAB_CHANGE_TABLE} RETURNING 1) SELECT count(*) FROM taken"
-        )
-        (taken,) = cursor.fetchone()
-        cursor.execute(digest, [now, online_cutoff(now)])
-        (value,) = cursor.fetchone()
+        cursor.execute(sql, [now, online_cutoff(now)])
+        taken, value = cursor.fetchone()
     return LabChanges(written=taken > 0, fingerprint=f"{FINGERPRINT_VERSION}:{value}")
 
 

@@ -14,6 +14,7 @@ from rest_framework import serializers
 
 from hosts.choices import EventKind, HostStatus
 from hosts.models import Host, HostEvent
+from jobs import selectors
 from jobs.api.fields import (
     RelatedName,
     Seconds,
@@ -302,6 +303,18 @@ class SuiteOutcomeSerializer(serializers.Serializer):
     unfinished = serializers.IntegerField(help_text="queued, leased or running.")
 
 
+class FanoutSerializer(serializers.Serializer):
+    """A fan-out suite's labels, its cut-off for joining hosts, and its hosts by how they stand."""
+
+    labels = serializers.ListField(child=serializers.CharField())
+    until = serializers.DateTimeField(allow_null=True)
+    done = serializers.IntegerField(help_text="Hosts whose job ended, whatever the result.")
+    pending = serializers.IntegerField(help_text="Hosts whose job is queued, leased or running.")
+    skipped = serializers.IntegerField(
+        help_text="Hosts whose job was skipped: retired, repair_failed or no longer matching."
+    )
+
+
 class SuiteSerializer(serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:suite-detail")
     owner = RelatedName("owner.username")
@@ -312,6 +325,7 @@ class SuiteSerializer(serializers.ModelSerializer):
     jobs_total = serializers.SerializerMethodField()
     hosts_held = serializers.SerializerMethodField()
     fanout_labels = serializers.SerializerMethodField()
+    fanout = serializers.SerializerMethodField()
 
     class Meta:
         model = Suite
@@ -331,6 +345,7 @@ class SuiteSerializer(serializers.ModelSerializer):
             "jobs_total",
             "hosts_held",
             "fanout_labels",
+            "fanout",
             "rerun_of",
             "cloned_from",
             "created_at",
@@ -371,6 +386,17 @@ class SuiteSerializer(serializers.ModelSerializer):
     )
     def get_fanout_labels(self, suite: Suite) -> list[str] | None:
         return decode_labels(suite.fanout_labels) if suite.fanout_labels else None
+
+    @extend_schema_field(FanoutSerializer(allow_null=True))
+    def get_fanout(self, suite: Suite) -> dict | None:
+        """Null unless a fan-out suite; the views put every suite's counts in the context."""
+        if not suite.fanout_labels:
+            return None
+        counts = self.context.get("fanout_hosts")
+        if counts is None or suite.pk not in counts:
+            counts = selectors.fanout_host_counts([suite])
+        body = {"labels": decode_labels(suite.fanout_labels), "until": suite.fanout_until}
+        return FanoutSerializer({**body, **counts[suite.pk]}).data
 
 
 class SuiteAbortResultSerializer(SuiteSerializer):

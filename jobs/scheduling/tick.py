@@ -23,6 +23,7 @@ from jobs.choices import JobKind, JobStatus
 from jobs.models import IdempotencyKey, Job, SchedulerTick
 from jobs.scheduling import leasing, planner, snapshot
 from jobs.scheduling.expiry import job_timeout_overdue, lease_expire_overdue
+from jobs.scheduling.fanout import fanout_phase
 from jobs.scheduling.maintenance import maintenance_phase
 from jobs.transitions import Mover
 
@@ -154,6 +155,7 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
         summary.expired = lease_expire_overdue(now=now)
         summary.timed_out = job_timeout_overdue(now=now)
         summary.jobs_expired, summary.leases = maintenance_phase(now=now)
+        fanout_phase(now=now)
         # Taken before the snapshot, so the plan sees at least everything the digest covers: a
         # write landing in between only makes the next tick plan again, never skip wrongly.
         fingerprint = snapshot.lab_fingerprint(now=now)

@@ -300,6 +300,9 @@ class SuiteOutcomeSerializer(serializers.Serializer):
     passed = serializers.IntegerField()
     failed = serializers.IntegerField(help_text="failed, error or expired.")
     aborted = serializers.IntegerField()
+    skipped = serializers.IntegerField(
+        help_text="Fan-out jobs whose host was retired, repair_failed or no longer matching."
+    )
     unfinished = serializers.IntegerField(help_text="queued, leased or running.")
 
 

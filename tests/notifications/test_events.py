@@ -69,6 +69,7 @@ def test_a_suite_finishing_mails_its_owner_once(rack, alice, django_capture_on_c
         "passed": 1,
         "failed": 1,
         "aborted": 0,
+        "skipped": 0,
         "unfinished": 0,
     }
     assert event.payload["suite"]["counts"] == {"passed": 1, "failed": 1}

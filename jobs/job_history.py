@@ -188,7 +188,7 @@ class NameResults:
     name: str
     passed: int
     failed: int
-    other: int  # aborted, or not finished yet
+    other: int  # aborted, skipped, or not finished yet
 
 
 def suite_results_by_name(suite: Suite) -> list[NameResults]:

@@ -229,3 +229,27 @@ def test_two_phases_racing_past_the_tick_lock_add_each_host_once():
     assert sorted(results) == [0, 3], results  # one added all three, the other none
     assert sorted(jobs_by_host(suite)) == ["a.lab", "b.lab", "c.lab", "d.lab"]
     assert suite.jobs.count() == 4
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_an_open_fanout_with_nothing_changed_costs_two_queries_and_a_join_still_counts():
+    # transaction=True: the phase records that it found nothing only once its tick commits.
+    first = f.host("a.lab", ["bluetooth"])
+    host_services.host_lock(host=first, by="sam", reason="debugging")  # its job waits: open
+    suite = fanout_suite()
+
+    def phase() -> tuple[fanout.FanoutResult, int]:
+        with CaptureQueriesContext(connection) as queries, transaction.atomic():
+            result = fanout.fanout_phase(now=timezone.now())
+        sql = [q["sql"] for q in queries.captured_queries if q["sql"] not in ("BEGIN", "COMMIT")]
+        return result, len(sql)
+
+    assert phase()[0].added == 0  # reads everything, finds nothing, remembers the lab
+    assert phase() == (fanout.FanoutResult(added=0, skipped=0), 2)
+
+    f.host("b.lab", ["bluetooth"])
+    result, queries = phase()
+
+    assert result.added == 1 and queries > 2
+    assert sorted(jobs_by_host(suite)) == ["a.lab", "b.lab"]

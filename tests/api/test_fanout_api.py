@@ -95,3 +95,15 @@ def test_without_until_the_fanout_answers_a_null_until(alice_client):
     response = alice_client.post("/api/suites/", fanout_body(), format="json")
     assert response.json()["fanout"]["until"] is None
     assert Suite.objects.get().fanout_until is None
+
+
+def test_a_clone_of_a_fanout_keeps_its_until(alice_client):
+    f.host("a.lab", ["bluetooth"])
+    body = fanout_body(until="2030-01-01T11:00:00Z")
+    original = alice_client.post("/api/suites/", body, format="json").json()
+
+    response = alice_client.post(f"/api/suites/{original['id']}/clone/", {}, format="json")
+
+    assert response.status_code == 201, response.json()
+    assert response.json()["fanout"]["until"] == "2030-01-01T11:00:00Z"
+    assert response.json()["cloned_from"] == original["id"]

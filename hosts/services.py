@@ -19,7 +19,7 @@ from hosts.choices import EventKind, HostStatus
 from hosts.models import HealthPolicy, Host, Label, Worker
 from hosts.validators import label_validator, name_validator, policy_name_validator
 from jobs import transitions
-from jobs.choices import JobKind
+from jobs.choices import JobKind, JobStatus
 from jobs.scheduling.triggers import request_tick
 from jobs.transitions import Mover
 from schedsite.errors import Conflict, InvalidInput, ServiceError
@@ -354,10 +354,11 @@ def host_delete(*, host: Host, by: Actor) -> Host | None:
         raise Conflict(f"host {host.hostname} has an active lease; release it first")
     if host.status == HostStatus.RETIRED:
         raise Conflict(f"host {host.hostname} is retired already")
-    # Unfinished maintenance jobs end at the next tick (their host no longer needs them); a
-    # test pinned here would wait forever.
+    # Unfinished maintenance jobs end at the next tick (their host no longer needs them), and
+    # so does a fan-out's queued job (`skipped`, docs/scheduling.md); another test pinned here
+    # would wait forever.
     pinned = host.pinned_jobs.unfinished().filter(kind=JobKind.TEST)
-    if pinned.exists():
+    if pinned.exclude(status=JobStatus.QUEUED, fanout=True).exists():
         raise Conflict(f"unfinished jobs are pinned to {host.hostname}; abort them first")
     if host_has_history(host):
         transitions.move_host(
@@ -367,6 +368,8 @@ def host_delete(*, host: Host, by: Actor) -> Host | None:
         audit.record(
             EventKind.RETIRED, actor=by, host=host, message=f"host {host.hostname} retired"
         )
+        if pinned.exists():
+            request_tick("host retired")  # its fan-out jobs end skipped
         host.refresh_from_db()
         return host
     audit.record(EventKind.DELETED, actor=by, host=host, message=f"host {host.hostname} deleted")

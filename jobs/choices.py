@@ -14,6 +14,7 @@ class JobStatus(models.TextChoices):
     ABORTED = "aborted", "Aborted"
     ERROR = "error", "Error"
     EXPIRED = "expired", "Expired"  # waited in the queue longer than its expires_after
+    SKIPPED = "skipped", "Skipped"  # a fan-out job whose host was retired or gave up repairs
 
 
 ACTIVE_JOB_STATUSES = (JobStatus.LEASED, JobStatus.RUNNING)
@@ -23,6 +24,7 @@ TERMINAL_JOB_STATUSES = (
     JobStatus.ABORTED,
     JobStatus.ERROR,
     JobStatus.EXPIRED,
+    JobStatus.SKIPPED,
 )
 
 

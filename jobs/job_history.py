@@ -166,6 +166,7 @@ def suite_outcome(counts: Mapping[str, int]) -> dict[str, int]:
         "passed": counts.get(JobStatus.PASSED, 0),
         "failed": sum(counts.get(status, 0) for status in FAILED_STATUSES),
         "aborted": counts.get(JobStatus.ABORTED, 0),
+        "skipped": counts.get(JobStatus.SKIPPED, 0),
         "unfinished": sum(
             counts.get(status, 0) for status in (JobStatus.QUEUED, *ACTIVE_JOB_STATUSES)
         ),
@@ -179,7 +180,7 @@ class NameResults:
     name: str
     passed: int
     failed: int
-    other: int  # aborted, or not finished yet
+    other: int  # aborted, skipped, or not finished yet
 
 
 def suite_results_by_name(suite: Suite) -> list[NameResults]:

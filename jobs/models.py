@@ -42,6 +42,8 @@ class Suite(models.Model):
     max_duts = models.PositiveIntegerField(null=True, blank=True)
     owner = account_link("suites")
     fanout_labels = models.CharField(max_length=1000, blank=True)  # set for fan-out suites
+    # After this, hosts that join (or start carrying the labels) get no job of the fan-out.
+    fanout_until = models.DateTimeField(null=True, blank=True)
     # Seconds its jobs may wait in the queue before they end `expired`; each job keeps its own.
     expires_after = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
@@ -125,6 +127,8 @@ class Job(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     # A retried job waits out its backoff: the tick leaves it queued until then.
     not_before = models.DateTimeField(null=True, blank=True)
+    # One of a fan-out suite's jobs, pinned to the host it was made for (docs/scheduling.md).
+    fanout = models.BooleanField(default=False, db_default=False)
 
     objects = JobQuerySet.as_manager()
 
@@ -136,6 +140,13 @@ class Job(models.Model):
                 condition=Q(status__in=JobStatus.values), name="job_status_valid"
             ),
             models.CheckConstraint(condition=Q(kind__in=JobKind.values), name="job_kind_valid"),
+            # A fan-out gives each host one job to run: two ticks cannot both add one. A host
+            # back from repair_failed may get a new job beside the one that was skipped.
+            models.UniqueConstraint(
+                fields=["suite", "host"],
+                condition=Q(fanout=True) & ~Q(status="skipped"),
+                name="one_fanout_job_per_host",
+            ),
         ]
         indexes = [
             # The tick's and the queue page's scan: queued jobs in consideration order.

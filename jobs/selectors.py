@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import (
     Count,
+    Exists,
     F,
     IntegerField,
     OuterRef,
@@ -26,6 +28,7 @@ from hosts.models import Host, Label, Worker
 from hosts.querysets import online_cutoff
 from jobs.choices import JobKind, JobStatus
 from jobs.models import Job, Lease, SchedulerTick, Suite
+from jobs.querysets import UNFINISHED_JOB_STATUSES
 from jobs.scheduling import planner, snapshot
 
 # --- wait reasons ---------------------------------------------------------------------------
@@ -128,6 +131,40 @@ def suite_job_counts(suite_ids: list[int]) -> dict[int, dict[str, int]]:
     )
     for row in rows:
         counts[row["suite_id"]][row["status"]] = row["n"]
+    return counts
+
+
+FANOUT_COUNTS = ("done", "pending", "skipped")
+
+
+def fanout_host_counts(suites: Iterable[Suite]) -> dict[int, dict[str, int]]:
+    """For each fan-out suite among `suites`, its hosts done, pending and skipped: one query.
+
+    A host counts once, by its job: done (it ran, whatever the result), pending (queued,
+    leased or running), or skipped (retired, repair_failed or no longer matching). A host whose
+    job was skipped and that came back to run a new one counts by the new one.
+    """
+    ids = [suite.pk for suite in suites if suite.fanout_labels]
+    counts: dict[int, dict[str, int]] = {pk: dict.fromkeys(FANOUT_COUNTS, 0) for pk in ids}
+    if not ids:
+        return counts
+    skipped = Q(status=JobStatus.SKIPPED)
+    again = Job.objects.filter(suite=OuterRef("suite"), host=OuterRef("host"), fanout=True).exclude(
+        skipped
+    )
+    rows = (
+        Job.objects.filter(suite_id__in=ids, fanout=True)
+        .exclude(skipped & Exists(again))
+        .values("suite_id")
+        .annotate(
+            done=Count("id", filter=~skipped & ~Q(status__in=UNFINISHED_JOB_STATUSES)),
+            pending=Count("id", filter=Q(status__in=UNFINISHED_JOB_STATUSES)),
+            skipped=Count("host", filter=skipped, distinct=True),
+        )
+        .order_by()
+    )
+    for row in rows:
+        counts[row["suite_id"]] = {name: row[name] for name in FANOUT_COUNTS}
     return counts
 
 

@@ -66,6 +66,8 @@ def suite_body(suite: Suite, jobs: Iterable[Job] | None = None) -> dict[str, Any
             "labels": decode_labels(suite.fanout_labels),
             "name": fanout_name(suite, names),
         }
+        if suite.fanout_until is not None:
+            body["fanout"]["until"] = suite.fanout_until.isoformat()
         return body
     chosen = suite.jobs.select_related("host") if jobs is None else jobs
     tests = sorted((job for job in chosen if job.kind == JobKind.TEST), key=lambda j: j.pk)

@@ -94,6 +94,8 @@ JOB = Machine(
         (J.RUNNING, J.ABORTED): _by(OWNER, RUNNER, STAFF, SCHEDULER),
         # Waited in the queue longer than its expires_after.
         (J.QUEUED, J.EXPIRED): _by(SCHEDULER),
+        # A fan-out job whose host was retired or is repair_failed: it can never run there.
+        (J.QUEUED, J.SKIPPED): _by(SCHEDULER),
     },
 )
 

@@ -160,6 +160,7 @@ def suite_detail_context(request: HttpRequest, suite: Suite, **extra: Any) -> di
         "status": status,
         "outcome": outcome,
         "results_by_name": job_history.suite_results_by_name(suite),
+        "fanout": selectors.fanout_host_counts([suite]).get(suite.pk),
         **selectors.suite_derived(suite),
         "job_rows": [
             {"job": j, "lease": leases.get(j.pk), "reason": reasons.get(j.pk)} for j in jobs

@@ -50,6 +50,8 @@ def describe(payload: dict[str, Any]) -> tuple[str, str]:
         summary = f"{outcome['passed']} passed, {outcome['failed']} failed"
         if outcome["aborted"]:
             summary += f", {outcome['aborted']} aborted"
+        if outcome.get("skipped"):  # payloads queued before the field existed have none
+            summary += f", {outcome['skipped']} skipped"
         subject = f"Suite {suite['name']} {suite['status']}: {summary}"
         text = f"{subject}.\n\n{suite['url']}\n"
     elif kind == EventKind.HOST_REPAIR_FAILED:

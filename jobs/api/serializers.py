@@ -15,6 +15,7 @@ from rest_framework import serializers
 
 from hosts.choices import EventKind, HostStatus
 from hosts.models import Host, HostEvent
+from jobs import selectors
 from jobs.api.fields import (
     RelatedName,
     Seconds,
@@ -314,7 +315,22 @@ class SuiteOutcomeSerializer(serializers.Serializer):
     passed = serializers.IntegerField()
     failed = serializers.IntegerField(help_text="failed, error or expired.")
     aborted = serializers.IntegerField()
+    skipped = serializers.IntegerField(
+        help_text="Fan-out jobs whose host was retired, repair_failed or no longer matching."
+    )
     unfinished = serializers.IntegerField(help_text="queued, leased or running.")
+
+
+class FanoutSerializer(serializers.Serializer):
+    """A fan-out suite's labels, its cut-off for joining hosts, and its hosts by how they stand."""
+
+    labels = serializers.ListField(child=serializers.CharField())
+    until = serializers.DateTimeField(allow_null=True)
+    done = serializers.IntegerField(help_text="Hosts whose job ended, whatever the result.")
+    pending = serializers.IntegerField(help_text="Hosts whose job is queued, leased or running.")
+    skipped = serializers.IntegerField(
+        help_text="Hosts whose job was skipped: retired, repair_failed or no longer matching."
+    )
 
 
 class SuiteSerializer(serializers.ModelSerializer):
@@ -327,6 +343,7 @@ class SuiteSerializer(serializers.ModelSerializer):
     jobs_total = serializers.SerializerMethodField()
     hosts_held = serializers.SerializerMethodField()
     fanout_labels = serializers.SerializerMethodField()
+    fanout = serializers.SerializerMethodField()
 
     class Meta:
         model = Suite
@@ -346,6 +363,7 @@ class SuiteSerializer(serializers.ModelSerializer):
             "jobs_total",
             "hosts_held",
             "fanout_labels",
+            "fanout",
             "rerun_of",
             "cloned_from",
             "created_at",
@@ -386,6 +404,17 @@ class SuiteSerializer(serializers.ModelSerializer):
     )
     def get_fanout_labels(self, suite: Suite) -> list[str] | None:
         return decode_labels(suite.fanout_labels) if suite.fanout_labels else None
+
+    @extend_schema_field(FanoutSerializer(allow_null=True))
+    def get_fanout(self, suite: Suite) -> dict | None:
+        """Null unless a fan-out suite; the views put every suite's counts in the context."""
+        if not suite.fanout_labels:
+            return None
+        counts = self.context.get("fanout_hosts")
+        if counts is None or suite.pk not in counts:
+            counts = selectors.fanout_host_counts([suite])
+        body = {"labels": decode_labels(suite.fanout_labels), "until": suite.fanout_until}
+        return FanoutSerializer({**body, **counts[suite.pk]}).data
 
 
 class SuiteAbortResultSerializer(SuiteSerializer):

@@ -109,6 +109,13 @@ class FanoutInputSerializer(serializers.Serializer):
         default="",
         help_text="The test's name; jobs are named NAME@HOSTNAME (default: the suite's name).",
     )
+    until = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="ISO 8601 time after which hosts that join (or start carrying the labels) "
+        "get no job of the fan-out; default: any host that joins while the suite is open.",
+    )
 
 
 class SuiteCreateInputSerializer(serializers.Serializer):
@@ -203,6 +210,7 @@ def submit_suite(owner: Any, data: dict, **links: Suite) -> Suite:
         expires_after=data["expires_after"],
         fanout_labels=fanout["labels"] if fanout else None,
         fanout_name=fanout["name"] if fanout else "",
+        fanout_until=fanout["until"] if fanout else None,
         allow_unmatched=data["allow_unmatched"],
         **links,
     )

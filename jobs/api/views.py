@@ -106,6 +106,7 @@ class SuiteViewSet(ReadViewSet):
             **self.get_serializer_context(),
             "job_counts": selectors.suite_job_counts(ids),
             "hosts_held": selectors.suite_hosts_held(ids),
+            "fanout_hosts": selectors.fanout_host_counts(suites),
             **extra,
         }
 

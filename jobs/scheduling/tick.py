@@ -23,6 +23,7 @@ from jobs.choices import JobKind, JobStatus
 from jobs.models import IdempotencyKey, Job, SchedulerTick
 from jobs.scheduling import leasing, planner, snapshot
 from jobs.scheduling.expiry import job_timeout_overdue, lease_expire_overdue
+from jobs.scheduling.fanout import fanout_phase
 from jobs.scheduling.maintenance import maintenance_phase
 from jobs.transitions import Mover
 
@@ -158,11 +159,11 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
         # write landing in between only makes the next tick plan again, never skip wrongly.
         changes = snapshot.lab_changes(now=now)
         fingerprint = changes.fingerprint if changes is not None else ""
-        if (
-            changes is not None
-            and not changes.written
-            and _tick_unchanged(summary, fingerprint=fingerprint, trigger=trigger, start=start)
-        ):
+        if changes is None or changes.written:
+            # It reads hosts, their labels and fan-out jobs, all in the change log: with nothing
+            # written since the last tick it would find nothing to do.
+            fanout_phase(now=now)
+        elif _tick_unchanged(summary, fingerprint=fingerprint, trigger=trigger, start=start):
             return summary
         snap = snapshot.scheduler_snapshot(now=now)
         plan_start = time.perf_counter()

@@ -13,6 +13,7 @@ from django.utils import timezone
 from hosts.audit import Actor, actor_user
 from hosts.choices import HostStatus
 from hosts.models import Host, Label
+from hosts.querysets import HostQuerySet
 from hosts.services import labels_validate
 from jobs import limits
 from jobs.models import Job, Suite, decode_labels, encode_labels
@@ -57,9 +58,10 @@ def _check_priority(priority: int, field_name: str = "priority") -> None:
         raise InvalidInput(f"{field_name} must be an integer from 0 to 100", field=field_name)
 
 
-def _job_from_spec(
+def job_from_spec(
     spec: JobSpec, *, suite: Suite | None, owner: Actor, now: datetime, index: int | None = None
 ) -> Job:
+    """The unsaved job `spec` asks for in `suite` (or standalone), or InvalidInput saying why."""
     where = f"jobs[{index}]." if index is not None else ""
     name = (spec.name or "").strip()
     if not name:
@@ -121,6 +123,7 @@ def suite_submit(
     max_duts: int | None = None,
     fanout_labels: Sequence[str] | None = None,
     fanout_name: str = "",
+    fanout_until: datetime | None = None,
     expires_after: int | None = None,
     allow_unmatched: bool = False,
     rerun_of: Suite | None = None,
@@ -129,6 +132,7 @@ def suite_submit(
 ) -> Suite:
     """Submit a suite with its jobs, or a fan-out suite with one job per matching host.
 
+    A fan-out suite follows the lab until `fanout_until` (jobs/scheduling/fanout.py).
     A job no host in the lab could run (its labels, or its pinned host) is refused, naming
     what matches nothing, unless `allow_unmatched`: the tester waits for such hosts to come.
     `rerun_of` and `cloned_from` link the new suite to the one it was made from.
@@ -145,6 +149,7 @@ def suite_submit(
         owner=actor_user(owner),
         created_at=now,
         fanout_labels=encode_labels(fanout_labels) if fanout_labels is not None else "",
+        fanout_until=fanout_until if fanout_labels is not None else None,
         expires_after=expires_after,
         rerun_of=rerun_of,
         cloned_from=cloned_from,
@@ -160,9 +165,11 @@ def suite_submit(
             f"a suite may have at most {settings.MAX_JOBS_PER_SUITE} jobs", field="jobs"
         )
     rows = [
-        _job_from_spec(spec, suite=suite, owner=owner, now=now, index=i)
+        job_from_spec(spec, suite=suite, owner=owner, now=now, index=i)
         for i, spec in enumerate(jobs)
     ]
+    for row in rows:
+        row.fanout = fanout_labels is not None
     if min_duts > len(rows):
         raise InvalidInput(
             f"min_duts ({min_duts}) is more than the suite's {len(rows)} "
@@ -222,18 +229,31 @@ def _check_matched(jobs: Sequence[Job], *, indexed: bool) -> None:
         )
 
 
+# A fan-out gives no job to a host that will run nothing: retired, or its repairs gave up.
+FANOUT_GONE = (HostStatus.RETIRED, HostStatus.REPAIR_FAILED)
+
+
+def fanout_lab(labels: Sequence[str]) -> HostQuerySet:
+    """The hosts a fan-out over `labels` runs on: every host carrying them all, gone ones aside."""
+    return Host.objects.exclude(status__in=FANOUT_GONE).carrying(list(labels))
+
+
+def fanout_spec(labels: Sequence[str], job_name: str, host: Host) -> JobSpec:
+    """The job a fan-out named `job_name` gives `host`: NAME@HOSTNAME, pinned to it."""
+    return JobSpec(name=f"{job_name}@{host.hostname}", labels=labels, host=host)
+
+
 def _fanout_specs(labels: Sequence[str], job_name: str) -> list[JobSpec]:
     names = sorted(set(labels))
     if not names:
         raise InvalidInput("fan-out needs at least one label", field="fanout_labels")
-    lab = Host.objects.exclude(status=HostStatus.RETIRED)  # a retired host runs nothing
-    hosts = list(lab.carrying(names).order_by("hostname"))
+    hosts = list(fanout_lab(names).order_by("hostname"))
     if not hosts:
         raise InvalidInput(
             f"no host carries {', '.join(names)}: a fan-out suite would be empty",
             field="fanout_labels",
         )
-    return [JobSpec(name=f"{job_name}@{h.hostname}", labels=names, host=h) for h in hosts]
+    return [fanout_spec(names, job_name, h) for h in hosts]
 
 
 @transaction.atomic
@@ -242,7 +262,7 @@ def job_submit(
 ) -> Job:
     """Submit a standalone job; as in `suite_submit`, one no host could run is refused."""
     now = now or timezone.now()
-    job = _job_from_spec(spec, suite=None, owner=owner, now=now)
+    job = job_from_spec(spec, suite=None, owner=owner, now=now)
     if not allow_unmatched:
         _check_matched([job], indexed=False)
     if (user := actor_user(owner)) is not None:

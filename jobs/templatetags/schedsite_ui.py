@@ -13,7 +13,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.text import capfirst
 
-from jobs.choices import JobStatus, Priority
+from jobs.choices import TERMINAL_JOB_STATUSES, JobStatus, Priority
 from jobs.models import decode_labels
 from schedsite import roles
 from schedsite.ui.charts import Segment, stacked_segments
@@ -41,6 +41,7 @@ TONES: dict[str, dict[str, str]] = {
         "aborted": "grey",
         "error": "red",
         "expired": "amber",
+        "skipped": "grey",
     },
     "suite": {"queued": "slate", "running": "blue", "completed": "green", "aborted": "grey"},
     "run": {"created": "green", "skipped": "amber", "error": "red"},
@@ -259,6 +260,7 @@ _COMPLETION_ORDER = [
     (JobStatus.ERROR, "error"),
     (JobStatus.ABORTED, "aborted"),
     (JobStatus.EXPIRED, "expired"),
+    (JobStatus.SKIPPED, "skipped"),
     (JobStatus.RUNNING, "running"),
     (JobStatus.LEASED, "leased"),
     (JobStatus.QUEUED, "queued"),
@@ -274,7 +276,7 @@ def completion_segments(counts: Mapping[str, int] | None) -> list[Segment]:
 @register.filter
 def done_count(counts: Mapping[str, int] | None) -> int:
     counts = counts or {}
-    return sum(counts.get(s, 0) for s in ("passed", "failed", "error", "aborted", "expired"))
+    return sum(counts.get(s, 0) for s in TERMINAL_JOB_STATUSES)
 
 
 @register.filter

@@ -29,6 +29,9 @@ def grow(prefix: str, n: int, *, owner: object, runner: object, sam: object) -> 
         if i % 3 == 0:
             host_services.host_lock(host=host, by=sam, reason="busy")
         f.suite(f"{prefix}s{i}", [["board:x"], ["board:x"]], owner=owner, build="R1")
+        services.suite_submit(  # a fan-out suite: its hosts' counts come in one query too
+            owner=owner, name=f"{prefix}fan{i}", fanout_labels=[f"pool:{prefix}{i}"]
+        )
         f.job(f"{prefix}solo{i}", ["board:none"], owner=owner, host=host if i % 2 else None)
     services.scheduler_tick()
     for job in Job.objects.filter(status="leased")[: n // 2]:

@@ -40,6 +40,7 @@ STATUSES = {
     JobStatus.ABORTED: (False, False),
     JobStatus.ERROR: (False, False),
     JobStatus.EXPIRED: (False, False),
+    JobStatus.SKIPPED: (False, False),
 }
 
 

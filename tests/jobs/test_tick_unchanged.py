@@ -17,7 +17,8 @@ from jobs import selectors, services
 from jobs.models import Job, Lease, SchedulerTick, Suite
 from tests import factories as f
 
-# The digest is computed by PostgreSQL; elsewhere every tick plans (and these would not apply).
+# The change log is written by PostgreSQL triggers; elsewhere every tick plans (and these would
+# not apply).
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 

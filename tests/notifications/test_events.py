@@ -54,6 +54,7 @@ def test_a_suite_finishing_mails_its_owner_once(rack, alice, django_capture_on_c
         "passed": 1,
         "failed": 1,
         "aborted": 0,
+        "skipped": 0,
         "unfinished": 0,
     }
     assert event.payload["suite"]["counts"] == {"passed": 1, "failed": 1}
@@ -251,3 +252,26 @@ def test_an_outage_older_than_the_look_back_is_not_news(sam, settings):
     Worker.objects.filter(pk=rack.pk).update(last_seen=timezone.now() - timedelta(days=2))
     assert sweep()["workers_offline"] == 0
     assert mail.outbox == []
+
+
+def test_a_fanout_finished_by_skipping_its_last_job_mails_its_owner_with_the_skip(
+    rack, alice, django_capture_on_commit_callbacks
+):
+    subscribe(alice)
+    h1 = Host.objects.get(hostname="h1")
+    host_services.host_lock(host=h1, by="sam", reason="debugging")  # its job waits
+    suite = services.suite_submit(owner=alice, name="fan", fanout_labels=["board:x"])
+    t0 = timezone.now()
+    with django_capture_on_commit_callbacks(execute=True):
+        tick(t0, rack)
+        run(suite.jobs.get(host__hostname="h2"), JobStatus.PASSED, at=t0)
+    assert mail.outbox == []  # h1's job still waits
+
+    with django_capture_on_commit_callbacks(execute=True):
+        host_services.host_delete(host=h1, by="sam")  # retired
+        tick(t0 + timedelta(seconds=5), rack)
+
+    (message,) = mail.outbox
+    assert message.subject == "[schedsite] Suite fan completed: 1 passed, 0 failed, 1 skipped"
+    (event,) = finished_events()
+    assert event.payload["suite"]["outcome"]["skipped"] == 1

@@ -198,22 +198,25 @@ def submit_suite(owner: Any, data: dict, **links: Suite) -> Suite:
 
     `links` (`rerun_of`, `cloned_from`) name the suite it was made from.
     """
+    return services.suite_submit(owner=owner, **suite_arguments(data), **links)
+
+
+def suite_arguments(data: dict) -> dict[str, Any]:
+    """The keyword arguments of `suite_submit` (and `suite_prepare`) a validated body gives."""
     fanout = data.get("fanout")
-    return services.suite_submit(
-        owner=owner,
-        name=data["name"],
-        jobs=data.get("specs", ()),
-        build=data["build"],
-        priority=data["priority"],
-        min_duts=data["min_duts"],
-        max_duts=data["max_duts"],
-        expires_after=data["expires_after"],
-        fanout_labels=fanout["labels"] if fanout else None,
-        fanout_name=fanout["name"] if fanout else "",
-        fanout_until=fanout["until"] if fanout else None,
-        allow_unmatched=data["allow_unmatched"],
-        **links,
-    )
+    return {
+        "name": data["name"],
+        "jobs": data.get("specs", ()),
+        "build": data["build"],
+        "priority": data["priority"],
+        "min_duts": data["min_duts"],
+        "max_duts": data["max_duts"],
+        "expires_after": data["expires_after"],
+        "fanout_labels": fanout["labels"] if fanout else None,
+        "fanout_name": fanout["name"] if fanout else "",
+        "fanout_until": fanout["until"] if fanout else None,
+        "allow_unmatched": data["allow_unmatched"],
+    }
 
 
 class SuiteRerunInputSerializer(serializers.Serializer):

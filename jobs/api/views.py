@@ -18,10 +18,12 @@ from rest_framework.response import Response
 
 from jobs import job_history, resubmit, selectors, services
 from jobs.api import idempotency
+from jobs.api import plan_serializers as plan_s
 from jobs.api import serializers as s
 from jobs.api import submit_serializers as submit
 from jobs.filtersets import JobFilterSet, LeaseFilterSet, SuiteFilterSet
 from jobs.models import Job, Lease, SchedulerTick, Suite
+from jobs.scheduling import whatif
 from jobs.scheduling.queue import queue_jobs, queue_select
 from notifications.services import notify_channels_check, suite_notify_set
 from schedsite import roles
@@ -416,11 +418,26 @@ class SchedulerViewSet(ReadViewSet):
         "list": "Recent scheduler ticks, newest first: timings and counts",
         "retrieve": "One scheduler tick",
         "tick": "Run one scheduler tick now and return what it did (staff)",
+        "plan": "What-if: what the next tick would lease with a proposed change; saves nothing "
+        "(pausing and locking: staff; a suite's changes: its owner or staff)",
     }
-    action_inputs = {"tick": None}
+    action_inputs = {"tick": None, "plan": plan_s.PlanInputSerializer}
 
     @extend_schema(responses=s.TickSummarySerializer)
     @action(detail=False, methods=["post"])
     def tick(self, request: Request) -> Response:
         summary = services.scheduler_tick(trigger=f"api: {request.user.get_username()}")
         return Response(s.TickSummarySerializer(summary.as_dict()).data)
+
+    @extend_schema(responses=plan_s.PlanResultSerializer)
+    @action(detail=False, methods=["post"])
+    def plan(self, request: Request) -> Response:
+        data = self.action_input()
+        if (data["workers"] or data["hosts"]) and not roles.is_staff(request.user):
+            raise PermissionDenied("Only lab staff may preview pausing workers or locking hosts.")
+        for suite in data["suites"].values():
+            if not roles.can_manage(request.user, suite.owner_id):
+                raise PermissionDenied(f"You may not change suite {suite.pk}.")
+        now = timezone.now()
+        result = whatif.plan_change(plan_s.plan_change_of(request.user, data, now=now), now=now)
+        return Response(plan_s.PlanResultSerializer(plan_s.plan_answer(result)).data)

@@ -138,6 +138,58 @@ def suite_submit(
     `rerun_of` and `cloned_from` link the new suite to the one it was made from.
     """
     now = now or timezone.now()
+    suite, rows = suite_prepare(
+        owner=owner,
+        name=name,
+        jobs=jobs,
+        build=build,
+        priority=priority,
+        min_duts=min_duts,
+        max_duts=max_duts,
+        fanout_labels=fanout_labels,
+        fanout_name=fanout_name,
+        fanout_until=fanout_until,
+        expires_after=expires_after,
+        allow_unmatched=allow_unmatched,
+        now=now,
+    )
+    suite.rerun_of, suite.cloned_from = rerun_of, cloned_from
+    if (user := actor_user(owner)) is not None:
+        limits.submission_check(
+            user=user,
+            priority=priority,
+            job_priorities=[row.priority for row in rows],
+            min_duts=min_duts,
+            new_jobs=len(rows),
+            now=now,
+        )
+    suite.save()  # after the checks: the rate limit counts the user's suites saved before
+    Job.objects.bulk_create(rows)
+    request_tick("suite submitted")
+    return suite
+
+
+def suite_prepare(
+    *,
+    owner: Actor,
+    name: str,
+    jobs: Sequence[JobSpec] = (),
+    build: str = "",
+    priority: int = 40,
+    min_duts: int = 0,
+    max_duts: int | None = None,
+    fanout_labels: Sequence[str] | None = None,
+    fanout_name: str = "",
+    fanout_until: datetime | None = None,
+    expires_after: int | None = None,
+    allow_unmatched: bool = False,
+    now: datetime,
+) -> tuple[Suite, list[Job]]:
+    """Check a suite as `suite_submit` does and build it with its jobs, unsaved.
+
+    Everything but the submitter's limits: what-if plans (jobs/scheduling/whatif.py) preview
+    a suite with the rows this returns and never save them.
+    """
     _check_suite(name=name, priority=priority, min_duts=min_duts, max_duts=max_duts)
     _check_expires_after(expires_after)
     suite = Suite(
@@ -151,8 +203,6 @@ def suite_submit(
         fanout_labels=encode_labels(fanout_labels) if fanout_labels is not None else "",
         fanout_until=fanout_until if fanout_labels is not None else None,
         expires_after=expires_after,
-        rerun_of=rerun_of,
-        cloned_from=cloned_from,
     )
     if fanout_labels is not None:
         if jobs:
@@ -178,19 +228,7 @@ def suite_submit(
         )
     if not allow_unmatched:
         _check_matched(rows, indexed=True)
-    if (user := actor_user(owner)) is not None:
-        limits.submission_check(
-            user=user,
-            priority=priority,
-            job_priorities=[row.priority for row in rows],
-            min_duts=min_duts,
-            new_jobs=len(rows),
-            now=now,
-        )
-    suite.save()  # after the checks: the rate limit counts the user's suites saved before
-    Job.objects.bulk_create(rows)
-    request_tick("suite submitted")
-    return suite
+    return suite, rows
 
 
 def _check_matched(jobs: Sequence[Job], *, indexed: bool) -> None:

@@ -1,0 +1,262 @@
+"""What-if plans, POST /api/scheduler/plan/: the proposed change in, the next tick's plan out."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from rest_framework import serializers
+
+from hosts.models import Host, Worker
+from jobs.api import submit_serializers as submit
+from jobs.api.fields import PriorityField
+from jobs.api.submit_serializers import SuiteCreateInputSerializer
+from jobs.models import Suite
+from jobs.scheduling import planner
+from jobs.scheduling.whatif import Change, SuiteChange, WhatIf, new_job_id, new_job_index
+from jobs.services.submission import suite_prepare
+from schedsite.api_fields import StrictCharField, StrictIntegerField
+
+MAX_NAMES = 1000  # workers or hosts one preview may pause or lock
+LIST_LIMIT = 200  # jobs listed per part of the answer; the counts give the totals
+
+
+class SuiteChangeInputSerializer(serializers.Serializer):
+    """A queued suite's new priority, min_duts or max_duts (null: no cap)."""
+
+    suite = StrictIntegerField(min_value=1, help_text="The suite's id.")
+    priority = PriorityField(required=False)
+    min_duts = StrictIntegerField(min_value=0, max_value=100000, required=False)
+    max_duts = StrictIntegerField(min_value=1, max_value=100000, required=False, allow_null=True)
+
+
+class PlanInputSerializer(serializers.Serializer):
+    """A proposed change: any of a suite to submit, workers to pause, hosts to lock, suite edits."""
+
+    suite = SuiteCreateInputSerializer(
+        required=False, help_text="A suite as POST /api/suites/ takes it; it is not saved."
+    )
+    pause_workers = serializers.ListField(
+        child=StrictCharField(max_length=255), required=False, default=list, max_length=MAX_NAMES
+    )
+    lock_hosts = serializers.ListField(
+        child=StrictCharField(max_length=255), required=False, default=list, max_length=MAX_NAMES
+    )
+    suite_changes = SuiteChangeInputSerializer(many=True, required=False, default=list)
+    settings = serializers.JSONField(
+        required=False,
+        help_text="New scheduler settings: not supported yet (a 400 says so).",
+    )
+
+    def validate_settings(self, value: Any) -> Any:
+        raise serializers.ValidationError(
+            "Previewing scheduler settings is not supported yet: there are no settings to change."
+        )
+
+    def validate(self, data: dict) -> dict:
+        if (
+            not (data.get("suite") or data["pause_workers"] or data["lock_hosts"])
+            and not data["suite_changes"]
+        ):
+            raise serializers.ValidationError(
+                "Propose a change: suite, pause_workers, lock_hosts or suite_changes."
+            )
+        data["workers"] = _named(Worker, "name", data["pause_workers"], "pause_workers")
+        data["hosts"] = _named(Host, "hostname", data["lock_hosts"], "lock_hosts")
+        data["suites"] = self._suites(data["suite_changes"])
+        return data
+
+    def _suites(self, edits: list[dict]) -> dict[int, Suite]:
+        ids = [edit["suite"] for edit in edits]
+        if len(set(ids)) != len(ids):
+            raise serializers.ValidationError({"suite_changes": ["Name each suite once."]})
+        suites = Suite.objects.in_bulk(ids)
+        errors = []
+        for edit in edits:
+            suite = suites.get(edit["suite"])
+            if suite is None:
+                errors.append({"suite": [f"No suite {edit['suite']}."]})
+                continue
+            min_duts = edit.get("min_duts", suite.min_duts)
+            max_duts = edit.get("max_duts", suite.max_duts)
+            if max_duts is not None and min_duts > max_duts:
+                errors.append({"min_duts": ["min_duts cannot exceed max_duts."]})
+            else:
+                errors.append({})
+        if any(errors):
+            raise serializers.ValidationError({"suite_changes": errors})
+        return suites
+
+
+def _named(model: type, field: str, names: list[str], where: str) -> list[Any]:
+    """The objects with these names, in one query; an unknown name is a 400."""
+    if not names:
+        return []
+    found = {getattr(o, field): o for o in model.objects.filter(**{f"{field}__in": names})}
+    missing = sorted(set(names) - set(found))
+    if missing:
+        raise serializers.ValidationError({where: [f"Not found: {', '.join(missing)}."]})
+    return [found[name] for name in dict.fromkeys(names)]
+
+
+def plan_change_of(owner: Any, data: dict, *, now: datetime) -> Change:
+    """The change a validated `PlanInputSerializer` body proposes, names resolved to ids."""
+    new_suite, new_jobs = None, []
+    if data.get("suite"):
+        new_suite, new_jobs = suite_prepare(
+            owner=owner, **submit.suite_arguments(data["suite"]), now=now
+        )
+    paused = frozenset(
+        Host.objects.filter(worker__in=data["workers"]).values_list("id", flat=True)
+        if data["workers"]
+        else ()
+    )
+    return Change(
+        new_suite=new_suite,
+        new_jobs=new_jobs,
+        pause_host_ids=paused,
+        lock_host_ids=frozenset(host.pk for host in data["hosts"]),
+        lock_reason="(the lock you preview)",
+        suite_changes=_suite_changes(data["suite_changes"]),
+    )
+
+
+def _suite_changes(edits: list[dict]) -> list[SuiteChange]:
+    return [
+        SuiteChange(
+            suite_id=edit["suite"],
+            priority=edit.get("priority"),
+            min_duts=edit.get("min_duts"),
+            max_duts=edit.get("max_duts"),
+            clear_max_duts="max_duts" in edit and edit["max_duts"] is None,
+        )
+        for edit in edits
+    ]
+
+
+# --- the answer -----------------------------------------------------------------------------
+
+
+class PlanJobSerializer(serializers.Serializer):
+    """One job of the answer: a saved job by id, or the proposed suite's by index."""
+
+    job = serializers.IntegerField(allow_null=True, help_text="Id; null for a proposed job.")
+    new_job = serializers.IntegerField(
+        allow_null=True, help_text="Index in the proposed suite's jobs; null for a saved job."
+    )
+    name = serializers.CharField()
+    host = serializers.CharField(required=False, help_text="The host it would be leased.")
+    code = serializers.CharField(required=False, help_text="Its wait reason's code.")
+    message = serializers.CharField(required=False, help_text="Its wait reason.")
+
+
+class PlanNewJobsSerializer(serializers.Serializer):
+    total = serializers.IntegerField()
+    would_start = serializers.IntegerField()
+    waiting = serializers.IntegerField()
+    waits = PlanJobSerializer(many=True)
+
+
+class PlanCountsSerializer(serializers.Serializer):
+    leases = serializers.IntegerField()
+    leases_without_change = serializers.IntegerField()
+    would_start = serializers.IntegerField()
+    would_lose = serializers.IntegerField()
+    stranded = serializers.IntegerField()
+
+
+class PlanResultSerializer(serializers.Serializer):
+    """What the next tick would do with the change (docs/api.md#what-if-plans)."""
+
+    summary = serializers.CharField()
+    leases = PlanJobSerializer(many=True)
+    new_jobs = PlanNewJobsSerializer(allow_null=True)
+    would_start = PlanJobSerializer(many=True)
+    would_lose = PlanJobSerializer(many=True)
+    stranded = PlanJobSerializer(many=True)
+    counts = PlanCountsSerializer()
+
+
+def plan_answer(result: WhatIf) -> dict[str, Any]:
+    """The answer's body: leases, the proposed jobs, the difference, a one-line summary."""
+    hosts = result.snapshot.hosts_by_id
+    leased = result.leased_hosts()
+
+    def entry(job_id: int, *, host: bool = False, reason: bool = False) -> dict[str, Any]:
+        index = new_job_index(job_id)
+        row: dict[str, Any] = {
+            "job": None if index is not None else job_id,
+            "new_job": index,
+            "name": result.jobs[job_id].name,
+        }
+        if host:
+            row["host"] = hosts[leased[job_id]].hostname
+        if reason:
+            why = result.after.wait_reasons[job_id]
+            row["code"], row["message"] = why.code, why.message
+        return row
+
+    new_jobs = None
+    if result.new_started or result.new_waiting:
+        new_jobs = {
+            "total": len(result.new_started) + len(result.new_waiting),
+            "would_start": len(result.new_started),
+            "waiting": len(result.new_waiting),
+            "waits": [entry(new_job_id(i), reason=True) for i in result.new_waiting[:LIST_LIMIT]],
+        }
+    return {
+        "summary": summary(result),
+        "leases": [entry(a.job_id, host=True) for a in result.after.assignments],
+        "new_jobs": new_jobs,
+        "would_start": [entry(j, host=True) for j in result.would_start[:LIST_LIMIT]],
+        "would_lose": [entry(j, reason=True) for j in result.would_lose[:LIST_LIMIT]],
+        "stranded": [entry(j, reason=True) for j in result.stranded[:LIST_LIMIT]],
+        "counts": {
+            "leases": len(result.after.assignments),
+            "leases_without_change": len(result.before.assignments),
+            "would_start": len(result.would_start),
+            "would_lose": len(result.would_lose),
+            "stranded": len(result.stranded),
+        },
+    }
+
+
+def summary(result: WhatIf) -> str:
+    """Say in one line what the change would do to the next tick."""
+    parts = []
+    total = len(result.new_started) + len(result.new_waiting)
+    if total:
+        part = f"{len(result.new_started)} of your {_count(total, 'job')} would start now"
+        if result.new_waiting:
+            reasons = [result.after.wait_reasons[new_job_id(i)] for i in result.new_waiting]
+            part += f"; {len(result.new_waiting)} wait: {_reasons(reasons)}"
+        parts.append(part)
+    if result.stranded:
+        n = len(result.stranded)
+        parts.append(
+            f"{_count(n, 'queued job')} would lose {'its' if n == 1 else 'their'} "
+            "only matching host"
+        )
+    if result.would_lose:
+        n = len(result.would_lose)
+        parts.append(f"{_count(n, 'job')} the next tick would start would wait instead")
+    if result.would_start:
+        parts.append(f"{_count(len(result.would_start), 'other queued job')} would start")
+    if not parts:
+        return "The next tick would lease the same hosts with or without this change."
+    return ". ".join(parts) + "."
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _reasons(reasons: list[planner.WaitReason]) -> str:
+    """Group wait reasons by message, most common first: '3 × No host has label x; 1 × …'."""
+    counts: dict[str, int] = {}
+    for reason in reasons:
+        counts[reason.message] = counts.get(reason.message, 0) + 1
+    ranked = sorted(counts.items(), key=lambda item: -item[1])
+    if len(ranked) == 1:
+        return ranked[0][0]
+    return "; ".join(f"{n} × {message}" for message, n in ranked)

@@ -1,0 +1,221 @@
+"""What-if plans: what the next tick would lease if a change were made, written nowhere.
+
+The snapshot is read once; the change (a suite to submit, workers to pause, hosts to lock,
+suites' new priority and quotas) is applied to its plain values in memory with
+`dataclasses.replace`, and the pure planner runs on the lab as it is and as it would be
+(docs/scheduling.md#what-if-plans).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from jobs.models import Job, Suite
+from jobs.scheduling import planner
+from jobs.scheduling.snapshot import Snapshot, scheduler_snapshot
+
+# The proposed suite and its jobs have no ids yet: negative ids keep them apart from every
+# saved row in the planner's dicts, and the answer names them by their index instead. The
+# jobs' ids ascend with their index, as saved ones would: the tick takes a suite's jobs in
+# id order.
+NEW_SUITE_ID = -1
+_NEW_JOB_BASE = -(2**62)
+
+
+def new_job_id(index: int) -> int:
+    return _NEW_JOB_BASE + index
+
+
+def new_job_index(job_id: int) -> int | None:
+    return job_id - _NEW_JOB_BASE if job_id < 0 else None
+
+
+@dataclass(frozen=True)
+class SuiteChange:
+    """A queued suite's new priority and quotas; None keeps the value it has."""
+
+    suite_id: int
+    priority: int | None = None
+    min_duts: int | None = None
+    max_duts: int | None = None
+    clear_max_duts: bool = False  # max_duts: null in the request, i.e. no cap
+
+
+@dataclass(frozen=True)
+class Change:
+    """A proposed change, with every name already resolved to ids."""
+
+    new_suite: Suite | None = None  # unsaved, with `new_jobs` its unsaved jobs
+    new_jobs: Sequence[Job] = ()
+    pause_host_ids: frozenset[int] = frozenset()  # the hosts of the workers to pause
+    lock_host_ids: frozenset[int] = frozenset()
+    lock_reason: str = ""
+    suite_changes: Sequence[SuiteChange] = ()
+
+
+@dataclass
+class WhatIf:
+    """The next tick's plan with the change, and how it differs from the plan without it."""
+
+    snapshot: Snapshot
+    jobs: dict[int, planner.JobState]  # every queued job with the change, the new ones too
+    before: planner.Plan
+    after: planner.Plan
+    would_start: list[int] = field(default_factory=list)  # saved jobs leased only after
+    would_lose: list[int] = field(default_factory=list)  # saved jobs leased only before
+    stranded: list[int] = field(default_factory=list)  # lose every host that could run them
+    new_started: list[int] = field(default_factory=list)  # indexes of the proposed jobs
+    new_waiting: list[int] = field(default_factory=list)
+
+    def leased_hosts(self) -> dict[int, int]:
+        """Job id -> host id for the plan with the change."""
+        return {a.job_id: a.host_id for a in self.after.assignments}
+
+
+def plan_change(change: Change, *, now: datetime) -> WhatIf:
+    """Plan the next tick as it is and with the change; read the lab once, write nothing."""
+    return compare(scheduler_snapshot(now=now), change)
+
+
+def compare(snapshot: Snapshot, change: Change) -> WhatIf:
+    """Run the pure planner on the snapshot and on the snapshot with the change applied."""
+    hosts, jobs, suites = apply(snapshot, change)
+    before = planner.plan(hosts=snapshot.hosts, jobs=snapshot.jobs, suites=snapshot.suites)
+    after = planner.plan(hosts=hosts, jobs=jobs, suites=suites)
+    leased_before = {a.job_id for a in before.assignments}
+    leased_after = {a.job_id for a in after.assignments}
+    result = WhatIf(snapshot=snapshot, jobs={j.id: j for j in jobs}, before=before, after=after)
+    for job in jobs:
+        index = new_job_index(job.id)
+        if index is not None:
+            (result.new_started if job.id in leased_after else result.new_waiting).append(index)
+        elif job.id in leased_after and job.id not in leased_before:
+            result.would_start.append(job.id)
+        elif job.id in leased_before and job.id not in leased_after:
+            result.would_lose.append(job.id)
+    result.new_started.sort()
+    result.new_waiting.sort()
+    changed = change.pause_host_ids | change.lock_host_ids
+    if changed:
+        result.stranded = stranded_jobs(snapshot.hosts, hosts, snapshot.jobs, changed)
+    return result
+
+
+def apply(
+    snapshot: Snapshot, change: Change
+) -> tuple[list[planner.HostState], list[planner.JobState], list[planner.SuiteState]]:
+    """Return the snapshot's hosts, jobs and suites as they would be after the change."""
+    hosts = [
+        _changed_host(host, change) if host.id in _touched(change) else host
+        for host in snapshot.hosts
+    ]
+    edits = {c.suite_id: c for c in change.suite_changes}
+    suites = [_changed_suite(s, edits[s.id]) if s.id in edits else s for s in snapshot.suites]
+    old_priority = {s.id: s.priority for s in snapshot.suites}
+    new_priority = {s.id: s.priority for s in suites}
+    jobs = [
+        # A job follows its suite's new priority unless it was given one of its own.
+        replace(job, priority=new_priority[job.suite_id])
+        if job.suite_id in edits and job.priority == old_priority[job.suite_id]
+        else job
+        for job in snapshot.jobs
+    ]
+    if change.new_suite is not None:
+        suite, new = proposed(change.new_suite, change.new_jobs)
+        suites.append(suite)
+        jobs.extend(new)
+    return hosts, jobs, suites
+
+
+def _touched(change: Change) -> frozenset[int]:
+    return change.pause_host_ids | change.lock_host_ids
+
+
+def _changed_host(host: planner.HostState, change: Change) -> planner.HostState:
+    if host.id in change.lock_host_ids and not host.locked:
+        host = replace(host, locked=True, lock_reason=change.lock_reason)
+    if host.id in change.pause_host_ids:
+        host = replace(host, worker_paused=True)
+    return host
+
+
+def _changed_suite(suite: planner.SuiteState, edit: SuiteChange) -> planner.SuiteState:
+    return replace(
+        suite,
+        priority=suite.priority if edit.priority is None else edit.priority,
+        min_duts=suite.min_duts if edit.min_duts is None else edit.min_duts,
+        max_duts=None
+        if edit.clear_max_duts
+        else (suite.max_duts if edit.max_duts is None else edit.max_duts),
+    )
+
+
+def proposed(
+    suite: Suite, jobs: Sequence[Job]
+) -> tuple[planner.SuiteState, list[planner.JobState]]:
+    """Read an unsaved suite and its unsaved jobs as planner values, with placeholder ids."""
+    state = planner.SuiteState(
+        id=NEW_SUITE_ID,
+        name=suite.name,
+        priority=suite.priority,
+        created_at=suite.created_at,
+        min_duts=suite.min_duts,
+        max_duts=suite.max_duts,
+        build=suite.build,
+    )
+    return state, [
+        planner.JobState(
+            id=new_job_id(i),
+            name=job.name,
+            suite_id=NEW_SUITE_ID,
+            priority=job.priority,
+            submitted_at=suite.created_at,
+            labels=frozenset(job.labels),
+            pinned_host_id=job.host_id,
+        )
+        for i, job in enumerate(jobs)
+    ]
+
+
+def stranded_jobs(
+    before: Sequence[planner.HostState],
+    after: Sequence[planner.HostState],
+    jobs: Iterable[planner.JobState],
+    changed: frozenset[int],
+) -> list[int]:
+    """Return the queued jobs that some host could run before the change and none after.
+
+    "Could run" ignores leases (a busy host frees up when its job ends): the host is ready,
+    unlocked and on a worker that is up. Only the changed hosts can make a job lose its last
+    one, so a class of identical jobs is looked at only if a changed host fits it.
+    """
+    usable_before = [h for h in before if _usable(h)]
+    usable_after = [h for h in after if _usable(h)]
+    changed_hosts = [h for h in usable_before if h.id in changed]
+    verdict: dict[tuple[frozenset[str], int | None], bool] = {}
+    stranded = []
+    for job in jobs:
+        key = (job.labels, job.pinned_host_id)
+        if key not in verdict:
+            fits_changed = any(_fits(h, key) for h in changed_hosts)
+            verdict[key] = fits_changed and not any(_fits(h, key) for h in usable_after)
+        if verdict[key]:
+            stranded.append(job.id)
+    return stranded
+
+
+def _usable(host: planner.HostState) -> bool:
+    return planner.host_is_schedulable(
+        ready=host.ready,
+        locked=host.locked,
+        leased=False,
+        worker_paused=host.worker_paused,
+        worker_offline=host.worker_offline,
+    )
+
+
+def _fits(host: planner.HostState, key: tuple[frozenset[str], int | None]) -> bool:
+    labels, pinned = key
+    return (pinned is None or pinned == host.id) and labels <= host.labels

@@ -43,15 +43,20 @@ class PlanInputSerializer(serializers.Serializer):
         child=StrictCharField(max_length=255), required=False, default=list, max_length=MAX_NAMES
     )
     suite_changes = SuiteChangeInputSerializer(many=True, required=False, default=list)
-    settings = serializers.JSONField(
-        required=False,
-        help_text="New scheduler settings: not supported yet (a 400 says so).",
-    )
 
-    def validate_settings(self, value: Any) -> Any:
-        raise serializers.ValidationError(
-            "Previewing scheduler settings is not supported yet: there are no settings to change."
-        )
+    def to_internal_value(self, data: Any) -> dict:
+        # New scheduler settings belong in a preview too, but there are none to change yet:
+        # say so rather than ignore the key (and keep it out of the schema until then).
+        if isinstance(data, dict) and "settings" in data:
+            raise serializers.ValidationError(
+                {
+                    "settings": [
+                        "Previewing scheduler settings is not supported yet: "
+                        "there are no settings to change."
+                    ]
+                }
+            )
+        return super().to_internal_value(data)
 
     def validate(self, data: dict) -> dict:
         if (

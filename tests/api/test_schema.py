@@ -59,6 +59,7 @@ STATE_REFUSALS = {
     ("POST", "/api/suite-templates/"): "a body that is not a suite the lab can take",
     ("PATCH", "/api/suite-templates/{id}/"): "a body that is not a suite the lab can take",
     ("POST", "/api/suite-templates/{id}/dispatch/"): "a body whose jobs no host can run",
+    ("POST", "/api/scheduler/plan/"): "a suite, worker or host that does not exist",
 }
 CONFIG = SchemathesisConfig.from_dict(
     {

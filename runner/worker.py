@@ -54,6 +54,11 @@ def job_kind(lease: dict) -> str:
     return lease.get("kind") or lease["job"].get("kind") or TEST
 
 
+def start_order(lease: dict) -> tuple[int, int]:
+    """Highest job priority first, then the lease taken first (the lowest id)."""
+    return (-(lease["job"].get("priority") or 0), lease["id"])
+
+
 class Runner:
     """Heartbeat the worker, take its leases, run the command for each, report the results."""
 
@@ -237,7 +242,10 @@ class Runner:
 
     def _take_leases(self) -> None:
         seen: set[int] = set()
-        for lease in self.api.pages(f"workers/{self.config.worker}/leases/"):
+        # With more leases than free slots, the most urgent job starts first: a host leased to
+        # a priority-90 job must not sit idle while a priority-10 job runs.
+        leases = sorted(self.api.pages(f"workers/{self.config.worker}/leases/"), key=start_order)
+        for lease in leases:
             lease_id = lease["id"]
             seen.add(lease_id)
             if lease_id in self.runs:

@@ -309,6 +309,22 @@ def stop_runner(fake: RecordingApi) -> Runner:
     return runner
 
 
+def test_with_more_leases_than_slots_the_most_urgent_jobs_start_first():
+    def leased(lease_id: int, priority: int) -> dict:
+        job = {**LEASE["job"], "id": 100 + lease_id, "priority": priority}
+        return {**LEASE, "id": lease_id, "job": job}
+
+    fake = RecordingApi(leases=[leased(1, 10), leased(2, 90), leased(3, 50), leased(4, 90)])
+    runner = Runner(fake, RunnerConfig(worker="w1", command=["true"], concurrency=2))
+    runner._take_leases()
+    for run in runner.runs.values():
+        run.join(30)
+
+    # Two slots: the two priority-90 jobs, the older lease first; the others wait their turn.
+    assert [path for path, _body in fake.posts("/start/")] == ["jobs/102/start/", "jobs/104/start/"]
+    assert sorted(runner.waiting) == [1, 3]
+
+
 def test_a_stopping_runner_hands_back_the_leases_it_has_not_started():
     running = {**LEASE, "id": 6, "job": {**LEASE["job"], "id": 41, "status": "running"}}
     fake = RecordingApi(leases=[LEASE, REPAIR_LEASE, running])

@@ -181,12 +181,11 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
         # The snapshot's schedulable hosts (one rule with Host.objects.schedulable) less those
         # the plan just leased: the lab as this tick leaves it.
         capacity = _lab_capacity(schedulable=summary.hosts_free - len(made))
-        tick = SchedulerTick.objects.create(
-            started_at=now,
-            duration_ms=summary.duration_ms,
+        _record(
+            summary,
+            trigger=trigger,
+            fingerprint=fingerprint,
             plan_ms=summary.plan_ms,
-            jobs_considered=summary.jobs_considered,
-            hosts_free=summary.hosts_free,
             hosts_total=len(snap.hosts),
             hosts_leased=snap.leased_count + len(made),
             leases_made=len(summary.leases),
@@ -194,13 +193,9 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
             jobs_timed_out=summary.timed_out,
             queued_after=queued_after,
             oldest_wait_s=(now - oldest).total_seconds() if oldest and queued_after else 0.0,
-            trigger=trigger[:50],
             wait_reasons=reasons,
-            fingerprint=fingerprint,
             **capacity,
         )
-        summary.tick_id = tick.pk
-        _prune_ticks(tick.pk)
         fault_point("tick.before_commit")
     return summary
 
@@ -230,26 +225,36 @@ def _tick_unchanged(summary: TickSummary, *, fingerprint: str, trigger: str, sta
     # leases), so the previous tick's still holds.
     capacity = {name: getattr(previous, name) for name in CAPACITY_FIELDS}
     summary.duration_ms = (time.perf_counter() - start) * 1000
-    tick = SchedulerTick.objects.create(
-        started_at=now,
-        duration_ms=summary.duration_ms,
-        jobs_considered=previous.jobs_considered,
-        hosts_free=previous.hosts_free,
+    _record(
+        summary,
+        trigger=trigger,
+        fingerprint=fingerprint,
         hosts_total=previous.hosts_total,
         hosts_leased=previous.hosts_leased,
         queued_after=previous.queued_after,
         oldest_wait_s=waited,
-        trigger=trigger[:50],
         wait_reasons=Subquery(
             SchedulerTick.objects.filter(pk=previous.pk).values("wait_reasons")[:1]
         ),
-        fingerprint=fingerprint,
         unchanged=True,
         **capacity,
     )
+    return True
+
+
+def _record(summary: TickSummary, *, trigger: str, fingerprint: str, **fields: object) -> None:
+    """Write the tick's row, what the charts, the pages and the next tick read."""
+    tick = SchedulerTick.objects.create(
+        started_at=summary.started_at,
+        duration_ms=summary.duration_ms,
+        jobs_considered=summary.jobs_considered,
+        hosts_free=summary.hosts_free,
+        trigger=trigger[:50],
+        fingerprint=fingerprint,
+        **fields,
+    )
     summary.tick_id = tick.pk
     _prune_ticks(tick.pk)
-    return True
 
 
 CAPACITY_FIELDS = ("hosts_schedulable", "hosts_in_maintenance", "hosts_repair_failed")

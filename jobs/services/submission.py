@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -115,51 +116,29 @@ def _check_suite(*, name: str, priority: int, min_duts: int, max_duts: int | Non
 def suite_submit(
     *,
     owner: Actor,
-    name: str,
-    jobs: Sequence[JobSpec] = (),
-    build: str = "",
-    priority: int = 40,
-    min_duts: int = 0,
-    max_duts: int | None = None,
-    fanout_labels: Sequence[str] | None = None,
-    fanout_name: str = "",
-    fanout_until: datetime | None = None,
-    expires_after: int | None = None,
-    allow_unmatched: bool = False,
     rerun_of: Suite | None = None,
     cloned_from: Suite | None = None,
     now: datetime | None = None,
+    **fields: Any,
 ) -> Suite:
     """Submit a suite with its jobs, or a fan-out suite with one job per matching host.
 
-    A fan-out suite follows the lab until `fanout_until` (jobs/scheduling/fanout.py).
+    `fields` are `suite_prepare`'s (name, jobs, build, priority, quotas, fan-out, expiry,
+    allow_unmatched); it checks them all, then the submitter's limits apply. A fan-out suite
+    follows the lab until `fanout_until` (jobs/scheduling/fanout.py).
     A job no host in the lab could run (its labels, or its pinned host) is refused, naming
     what matches nothing, unless `allow_unmatched`: the tester waits for such hosts to come.
     `rerun_of` and `cloned_from` link the new suite to the one it was made from.
     """
     now = now or timezone.now()
-    suite, rows = suite_prepare(
-        owner=owner,
-        name=name,
-        jobs=jobs,
-        build=build,
-        priority=priority,
-        min_duts=min_duts,
-        max_duts=max_duts,
-        fanout_labels=fanout_labels,
-        fanout_name=fanout_name,
-        fanout_until=fanout_until,
-        expires_after=expires_after,
-        allow_unmatched=allow_unmatched,
-        now=now,
-    )
+    suite, rows = suite_prepare(owner=owner, now=now, **fields)
     suite.rerun_of, suite.cloned_from = rerun_of, cloned_from
     if (user := actor_user(owner)) is not None:
         limits.submission_check(
             user=user,
-            priority=priority,
+            priority=suite.priority,
             job_priorities=[row.priority for row in rows],
-            min_duts=min_duts,
+            min_duts=suite.min_duts,
             new_jobs=len(rows),
             now=now,
         )

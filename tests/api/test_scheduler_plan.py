@@ -131,15 +131,19 @@ def test_locking_a_host_shows_what_the_next_tick_would_lease_instead(staff_clien
     assert not Host.objects.get(hostname="zork").locked
 
 
+def preview_suite_change(client, suite: Suite, **change: int) -> dict:  # noqa: ANN001
+    response = client.post(URL, {"suite_changes": [{"suite": suite.pk, **change}]}, format="json")
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
 def test_raising_a_suites_priority_shows_the_jobs_that_would_start_and_those_pushed_back(
     alice_client, alice, eve_lab
 ):
     f.suite("first", 6, labels=["board:eve"], owner=alice, priority=50)
     second = f.suite("second", 2, labels=["board:eve"], owner=alice, priority=40)
 
-    body = alice_client.post(
-        URL, {"suite_changes": [{"suite": second.pk, "priority": 60}]}, format="json"
-    ).json()
+    body = preview_suite_change(alice_client, second, priority=60)
 
     assert {row["name"] for row in body["would_start"]} == {"second-t0", "second-t1"}
     assert len(body["would_lose"]) == 2
@@ -153,9 +157,7 @@ def test_a_min_duts_quota_in_the_preview_takes_hosts_ahead_of_higher_priorities(
     f.suite("cq", 6, labels=["board:eve"], owner=alice, priority=70)
     weekly = f.suite("weekly", 3, labels=["board:eve"], owner=alice, priority=10)
 
-    body = alice_client.post(
-        URL, {"suite_changes": [{"suite": weekly.pk, "min_duts": 2}]}, format="json"
-    ).json()
+    body = preview_suite_change(alice_client, weekly, min_duts=2)
 
     assert sorted(row["name"] for row in body["would_start"]) == ["weekly-t0", "weekly-t1"]
     assert body["counts"]["would_lose"] == 2
@@ -163,9 +165,7 @@ def test_a_min_duts_quota_in_the_preview_takes_hosts_ahead_of_higher_priorities(
 
 def test_an_unchanged_plan_says_so(alice_client, alice, eve_lab):
     suite = f.suite("s", 1, labels=["board:eve"], owner=alice)
-    body = alice_client.post(
-        URL, {"suite_changes": [{"suite": suite.pk, "priority": 41}]}, format="json"
-    ).json()
+    body = preview_suite_change(alice_client, suite, priority=41)
     assert body["summary"] == (
         "The next tick would lease the same hosts with or without this change."
     )

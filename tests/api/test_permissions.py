@@ -210,6 +210,16 @@ ACTIONS = [
     Action("tick list", "get", "/api/scheduler/", READ),
     Action("tick detail", "get", one_tick, READ),
     Action("tick now", "post", "/api/scheduler/tick/", staff(200)),
+    Action("plan a suite", "post", "/api/scheduler/plan/", READ, {"suite": NEW_SUITE}),
+    Action(
+        "plan a suite change",
+        "post",
+        "/api/scheduler/plan/",
+        owned(200),
+        lambda lab: {"suite_changes": [{"suite": lab.suite.pk, "priority": 50}]},
+    ),
+    Action("plan a pause", "post", "/api/scheduler/plan/", staff(200), {"pause_workers": ["w1"]}),
+    Action("plan a lock", "post", "/api/scheduler/plan/", staff(200), {"lock_hosts": ["free.lab"]}),
 ]
 
 

@@ -27,6 +27,7 @@ from jobs.forms import (
 )
 from jobs.models import Job, Suite
 from jobs.querysets import UNFINISHED_JOB_STATUSES
+from jobs.scheduling import whatif
 from jobs.scheduling.queue import queue_jobs, queue_place, queue_select
 from jobs.views_resubmit import clone_form, clone_source, suite_queued
 from notifications.services import notify_channels_check, suite_notify_set
@@ -255,6 +256,75 @@ def suite_abort(request: HttpRequest, suite: Suite) -> HttpResponse:
     )
 
 
+def _job_list(
+    request: HttpRequest, rows: list[JobRow], data: dict[str, Any]
+) -> tuple[list, list, str]:
+    """The form's jobs as specs, the rows that gave them, and what is wrong with the list."""
+    if data.get("mode") == "fanout":
+        return [], [], ""
+    minutes = data.get("timeout_minutes")
+    specs, filled = job_specs(
+        rows,
+        max_retries=data.get("max_retries") or 0,
+        timeout=timedelta(minutes=minutes) if minutes else None,
+    )
+    if not filled:
+        return specs, filled, "Add at least one job: a name and the labels its host needs."
+    if job_rows_count(request.POST) > MAX_ROWS:
+        # Refuse rather than drop the rows past the limit: a suite missing jobs looks
+        # submitted and complete.
+        return (
+            specs,
+            filled,
+            (f"The form takes at most {MAX_ROWS} jobs; submit bigger suites through the API."),
+        )
+    return specs, filled, ""
+
+
+def _submit_or_preview(
+    request: HttpRequest, data: dict[str, Any], *, specs: list, clone: Suite | None
+) -> Suite | str:
+    """Submit the form's suite, or with Preview only say what the next tick would do with it."""
+    fanout = data.get("mode") == "fanout"
+    arguments = {
+        "name": data["name"],
+        "build": data.get("build", ""),
+        "priority": data["priority"],
+        "min_duts": data["min_duts"],
+        "max_duts": data.get("max_duts"),
+        "expires_after": data.get("expires_after"),
+        "jobs": specs,
+        "fanout_labels": data.get("fanout_label_list") if fanout else None,
+        "fanout_name": data.get("fanout_name", ""),
+        "allow_unmatched": data.get("allow_unmatched", False),
+    }
+    if "preview" in request.POST:
+        return _suite_preview(request.user, arguments)
+    notify_channels_check(request.user, data.get("notify", []))
+    with transaction.atomic():
+        suite = services.suite_submit(owner=request.user, cloned_from=clone, **arguments)
+        suite_notify_set(suite=suite, channels=data.get("notify", []))
+    return suite
+
+
+def _submitted(request: HttpRequest, suite: Suite) -> HttpResponse:
+    jobs = suite.jobs.count()
+    return suite_queued(
+        request,
+        suite,
+        f"Suite {suite.name} submitted with {jobs} job{'s' * (jobs != 1)}. It is in the queue now.",
+    )
+
+
+def _suite_preview(owner: Any, arguments: dict[str, Any]) -> str:
+    """Say what the next tick would do with the suite, checked as a submission, saved nowhere."""
+    now = timezone.now()
+    suite, jobs = services.suite_prepare(owner=owner, now=now, **arguments)
+    return whatif.summary(
+        whatif.plan_change(whatif.Change(new_suite=suite, new_jobs=jobs), now=now)
+    )
+
+
 def _form_context(
     request: HttpRequest, form: SuiteForm, rows: list[JobRow], **extra: Any
 ) -> dict[str, Any]:
@@ -296,44 +366,12 @@ def suite_create(request: HttpRequest) -> HttpResponse:
     rows = job_rows_from(request.POST)
     valid = form.is_valid()
     data = form.cleaned_data
-    fanout = data.get("mode") == "fanout"
-    jobs_error = ""
     refused: ServiceError | None = None
-    specs, filled = [], []
-    if not fanout:
-        minutes = data.get("timeout_minutes")
-        specs, filled = job_specs(
-            rows,
-            max_retries=data.get("max_retries") or 0,
-            timeout=timedelta(minutes=minutes) if minutes else None,
-        )
-        if not filled:
-            jobs_error = "Add at least one job: a name and the labels its host needs."
-        elif job_rows_count(request.POST) > MAX_ROWS:
-            # Refuse rather than drop the rows past the limit: a suite missing jobs looks
-            # submitted and complete.
-            jobs_error = (
-                f"The form takes at most {MAX_ROWS} jobs; submit bigger suites through the API."
-            )
+    specs, filled, jobs_error = _job_list(request, rows, data)
+    preview = ""
     if valid and not jobs_error and not any(row.errors for row in rows):
         try:
-            notify_channels_check(request.user, data.get("notify", []))
-            with transaction.atomic():
-                suite = services.suite_submit(
-                    owner=request.user,
-                    name=data["name"],
-                    build=data.get("build", ""),
-                    priority=data["priority"],
-                    min_duts=data["min_duts"],
-                    max_duts=data.get("max_duts"),
-                    expires_after=data.get("expires_after"),
-                    jobs=specs,
-                    fanout_labels=data.get("fanout_label_list") if fanout else None,
-                    fanout_name=data.get("fanout_name", ""),
-                    allow_unmatched=data.get("allow_unmatched", False),
-                    cloned_from=clone,
-                )
-                suite_notify_set(suite=suite, channels=data.get("notify", []))
+            outcome = _submit_or_preview(request, data, specs=specs, clone=clone)
         except InvalidInput as exc:
             refused = exc
             if not row_error(filled, exc):
@@ -342,22 +380,20 @@ def suite_create(request: HttpRequest) -> HttpResponse:
             refused = exc
             form.add_error(None, _capitalized(exc.message))
         else:
-            jobs = suite.jobs.count()
-            return suite_queued(
-                request,
-                suite,
-                f"Suite {suite.name} submitted with {jobs} job{'s' * (jobs != 1)}. "
-                "It is in the queue now.",
-            )
+            if isinstance(outcome, str):
+                preview = outcome
+            else:
+                return _submitted(request, outcome)
     context = _form_context(
-        request, form, rows or [JobRow()], jobs_error=jobs_error, clone_of=clone
+        request, form, rows or [JobRow()], jobs_error=jobs_error, clone_of=clone, preview=preview
     )
     template = (
         "jobs/partials/suite_form_body.html"
         if wants_fragment(request)
         else ("jobs/suite_form.html")
     )
-    response = render(request, template, context, status=refused.status_code if refused else 400)
+    status = refused.status_code if refused else (200 if preview else 400)
+    response = render(request, template, context, status=status)
     if isinstance(refused, LimitExceeded):
         response["Retry-After"] = str(refused.retry_after)
     return response

@@ -219,3 +219,47 @@ def _usable(host: planner.HostState) -> bool:
 def _fits(host: planner.HostState, key: tuple[frozenset[str], int | None]) -> bool:
     labels, pinned = key
     return (pinned is None or pinned == host.id) and labels <= host.labels
+
+
+# --- in words ------------------------------------------------------------------------------
+
+
+def summary(result: WhatIf) -> str:
+    """Say in one line what the change would do to the next tick."""
+    parts = []
+    total = len(result.new_started) + len(result.new_waiting)
+    if total:
+        part = f"{len(result.new_started)} of your {_count(total, 'job')} would start now"
+        if result.new_waiting:
+            reasons = [result.after.wait_reasons[new_job_id(i)] for i in result.new_waiting]
+            part += f"; {len(result.new_waiting)} wait: {_reasons(reasons)}"
+        parts.append(part)
+    if result.stranded:
+        n = len(result.stranded)
+        parts.append(
+            f"{_count(n, 'queued job')} would lose {'its' if n == 1 else 'their'} "
+            "only matching host"
+        )
+    if result.would_lose:
+        n = len(result.would_lose)
+        parts.append(f"{_count(n, 'job')} the next tick would start would wait instead")
+    if result.would_start:
+        parts.append(f"{_count(len(result.would_start), 'other queued job')} would start")
+    if not parts:
+        return "The next tick would lease the same hosts with or without this change."
+    return ". ".join(parts) + "."
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _reasons(reasons: list[planner.WaitReason]) -> str:
+    """Group wait reasons by message, most common first: '3 × No host has label x; 1 × …'."""
+    counts: dict[str, int] = {}
+    for reason in reasons:
+        counts[reason.message] = counts.get(reason.message, 0) + 1
+    ranked = sorted(counts.items(), key=lambda item: -item[1])
+    if len(ranked) == 1:
+        return ranked[0][0]
+    return "; ".join(f"{n} × {message}" for message, n in ranked)

@@ -31,7 +31,7 @@ from jobs.services.runner_protocol import (
     worker_leases_heartbeat,
 )
 from jobs.services.staff import job_abort, lease_release, suite_abort
-from jobs.services.submission import JobSpec, job_submit, suite_submit
+from jobs.services.submission import JobSpec, job_submit, suite_prepare, suite_submit
 
 __all__ = [
     "IDEMPOTENCY_KEY_LIFETIME",
@@ -60,6 +60,7 @@ __all__ = [
     "reservation_end",
     "scheduler_tick",
     "suite_abort",
+    "suite_prepare",
     "suite_submit",
     "tick_history_prune",
     "worker_leases_heartbeat",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from hosts import services as host_services
 from jobs.models import Job, Suite
 from tests.ui.conftest import HTMX
 
@@ -60,6 +61,30 @@ def test_a_tester_submits_a_suite_and_lands_on_its_page(alice_client, alice, lab
     ]
     page = alice_client.get(response["HX-Redirect"]).content.decode()
     assert "Suite bvt-inline R120 submitted with 2 jobs." in page
+
+
+def test_preview_says_what_the_next_tick_would_do_and_saves_nothing(alice_client, lab):
+    host_services.host_lock(host=lab.h1, by="sam", reason="flaky servo")  # login_Smoke's host
+
+    response = alice_client.post("/suites/new/", form(preview="1"), headers=HTMX)
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'id="suite-preview"' in html
+    assert "1 of your 2 jobs would start now; 1 wait:" in html
+    assert "locked" in html  # why login_Smoke waits
+    assert 'value="bvt-inline R120"' in html  # the form is kept, to submit as it is
+    assert not Suite.objects.exists() and not Job.objects.exists()
+
+
+def test_a_preview_of_a_bad_suite_shows_the_same_errors_as_submitting(alice_client, lab):
+    response = alice_client.post(
+        "/suites/new/", form(preview="1", min_duts="3", max_duts="2"), headers=HTMX
+    )
+
+    assert response.status_code == 400
+    assert 'id="suite-preview"' not in response.content.decode()
+    assert not Suite.objects.exists()
 
 
 def test_min_duts_above_max_duts_is_shown_next_to_min_duts(alice_client, lab):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, path, re_path, register_converter
 
-from hosts import views, views_inventory, views_policies, views_timeline
+from hosts import views, views_impact, views_inventory, views_policies, views_timeline
 
 
 class NameConverter:
@@ -38,6 +38,7 @@ urlpatterns = [
     path("hosts/<name:hostname>/edit/", views_inventory.host_edit, name="host_edit"),
     path("hosts/<name:hostname>/events/", views_timeline.host_events, name="host_events"),
     hold("hosts/<name:hostname>/lock/", "host_lock"),
+    path("hosts/<name:hostname>/lock/impact/", views_impact.lock_impact, name="lock_impact"),
     hold("hosts/<name:hostname>/unlock/", "host_unlock"),
     hold("hosts/<name:hostname>/verify/", "host_verify"),
     hold("hosts/<name:hostname>/repair/", "host_repair"),
@@ -47,6 +48,7 @@ urlpatterns = [
     path("workers/<name:name>/", views.worker_detail, name="worker_detail"),
     path("workers/<name:name>/rename/", views_inventory.worker_rename, name="worker_rename"),
     hold("workers/<name:name>/pause/", "worker_pause"),
+    path("workers/<name:name>/pause/impact/", views_impact.pause_impact, name="pause_impact"),
     hold("workers/<name:name>/resume/", "worker_resume"),
     path("health-policies/", views_policies.policy_list, name="policy_list"),
     path("health-policies/<int:pk>/", views_policies.policy_detail, name="policy_detail"),

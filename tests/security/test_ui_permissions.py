@@ -185,6 +185,8 @@ PAGES: dict[str, Callable[[SimpleNamespace], str]] = {
 # Pages only lab staff open; everyone else is refused.
 STAFF_PAGES: dict[str, Callable[[SimpleNamespace], str]] = {
     "notifications:delivery_list": lambda lab: "/notifications/deliveries/",
+    "hosts:lock_impact": lambda lab: "/hosts/free.lab/lock/impact/",
+    "hosts:pause_impact": lambda lab: "/workers/w1/pause/impact/",
 }
 
 

@@ -8,7 +8,9 @@ import pytest
 from playwright.sync_api import expect
 
 from hosts import services as host_services
+from hosts.models import Host
 from jobs.models import Suite
+from tests import factories as f
 from tests.ui.browser.conftest import assert_not_reloaded, mark_page, screenshot, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -38,3 +40,18 @@ def test_a_tester_previews_a_suite_then_submits_it(page, alice, lab, debug):  # 
     page.get_by_role("button", name="Submit suite").click()
     expect(page).to_have_url(re.compile(r"/suites/\d+/$"))
     assert Suite.objects.get().jobs.count() == 2
+
+
+def test_staff_see_what_locking_a_host_would_strand_before_locking_it(page, sam, lab, debug):  # noqa: ANN001
+    f.job("kevin-1", ["board:kevin"])
+    sign_in(page, "sam", "sam-pass")
+    page.goto(f"/hosts/{lab.h3.hostname}/")
+    mark_page(page)
+
+    page.locator("#detail-lock-reason").click()
+
+    impact = page.locator("#detail-lock-impact")
+    expect(impact).to_contain_text("1 queued job would lose its only matching host")
+    assert_not_reloaded(page)
+    assert not Host.objects.get(pk=lab.h3.pk).locked
+    screenshot(page, f"lock-impact-{'debug' if debug else 'prod'}")

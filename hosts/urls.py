@@ -38,7 +38,6 @@ urlpatterns = [
     path("hosts/<name:hostname>/edit/", views_inventory.host_edit, name="host_edit"),
     path("hosts/<name:hostname>/events/", views_timeline.host_events, name="host_events"),
     hold("hosts/<name:hostname>/lock/", "host_lock"),
-    path("hosts/<name:hostname>/lock/impact/", views_impact.lock_impact, name="lock_impact"),
     hold("hosts/<name:hostname>/unlock/", "host_unlock"),
     hold("hosts/<name:hostname>/verify/", "host_verify"),
     hold("hosts/<name:hostname>/repair/", "host_repair"),
@@ -48,8 +47,10 @@ urlpatterns = [
     path("workers/<name:name>/", views.worker_detail, name="worker_detail"),
     path("workers/<name:name>/rename/", views_inventory.worker_rename, name="worker_rename"),
     hold("workers/<name:name>/pause/", "worker_pause"),
-    path("workers/<name:name>/pause/impact/", views_impact.pause_impact, name="pause_impact"),
     hold("workers/<name:name>/resume/", "worker_resume"),
+    # What a lock or a pause would change, before staff do it.
+    path("hosts/<name:hostname>/lock/impact/", views_impact.lock_impact, name="lock_impact"),
+    path("workers/<name:name>/pause/impact/", views_impact.pause_impact, name="pause_impact"),
     path("health-policies/", views_policies.policy_list, name="policy_list"),
     path("health-policies/<int:pk>/", views_policies.policy_detail, name="policy_detail"),
     *(

@@ -88,29 +88,27 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.AddIndex(
-            model_name="job",
-            index=models.Index(
-                condition=models.Q(("not_before__isnull", False), ("status", "queued")),
-                fields=["not_before"],
-                name="job_queued_backoff",
-            ),
-        ),
-        migrations.AddIndex(
-            model_name="job",
-            index=models.Index(
-                condition=models.Q(("expires_at__isnull", False), ("status", "queued")),
-                fields=["expires_at"],
-                name="job_queued_expiry",
-            ),
-        ),
-        migrations.AddIndex(
-            model_name="job",
-            index=models.Index(
-                condition=models.Q(("status", "queued"), models.Q(("kind", "test"), _negated=True)),
-                fields=["id"],
-                name="job_queued_maintenance",
-            ),
+        *(
+            migrations.AddIndex(model_name="job", index=index)
+            for index in (
+                models.Index(
+                    condition=models.Q(("not_before__isnull", False), ("status", "queued")),
+                    fields=["not_before"],
+                    name="job_queued_backoff",
+                ),
+                models.Index(
+                    condition=models.Q(("expires_at__isnull", False), ("status", "queued")),
+                    fields=["expires_at"],
+                    name="job_queued_expiry",
+                ),
+                models.Index(
+                    condition=models.Q(
+                        ("status", "queued"), models.Q(("kind", "test"), _negated=True)
+                    ),
+                    fields=["id"],
+                    name="job_queued_maintenance",
+                ),
+            )
         ),
         migrations.RunPython(create_log, drop_log),
     ]

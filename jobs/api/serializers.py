@@ -120,11 +120,14 @@ class LeaseReserveInputSerializer(serializers.Serializer):
     reason = StrictCharField(max_length=500)
 
 
-class LeaseReleaseInputSerializer(serializers.Serializer):
+class LeaseEndInputSerializer(serializers.Serializer):
+    reason = StrictCharField(max_length=500, allow_blank=True, default="")
+
+
+class LeaseReleaseInputSerializer(LeaseEndInputSerializer):
     requeue = StrictBooleanField(
         default=True, help_text="Requeue the lease's job (default), or abort it."
     )
-    reason = StrictCharField(max_length=500, allow_blank=True, default="")
 
 
 class LeaseExtendInputSerializer(serializers.Serializer):

@@ -317,6 +317,7 @@ class LeaseViewSet(ReadViewSet):
         "create": STAFF,
         "release": (IsStaffOrRunner, RunsObjectWorker),
         "extend": (),  # its holder or staff: the service checks (reservation_check_manager)
+        "end": (),  # the same
         "heartbeat": (IsStaffOrRunner, RunsObjectWorker),
     }
     action_summaries = {
@@ -328,16 +329,19 @@ class LeaseViewSet(ReadViewSet):
         "its runner may hand back a job it has not started",
         "extend": "Push a manual reservation's end later by duration seconds (its holder or "
         "staff), up to MAX_RESERVATION_SECONDS from now",
+        "end": "End a manual reservation now: the host is free again (its holder or staff)",
     }
     action_inputs = {
         "create": s.LeaseReserveInputSerializer,
         "heartbeat": None,
         "release": s.LeaseReleaseInputSerializer,
         "extend": s.LeaseExtendInputSerializer,
+        "end": s.LeaseEndInputSerializer,
     }
     changes = {
         "release": lease_release_or_hand_back,
         "extend": services.lease_extend,
+        "end": services.reservation_end,
     }
 
     def get_queryset(self) -> QuerySet[Lease]:

@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from hosts.models import HostEvent
 from jobs import services
 from jobs.models import Lease
 from tests import factories as f
@@ -162,3 +163,30 @@ def test_the_holder_of_a_reservation_extends_it_and_another_tester_may_not(
     assert timedelta(minutes=119) < lease.expires_at - timezone.now() <= timedelta(hours=2)
     too_far = alice_client.post(url, {"duration": 5 * 3600})
     assert too_far.status_code == 400 and "at most 6 hours from now" in str(too_far.json())
+
+
+def test_the_holder_of_a_reservation_ends_it_and_another_tester_may_not(
+    alice_client, bob_client, lab, alice
+):
+    lease = services.lease_reserve(
+        host=lab.free, holder=alice, duration=timedelta(hours=1), reason="bisecting"
+    )
+    url = f"/api/leases/{lease.pk}/end/"
+    assert bob_client.post(url, {"reason": "mine now"}).status_code == 403
+    assert Lease.objects.get(pk=lease.pk).released_at is None
+
+    response = alice_client.post(url, {"reason": "bisect done"})
+
+    assert response.status_code == 200
+    body = response.json()
+    assert body["active"] is False and body["release_reason"] == "released"
+    assert alice_client.post(url).status_code == 409  # already ended
+    event = HostEvent.objects.filter(lease_id=lease.pk).latest("id")
+    assert (event.actor, event.message) == ("alice", "bisect done")
+
+
+def test_a_jobs_lease_is_not_ended_as_a_reservation(staff_client, lab):
+    lease = Lease.objects.get(job=lab.running, released_at__isnull=True)
+    response = staff_client.post(f"/api/leases/{lease.pk}/end/")
+    assert response.status_code == 409
+    assert "release a job's lease" in response.json()["detail"]

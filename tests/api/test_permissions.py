@@ -205,6 +205,12 @@ ACTIONS = [
         staff(200),
         {"duration": 7200},
     ),
+    Action(
+        "lease end",
+        "post",
+        lambda lab: f"/api/leases/{lab.reservation.pk}/end/",
+        staff(200),
+    ),
     # the queue and the scheduler
     Action("queue", "get", "/api/queue/", READ),
     Action("tick list", "get", "/api/scheduler/", READ),

@@ -22,6 +22,9 @@ class HostState:
     leased: bool = False  # holds an active lease (job or manual reservation)
     lease_priority: int | None = None  # priority of the job holding it; None if free or reserved
     lock_reason: str = ""  # shown in a pinned job's wait reason
+    worker: str = ""  # its worker's name; "" for a host with no worker
+    # When its last lease ended (None: never leased); `host_choice: spread` takes the oldest.
+    last_used: datetime | None = None
 
     @property
     def schedulable(self) -> bool:
@@ -75,6 +78,37 @@ class JobState:
     # Hosts it failed on before (a retry after an infrastructure failure): placed elsewhere
     # when the matching leaves a choice (docs/health.md#retries-after-an-infrastructure-failure).
     avoid_hosts: frozenset[int] = frozenset()
+    # Seconds it is expected to run: its estimated_duration, else the median of recent runs of
+    # jobs with its name, else the settings' default (resolved by the snapshot); `size` orders
+    # by it. None: unknown, ordered as the policy's default_duration.
+    size_s: float | None = None
+
+
+ORDERINGS = ("fifo", "size", "dynsize")
+HOST_CHOICES = ("affinity", "spread", "pack")
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """The cluster's scheduler settings, as the planner reads them (docs/scheduling.md#policies).
+
+    The default is the fixed policy the tick always had: FIFO within a priority, no aging,
+    hosts chosen by build affinity.
+    """
+
+    ordering: str = "fifo"  # within a priority: fifo, size (shortest first), dynsize (aged size)
+    aging_minutes: int = 0  # a queued job gains 1 priority per this many minutes waited; 0: off
+    aging_cap: int = 20  # the most priority aging adds
+    host_choice: str = "affinity"  # affinity (same build, fewer labels), spread (LRU), pack
+    default_duration_s: float = 600.0  # the size of a job with no estimate and no history
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerLoad:
+    """A worker's capacity: the most jobs it may run at once, and how many it runs now."""
+
+    limit: int | None  # None: unlimited
+    running: int = 0  # hosts of the worker holding an active lease
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,14 +8,20 @@ runs them in turn.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from datetime import datetime
 
 from jobs.scheduling.planner.explanations import Explainer, explain_waits
 from jobs.scheduling.planner.matching import Matching, assign_hosts, job_classes
 from jobs.scheduling.planner.ordering import (
+    DEFAULT_POLICY,
+    aging_bonus,
     class_key,
     class_key_from,
     consideration_order,
+    effective_priority,
+    effective_size,
     jobs_by_suite,
     labels_key_of,
     main_phase_order,
@@ -23,12 +29,16 @@ from jobs.scheduling.planner.ordering import (
     quota_suites,
 )
 from jobs.scheduling.planner.types import (
+    HOST_CHOICES,
+    ORDERINGS,
     Assignment,
     HostState,
     JobState,
     Plan,
+    Policy,
     SuiteState,
     WaitReason,
+    WorkerLoad,
     host_is_schedulable,
 )
 
@@ -36,14 +46,22 @@ from jobs.scheduling.planner.types import (
 # what-if simulator run it on plain data.
 
 __all__ = [
+    "DEFAULT_POLICY",
+    "HOST_CHOICES",
+    "ORDERINGS",
     "Assignment",
     "HostState",
     "JobState",
     "Plan",
+    "Policy",
     "SuiteState",
     "WaitReason",
+    "WorkerLoad",
+    "aging_bonus",
     "class_key",
     "consideration_order",
+    "effective_priority",
+    "effective_size",
     "host_is_schedulable",
     "plan",
     "quota_candidates",
@@ -55,16 +73,32 @@ def plan(
     hosts: Iterable[HostState],
     jobs: Iterable[JobState],
     suites: Iterable[SuiteState],
+    policy: Policy = DEFAULT_POLICY,
+    now: datetime | None = None,
+    workers: Mapping[str, WorkerLoad] | None = None,
 ) -> Plan:
-    """Lease free hosts to queued jobs (docs/scheduling.md#the-promise)."""
+    """Lease free hosts to queued jobs (docs/scheduling.md#the-promise).
+
+    `policy`: the scheduler settings (docs/scheduling.md#policies); `now` is needed when they
+    depend on time (aging, dynsize). `workers`: the capacity of each worker that has one.
+    """
     hosts = list(hosts)
     jobs = list(jobs)
     suites = list(suites)
+    workers = workers or {}
     suite_by_id = {suite.id: suite for suite in suites}
     hosts_by_id = {host.id: host for host in hosts}
+    busy = Counter(host.worker for host in hosts if host.leased and host.worker)
     matching = Matching(
         [host for host in hosts if host.schedulable],
         builds={suite.build for suite in suites if suite.build},
+        host_choice=policy.host_choice,
+        worker_room={
+            name: load.limit - load.running
+            for name, load in workers.items()
+            if load.limit is not None
+        },
+        worker_busy=busy,
     )
 
     class_ids, job_class = job_classes(jobs, matching)
@@ -90,7 +124,7 @@ def plan(
         return True
 
     by_suite = jobs_by_suite(jobs)
-    for suite in quota_suites(suites):
+    for suite in quota_suites(suites, policy, now):
         # The quota counts hosts actually leased, not jobs tried: a job no host can take must
         # not use up the suite's minimum, its next job may fit (Autotest's min-DUT rule).
         need = suite.min_duts - suite.held
@@ -101,7 +135,7 @@ def plan(
                 need -= 1
 
     dead = matching.dead
-    for job in main_phase_order(jobs):
+    for job in main_phase_order(jobs, policy, now):
         if not matching.free:
             break  # every schedulable host is leased: the rest can only wait
         # A dead class cannot take a host for the rest of the tick (see Matching.add), so its
@@ -111,7 +145,12 @@ def plan(
 
     assignments = assign_hosts(matching, leased, hosts_by_id)
 
-    explainer = Explainer(hosts, matching, suite_by_id, room)
+    full = {
+        name: (workers[name].running + started, workers[name].limit)
+        for name, started in matching.at_capacity().items()
+    }
+    leased_hosts = frozenset(a.host_id for a in assignments)
+    explainer = Explainer(hosts, matching, suite_by_id, room, full, leased_hosts)
     waiting = [job for job in jobs if job.id not in leased_ids]
     wait_reasons, by_class = explain_waits(waiting, job_class, explainer)
 

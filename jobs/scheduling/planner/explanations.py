@@ -9,8 +9,20 @@ from dataclasses import dataclass, field
 from jobs.scheduling.planner.matching import Matching, bit_indexes
 from jobs.scheduling.planner.types import HostState, JobState, SuiteState, WaitReason
 
+# Workers at capacity after a tick: name -> (jobs running, capacity).
+Full = Mapping[str, tuple[int, int]]
 
-def _blocker(host: HostState) -> str | None:
+
+@dataclass(frozen=True, slots=True)
+class _Capacity:
+    """Workers the tick filled, and the hosts it leased (those count as free: they went to jobs
+    ahead); another free host on a full worker is kept from work by the worker's capacity."""
+
+    full: Full = field(default_factory=dict)
+    leased: frozenset[int] = frozenset()
+
+
+def _blocker(host: HostState, capacity: _Capacity) -> str | None:
     """Return why a host cannot take work now, the most lasting cause first; None if it can."""
     if host.locked:
         return "locked"
@@ -22,7 +34,14 @@ def _blocker(host: HostState) -> str | None:
         return "not_ready"
     if host.leased:
         return "busy" if host.lease_priority is not None else "reserved"
+    if host.worker in capacity.full and host.id not in capacity.leased:
+        return "capacity"
     return None
+
+
+def _at_capacity(worker: str, full: Full) -> str:
+    running, limit = full[worker]
+    return f"worker {worker} at capacity ({running} of {limit})"
 
 
 def _plural(n: int, word: str) -> str:
@@ -37,19 +56,25 @@ def _names(labels: Iterable[str]) -> str:
 class _Tally:
     """Hosts counted by what keeps them from taking work."""
 
+    capacity: _Capacity = field(default_factory=_Capacity)
     total: int = 0
     counts: Counter[str] = field(default_factory=Counter)
     max_priority: int | None = None  # highest priority among jobs running on busy hosts
+    on_full_workers: Counter[str] = field(default_factory=Counter)  # free hosts, by worker
 
     def add(self, host: HostState) -> None:
         self.total += 1
-        self.counts[_blocker(host) or "free"] += 1
+        blocker = _blocker(host, self.capacity)
+        self.counts[blocker or "free"] += 1
+        if blocker == "capacity":
+            self.on_full_workers[host.worker] += 1
         if host.leased and host.lease_priority is not None:
             self._see_priority(host.lease_priority)
 
     def merge(self, other: _Tally) -> None:
         self.total += other.total
         self.counts.update(other.counts)
+        self.on_full_workers.update(other.on_full_workers)
         if other.max_priority is not None:
             self._see_priority(other.max_priority)
 
@@ -75,6 +100,8 @@ class _Tally:
         ):
             if self.counts[key]:
                 parts.append(f"{self.counts[key]} {words}")
+        for worker, n in sorted(self.on_full_workers.items()):
+            parts.append(f"{n} on {_at_capacity(worker, self.capacity.full)}")
         return parts
 
     def unavailable(self) -> str:
@@ -102,6 +129,11 @@ class _Tally:
             "paused": self.counts["paused"],
             "offline": self.counts["offline"],
             "not_ready": self.counts["not_ready"],
+            "at_capacity": self.counts["capacity"],
+            "workers_at_capacity": {
+                worker: dict(zip(("running", "max_jobs"), self.capacity.full[worker], strict=True))
+                for worker in sorted(self.on_full_workers)
+            },
         }
 
 
@@ -114,12 +146,15 @@ class Explainer:
         matching: Matching,
         suite_by_id: Mapping[int, SuiteState],
         room: Mapping[int, int],
+        full: Full,
+        leased_hosts: frozenset[int],
     ) -> None:
         self.matching = matching
         self.suite_by_id = suite_by_id
         self.room = room  # hosts each capped suite could still take after this tick
+        self.capacity = _Capacity(full, leased_hosts)
         self.hosts_by_id = {host.id: host for host in hosts}
-        tallies: dict[frozenset[str], _Tally] = defaultdict(_Tally)
+        tallies: dict[frozenset[str], _Tally] = defaultdict(lambda: _Tally(self.capacity))
         for host in hosts:
             tallies[host.labels].add(host)
         self.groups = list(tallies.items())
@@ -196,7 +231,7 @@ class Explainer:
         bits = (1 << len(self.groups)) - 1
         for label in labels:
             bits &= self.group_bits.get(label, 0)
-        total = _Tally()
+        total = _Tally(self.capacity)
         for g in bit_indexes(bits):
             total.merge(self.groups[g][1])
         return total
@@ -227,7 +262,7 @@ class Explainer:
 
     def _pinned(self, host: HostState) -> WaitReason:
         name = host.hostname
-        blocker = _blocker(host)
+        blocker = _blocker(host, self.capacity)
         details: dict[str, object] = {"host": name}
         if blocker is None:
             return WaitReason(
@@ -252,6 +287,13 @@ class Explainer:
                 "pinned_host_busy",
                 f"Pinned host {name} is busy ({note})",
                 {**details, "running_priority": host.lease_priority},
+            )
+        if blocker == "capacity":
+            running, limit = self.capacity.full[host.worker]
+            return WaitReason(
+                "pinned_host_at_capacity",
+                f"Pinned host {name} is on {_at_capacity(host.worker, self.capacity.full)}",
+                {**details, "worker": host.worker, "running": running, "max_jobs": limit},
             )
         words = {
             "paused": "is on a paused worker",

@@ -37,14 +37,37 @@ class Matching:
     so the lowest set bit of a bitset of classes is the preferred one.
     """
 
-    def __init__(self, free_hosts: Sequence[HostState], builds: set[str]) -> None:
-        groups: dict[frozenset[str], list[HostState]] = defaultdict(list)
+    def __init__(
+        self,
+        free_hosts: Sequence[HostState],
+        builds: set[str],
+        *,
+        host_choice: str = "affinity",
+        worker_room: Mapping[str, int] | None = None,
+        worker_busy: Mapping[str, int] | None = None,
+    ) -> None:
+        """Group the free hosts into classes.
+
+        `worker_room`: jobs each worker with a capacity may still start (docs/scheduling.md#
+        worker-capacity); a worker with fewer than its free hosts is binding, and its hosts form
+        classes of their own, counted against the worker. `worker_busy`: hosts each worker
+        holds leased, for `host_choice: pack`.
+        """
+        room = dict(worker_room or {})
+        on_worker = Counter(host.worker for host in free_hosts)
+        # A worker with room for all its free hosts cannot bind: its hosts join the others.
+        binding = {w for w, n in room.items() if w and n < on_worker[w]}
+        groups: dict[tuple[frozenset[str], str], list[HostState]] = defaultdict(list)
         for host in free_hosts:
-            groups[host.labels].append(host)
+            groups[host.labels, host.worker if host.worker in binding else ""].append(host)
+        member_key = _member_key(host_choice, worker_busy or {})
         for members in groups.values():
-            members.sort(key=lambda host: host.hostname)
-        ranked = sorted(groups.values(), key=lambda m: (len(m[0].labels), m[0].hostname))
-        self.hosts: list[list[HostState]] = ranked  # per host class, by hostname
+            members.sort(key=member_key)
+        ranked = sorted(
+            groups.values(),
+            key=lambda m: (len(m[0].labels), min(h.hostname for h in m)),
+        )
+        self.hosts: list[list[HostState]] = ranked  # per host class, by host choice
         self.capacity = [len(members) for members in ranked]
         self.used = [0] * len(ranked)
         self.class_of_host = {h.id: c for c, members in enumerate(ranked) for h in members}
@@ -56,7 +79,12 @@ class Matching:
         self.open_bits = self.all_bits  # classes with a free host left
         # Full classes from which no augmenting path can ever leave (see _augment).
         self.dead_bits = 0
-        self.free = len(free_hosts)
+
+        self._bind_workers(sorted(binding), room)
+        # The most jobs this tick can still lease: each binding worker counts up to its room.
+        self.free = sum(n for c, n in enumerate(self.capacity) if self.worker_of[c] < 0) + sum(
+            max(0, n) for n in self.worker_room
+        )
         self.occupants: list[dict[int, int]] = [{} for _ in ranked]  # job class -> jobs
 
         self.eligible: list[int] = []  # per job class: bitset of host classes
@@ -67,9 +95,32 @@ class Matching:
         # Build affinity at class level: hosts per (class, build) not yet promised to a job of
         # that build. Augmenting moves do not update it (which job moves is not tracked), so it
         # only guides the choice; the final assignment matches builds exactly within classes.
+        # Other host choices order hosts by their own key and ignore builds.
         self.affine_left: dict[tuple[int, str], int] = {}
         self.affine_bits: dict[str, int] = defaultdict(int)
-        for c, members in enumerate(ranked):
+        if host_choice == "affinity":
+            self._prefer_builds(builds)
+
+    def _bind_workers(self, workers: list[str], room: Mapping[str, int]) -> None:
+        """Index the binding workers: the classes of each, the jobs it may still start."""
+        self.worker_of: list[int] = [-1] * len(self.hosts)  # per class: binding worker, or -1
+        self.worker_bits = [0] * len(workers)
+        index = {name: w for w, name in enumerate(workers)}
+        for c, members in enumerate(self.hosts):
+            w = index.get(members[0].worker, -1)
+            if w >= 0:
+                self.worker_of[c] = w
+                self.worker_bits[w] |= 1 << c
+        self.worker_names = workers
+        self.worker_room = [room[name] for name in workers]
+        self.worker_used = [0] * len(workers)
+        self.blocked_bits = 0  # classes whose worker has started all it may
+        for w, n in enumerate(self.worker_room):
+            if n <= 0:
+                self.blocked_bits |= self.worker_bits[w]
+
+    def _prefer_builds(self, builds: set[str]) -> None:
+        for c, members in enumerate(self.hosts):
             for build, n in Counter(h.current_build for h in members).items():
                 if build in builds:
                     self.affine_left[c, build] = n
@@ -99,7 +150,7 @@ class Matching:
             self.dead[j] = True
             return False
         eligible = self.eligible[j] & ~self.dead_bits
-        open_ = eligible & self.open_bits
+        open_ = eligible & self.open_bits & ~self.blocked_bits
         if open_:
             affine = open_ & self.affine_bits.get(build, 0) if build else 0
             start = lowest_bit(affine or open_)
@@ -122,16 +173,34 @@ class Matching:
         return True
 
     def _fill(self, c: int) -> None:
-        self.used[c] += 1
+        """Take one more host of class c (and a job slot of its worker, if binding)."""
+        self._take_host(c)
         self.free -= 1
+        w = self.worker_of[c]
+        if w >= 0:
+            self.worker_used[w] += 1
+            if self.worker_used[w] >= self.worker_room[w]:
+                self.blocked_bits |= self.worker_bits[w]
+
+    def _take_host(self, c: int) -> None:
+        self.used[c] += 1
         if self.used[c] == self.capacity[c]:
             self.open_bits &= ~(1 << c)
 
-    def _augment(self, eligible: int) -> int | None:
-        """Find room in one of the (full) eligible classes by moving matched jobs along a path.
+    def _give_host(self, c: int) -> None:
+        self.used[c] -= 1
+        self.open_bits |= 1 << c
 
-        Breadth-first over host classes: from a full class, one of its jobs of class j can move
-        to any class eligible for j. Returns the class where the new job goes, or None.
+    def _augment(self, eligible: int) -> int | None:
+        """Find room for one more job in its eligible classes by moving matched jobs along a path.
+
+        Breadth-first over host classes, each reached with one more job to place: a class with
+        a free host on a worker with room ends the path. From a class, one of its jobs of class
+        j can move on to any class eligible for j. A class with a free host whose worker has
+        started all it may can take the job if another job of that worker moves elsewhere: the
+        path goes on from every class of that worker (a "worker hop"). Returns the class where
+        the new job goes, or None. (A residual-graph search over host classes and workers: the
+        matchable sets of jobs still form a matroid, so the greedy order stays exact.)
         """
         if not eligible:
             return None
@@ -139,7 +208,23 @@ class Matching:
         queue = list(parent)
         visited = eligible
         expanded: set[int] = set()  # a job class reaches the same classes from anywhere
+        hopped: set[int] = set()  # binding workers whose classes were queued
         for c in queue:
+            w = self.worker_of[c]
+            if (
+                w >= 0
+                and w not in hopped
+                and self.open_bits >> c & 1
+                and self.blocked_bits >> c & 1
+            ):
+                # c has a free host but its worker is at capacity: a job of the worker that
+                # moves elsewhere makes room for one here.
+                hopped.add(w)
+                for t in bit_indexes(self.worker_bits[w] & ~visited & ~self.dead_bits):
+                    if self.occupants[t]:
+                        visited |= 1 << t
+                        parent[t] = (c, _HOP)
+                        queue.append(t)
             for j in self.occupants[c]:
                 if j in expanded:
                     continue
@@ -147,7 +232,7 @@ class Matching:
                 targets = self.eligible[j] & ~visited & ~self.dead_bits
                 if not targets:
                     continue
-                open_ = targets & self.open_bits
+                open_ = targets & self.open_bits & ~self.blocked_bits
                 if open_:
                     end = lowest_bit(open_)
                     parent[end] = (c, j)
@@ -156,9 +241,9 @@ class Matching:
                 for t in bit_indexes(targets):
                     parent[t] = (c, j)
                     queue.append(t)
-        # Every class reached is full and its jobs can only move among them. No future path
-        # can enter that set (entering means displacing a job that cannot leave), so it stays
-        # full and closed for the rest of the tick: later searches skip it.
+        # Every class reached can only pass jobs among the others: no future path can enter that
+        # set (entering means displacing a job that cannot leave), so it stays closed for the
+        # rest of the tick: later searches skip it.
         self.dead_bits |= visited
         return None
 
@@ -168,13 +253,43 @@ class Matching:
         c = end
         while (step := parent[c]) is not None:
             src, j = step
-            occupants = self.occupants[src]
-            occupants[j] -= 1
-            if not occupants[j]:
-                del occupants[j]
-            self.occupants[c][j] = self.occupants[c].get(j, 0) + 1
+            if j == _HOP:
+                # src takes the job arriving there on one of its free hosts; c gives up one
+                # job (moved on along the path) and with it the worker slot src now uses.
+                self._take_host(src)
+                self._give_host(c)
+            else:
+                occupants = self.occupants[src]
+                occupants[j] -= 1
+                if not occupants[j]:
+                    del occupants[j]
+                self.occupants[c][j] = self.occupants[c].get(j, 0) + 1
             c = src
         return c
+
+    def at_capacity(self) -> dict[str, int]:
+        """The binding workers this tick filled: name -> jobs it started."""
+        return {
+            name: used
+            for name, used, room in zip(
+                self.worker_names, self.worker_used, self.worker_room, strict=True
+            )
+            if used >= room
+        }
+
+
+_HOP = -1  # a path step through a worker at capacity, not a job move (Matching._augment)
+
+
+def _member_key(host_choice: str, worker_busy: Mapping[str, int]) -> Callable[[HostState], tuple]:
+    """The order hosts of one class are taken in, by the scheduler's `host_choice`."""
+    if host_choice == "spread":
+        # Never used first, then the longest unused (the False/0 pair keeps None out of compares).
+        return lambda h: (h.last_used is not None, h.last_used or 0, h.hostname)
+    if host_choice == "pack":
+        # The busiest worker first, then one worker's hosts together: whole workers stay free.
+        return lambda h: (-worker_busy.get(h.worker, 0), h.worker, h.hostname)
+    return lambda h: h.hostname
 
 
 def assign_hosts(

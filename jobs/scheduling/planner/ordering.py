@@ -8,7 +8,36 @@ from collections.abc import Iterable
 from datetime import datetime
 from operator import attrgetter
 
-from jobs.scheduling.planner.types import JobState, SuiteState
+from jobs.scheduling.planner.types import JobState, Policy, SuiteState
+
+DEFAULT_POLICY = Policy()
+
+
+def aging_bonus(policy: Policy, waited_s: float) -> int:
+    """Priority levels a wait of waited_s seconds adds: 1 per `aging_minutes`, at most the cap."""
+    if policy.aging_minutes <= 0 or waited_s <= 0:
+        return 0
+    return min(policy.aging_cap, int(waited_s // (policy.aging_minutes * 60)))
+
+
+def effective_priority(priority: int, submitted_at: datetime, policy: Policy, now: datetime) -> int:
+    """The priority a job (or suite) is ordered by: its own, raised by aging."""
+    return priority + aging_bonus(policy, (now - submitted_at).total_seconds())
+
+
+def effective_size(size_s: float | None, waited_s: float, policy: Policy) -> float:
+    """The size a job is ordered by within its priority under `size` and `dynsize`.
+
+    `size`: its expected run time (the policy's default when unknown). `dynsize`: that size
+    divided by 1 + the number of whole sizes it has waited, so a job that has waited as long as
+    it runs counts half its size, then a third, and so on: the response-ratio rule (HRRN) in
+    discrete steps, which is how Zoe's DYNSIZE keeps a long job from starving behind a stream
+    of short ones (docs/scheduling.md#ordering-within-a-priority).
+    """
+    size = size_s if size_s is not None and size_s > 0 else policy.default_duration_s
+    if policy.ordering == "dynsize" and waited_s > 0:
+        return size / (1 + int(waited_s // size))
+    return size
 
 
 def _suite_order_key(suite: SuiteState) -> tuple[int, datetime, int]:
@@ -19,22 +48,70 @@ def job_order_key(job: JobState) -> tuple[int, datetime, int]:
     return (-job.priority, job.submitted_at, job.id)
 
 
-def main_phase_order(jobs: Iterable[JobState]) -> list[JobState]:
-    """Return the jobs sorted by job_order_key: priority desc, then submission time, then id.
+def main_phase_order(
+    jobs: Iterable[JobState], policy: Policy = DEFAULT_POLICY, now: datetime | None = None
+) -> list[JobState]:
+    """Return the jobs in main-phase order: effective priority desc, the policy's order within a
+    priority (fifo: none; size, dynsize: effective size asc), then submission time, then id.
 
-    Three stable sorts on single attributes, last key first, give the same order as one sort
-    on the tuple key, without calling a Python function per job: at 100,000 jobs that is
-    most of the sort's time. (reverse=True keeps equal elements in their order.)
+    Stable sorts on single keys, last key first, give the same order as one sort on the tuple
+    key; under the default policy they are attribute sorts that call no Python function per
+    job: at 100,000 jobs that is most of the sort's time. (reverse=True keeps equal elements in
+    their order.) The time-dependent keys are computed once per distinct (submission time,
+    size): the jobs of a suite share both.
     """
     ordered = sorted(jobs, key=attrgetter("id"))
     ordered.sort(key=attrgetter("submitted_at"))
-    ordered.sort(key=attrgetter("priority"), reverse=True)
+    if policy.ordering == "fifo" and policy.aging_minutes <= 0:
+        ordered.sort(key=attrgetter("priority"), reverse=True)
+        return ordered
+    if now is None:
+        raise ValueError("a time-dependent policy needs the tick's time")
+    if policy.ordering != "fifo":
+        sizes: dict[tuple[datetime, float | None], float] = {}
+
+        def size_key(job: JobState) -> float:
+            key = (job.submitted_at, job.size_s)
+            size = sizes.get(key)
+            if size is None:
+                waited = (now - job.submitted_at).total_seconds()
+                size = sizes[key] = effective_size(job.size_s, waited, policy)
+            return size
+
+        ordered.sort(key=size_key)
+    if policy.aging_minutes > 0:
+        bonus: dict[datetime, int] = {}
+
+        def priority_key(job: JobState) -> int:
+            extra = bonus.get(job.submitted_at)
+            if extra is None:
+                waited = (now - job.submitted_at).total_seconds()
+                extra = bonus[job.submitted_at] = aging_bonus(policy, waited)
+            return job.priority + extra
+
+        ordered.sort(key=priority_key, reverse=True)
+    else:
+        ordered.sort(key=attrgetter("priority"), reverse=True)
     return ordered
 
 
-def quota_suites(suites: Iterable[SuiteState]) -> list[SuiteState]:
-    """Return the suites holding fewer hosts than their minimum, in quota-phase order."""
-    return sorted((s for s in suites if s.held < s.min_duts), key=_suite_order_key)
+def quota_suites(
+    suites: Iterable[SuiteState], policy: Policy = DEFAULT_POLICY, now: datetime | None = None
+) -> list[SuiteState]:
+    """Return the suites holding fewer hosts than their minimum, in quota-phase order: effective
+    priority desc (aging counts from the suite's creation), then created_at, then id."""
+    short = [s for s in suites if s.held < s.min_duts]
+    if policy.aging_minutes <= 0:
+        return sorted(short, key=_suite_order_key)
+    if now is None:
+        raise ValueError("a time-dependent policy needs the tick's time")
+    return sorted(
+        short,
+        key=lambda s: (
+            -effective_priority(s.priority, s.created_at, policy, now),
+            *_suite_order_key(s)[1:],
+        ),
+    )
 
 
 def jobs_by_suite(jobs: Iterable[JobState]) -> dict[int, list[JobState]]:
@@ -48,7 +125,13 @@ def jobs_by_suite(jobs: Iterable[JobState]) -> dict[int, list[JobState]]:
     return groups
 
 
-def quota_candidates(*, jobs: Iterable[JobState], suites: Iterable[SuiteState]) -> list[int]:
+def quota_candidates(
+    *,
+    jobs: Iterable[JobState],
+    suites: Iterable[SuiteState],
+    policy: Policy = DEFAULT_POLICY,
+    now: datetime | None = None,
+) -> list[int]:
     """Return the quota-phase candidates in the order the tick tries them, assuming each succeeds.
 
     For every suite short of `min_duts` (priority desc, created_at, id): its first
@@ -56,7 +139,7 @@ def quota_candidates(*, jobs: Iterable[JobState], suites: Iterable[SuiteState]) 
     """
     by_suite = jobs_by_suite(jobs)
     order: list[int] = []
-    for suite in quota_suites(suites):
+    for suite in quota_suites(suites, policy, now):
         want = suite.min_duts - suite.held
         if suite.max_duts is not None:
             want = min(want, suite.max_duts - suite.held)
@@ -64,7 +147,13 @@ def quota_candidates(*, jobs: Iterable[JobState], suites: Iterable[SuiteState]) 
     return order
 
 
-def consideration_order(*, jobs: Iterable[JobState], suites: Iterable[SuiteState]) -> list[int]:
+def consideration_order(
+    *,
+    jobs: Iterable[JobState],
+    suites: Iterable[SuiteState],
+    policy: Policy = DEFAULT_POLICY,
+    now: datetime | None = None,
+) -> list[int]:
     """Return every queued job id in the order a tick takes them, for the queue page.
 
     First the quota-phase candidates (`quota_candidates`), then every other job in main-phase
@@ -73,9 +162,9 @@ def consideration_order(*, jobs: Iterable[JobState], suites: Iterable[SuiteState
     predicted here.
     """
     jobs = list(jobs)
-    order = quota_candidates(jobs=jobs, suites=suites)
+    order = quota_candidates(jobs=jobs, suites=suites, policy=policy, now=now)
     first = set(order)
-    order.extend(job.id for job in main_phase_order(jobs) if job.id not in first)
+    order.extend(job.id for job in main_phase_order(jobs, policy, now) if job.id not in first)
     return order
 
 

@@ -23,12 +23,16 @@ from jobs.scheduling.planner.ordering import (
     quota_suites,
 )
 from jobs.scheduling.planner.types import (
+    HOST_CHOICES,
+    ORDERINGS,
     Assignment,
     HostState,
     JobState,
     Plan,
+    Policy,
     SuiteState,
     WaitReason,
+    WorkerLoad,
     host_is_schedulable,
 )
 
@@ -36,12 +40,16 @@ from jobs.scheduling.planner.types import (
 # what-if simulator run it on plain data.
 
 __all__ = [
+    "HOST_CHOICES",
+    "ORDERINGS",
     "Assignment",
     "HostState",
     "JobState",
     "Plan",
+    "Policy",
     "SuiteState",
     "WaitReason",
+    "WorkerLoad",
     "class_key",
     "consideration_order",
     "host_is_schedulable",

@@ -306,18 +306,41 @@ class SchedulerSettings(models.Model):
     """
 
     id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    # Each help text is the one line the settings page and the API schema show for the field.
     ordering = models.CharField(
-        max_length=10, choices=SchedulerOrdering.choices, default=SchedulerOrdering.FIFO
+        max_length=10,
+        choices=SchedulerOrdering.choices,
+        default=SchedulerOrdering.FIFO,
+        help_text="Within a priority: fifo = submission order; size = shortest expected first; "
+        "dynsize = shortest first, with a job's size shrinking the longer it waits "
+        "(nothing starves).",
     )
-    aging_minutes = models.PositiveIntegerField(default=0)  # 0: no aging
-    aging_cap = models.PositiveIntegerField(default=20, validators=[MaxValueValidator(100)])
+    aging_minutes = models.PositiveIntegerField(
+        default=0,
+        help_text="A queued job gains one priority level per this many minutes it waits; "
+        "0 = no aging.",
+    )
+    aging_cap = models.PositiveIntegerField(
+        default=20,
+        validators=[MaxValueValidator(100)],
+        help_text="The most priority levels aging may add to a job (0–100).",
+    )
     host_choice = models.CharField(
-        max_length=10, choices=HostChoice.choices, default=HostChoice.AFFINITY
+        max_length=10,
+        choices=HostChoice.choices,
+        default=HostChoice.AFFINITY,
+        help_text="Which free host a job gets when several fit: affinity = one with its build "
+        "and the fewest extra labels; spread = the one idle longest; pack = hosts of "
+        "workers already busy first.",
     )
-    default_duration = models.DurationField(default=timedelta(minutes=10))
-    version = models.PositiveIntegerField(default=0)
+    default_duration = models.DurationField(
+        default=timedelta(minutes=10),
+        help_text="How long a job with no estimate and no run history is expected to take "
+        "(what size and dynsize order it by).",
+    )
+    version = models.PositiveIntegerField(default=0)  # bumped by every change
     updated_at = models.DateTimeField(default=timezone.now)
-    updated_by = models.CharField(max_length=150, blank=True)  # a username, "" for the default
+    updated_by = models.CharField(max_length=150, blank=True)  # a username; "" for the defaults
 
     class Meta:
         verbose_name_plural = "scheduler settings"

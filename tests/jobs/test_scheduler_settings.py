@@ -6,11 +6,12 @@ from datetime import timedelta
 
 import pytest
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from jobs import services
 from jobs.choices import HostChoice, SchedulerOrdering
 from jobs.models import SchedulerSettings, SchedulerSettingsChange
-from jobs.scheduling import planner
+from jobs.scheduling import planner, snapshot
 from schedsite.errors import Conflict, InvalidInput
 
 pytestmark = pytest.mark.django_db
@@ -128,3 +129,12 @@ def test_a_change_asks_for_a_tick_once_committed(sam, django_capture_on_commit_c
     with django_capture_on_commit_callbacks() as callbacks:
         services.update_scheduler_settings(sam, host_choice="pack")  # no change: no tick
     assert callbacks == []
+
+
+@pytest.mark.postgres
+def test_a_change_makes_the_next_tick_plan_instead_of_finding_the_lab_unchanged(sam):
+    SchedulerSettings.load()
+    snapshot.lab_changes(now=timezone.now())  # the log drained, as a tick leaves it
+    assert not snapshot.lab_changes(now=timezone.now()).written
+    services.update_scheduler_settings(sam, ordering="size")
+    assert snapshot.lab_changes(now=timezone.now()).written

@@ -9,7 +9,16 @@ from django.contrib import admin
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 
-from jobs.models import IdempotencyKey, Job, Lease, SchedulerTick, SubmitLimit, Suite
+from jobs.models import (
+    IdempotencyKey,
+    Job,
+    Lease,
+    SchedulerSettings,
+    SchedulerSettingsChange,
+    SchedulerTick,
+    SubmitLimit,
+    Suite,
+)
 from schedsite.admin_base import GuardedDeleteAdmin, ViewOnlyAdmin
 
 
@@ -121,6 +130,18 @@ class SchedulerTickAdmin(ViewOnlyAdmin):
         "trigger",
     ]
     readonly_fields = [f for f in list_display]
+
+
+# Changed only on /scheduler/settings/ or through the API, which audit each change.
+@admin.register(SchedulerSettings)
+class SchedulerSettingsAdmin(ViewOnlyAdmin):
+    list_display = ["ordering", "aging_minutes", "aging_cap", "host_choice", "default_duration"]
+    list_display += ["version", "updated_at", "updated_by"]
+
+
+@admin.register(SchedulerSettingsChange)
+class SchedulerSettingsChangeAdmin(ViewOnlyAdmin):
+    list_display = ["at", "actor", "version", "changes", "reason"]
 
 
 @admin.register(SubmitLimit)

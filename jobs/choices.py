@@ -81,3 +81,19 @@ class TemplateRunOutcome(models.TextChoices):
     CREATED = "created", "Created a suite"
     SKIPPED = "skipped", "Skipped"
     ERROR = "error", "Error"
+
+
+class SchedulerOrdering(models.TextChoices):
+    """How the scheduler orders queued jobs within one priority (planner.ORDERINGS)."""
+
+    FIFO = "fifo", "fifo: submission order"
+    SIZE = "size", "size: shortest expected first"
+    DYNSIZE = "dynsize", "dynsize: shortest first, shrinking as it waits"
+
+
+class HostChoice(models.TextChoices):
+    """Which free host a leased job gets when several could run it (planner.HOST_CHOICES)."""
+
+    AFFINITY = "affinity", "affinity: same build, fewest labels"
+    SPREAD = "spread", "spread: the host idle longest"
+    PACK = "pack", "pack: hosts of busy workers first"

@@ -14,8 +14,10 @@ from django.http import QueryDict
 from hosts.forms import split_labels
 from hosts.models import Host
 from hosts.services import labels_validate
-from jobs.choices import Priority
-from jobs.services import JobSpec
+from jobs.choices import HostChoice, Priority, SchedulerOrdering
+from jobs.models import SchedulerSettings
+from jobs.services import JobSpec, settings_value
+from jobs.services.scheduler_settings import SETTINGS_FIELDS
 from jobs.services.submission import MAX_EXPIRES_AFTER
 from schedsite.errors import InvalidInput
 
@@ -268,3 +270,43 @@ class DispatchForm(forms.Form):
         if self.cleaned_data["priority"] is not None:
             params["priority"] = self.cleaned_data["priority"]
         return params
+
+
+def _help(field: str) -> str:
+    """The one line the model says about a setting (its help_text)."""
+    return str(SchedulerSettings._meta.get_field(field).help_text)
+
+
+class SchedulerSettingsForm(forms.Form):
+    """The scheduler settings as typed on their page; jobs.services checks every rule.
+
+    `version` is the settings' version the form was opened on: saving is refused, and the
+    current values shown, if someone changed them since.
+    """
+
+    ordering = forms.ChoiceField(
+        choices=SchedulerOrdering.choices, label="Ordering", help_text=_help("ordering")
+    )
+    aging_minutes = forms.IntegerField(
+        label="Aging (minutes per level)", help_text=_help("aging_minutes")
+    )
+    aging_cap = forms.IntegerField(label="Aging cap", help_text=_help("aging_cap"))
+    host_choice = forms.ChoiceField(
+        choices=HostChoice.choices, label="Host choice", help_text=_help("host_choice")
+    )
+    default_duration = forms.IntegerField(
+        label="Default duration (seconds)", help_text=_help("default_duration")
+    )
+    version = forms.IntegerField(required=False, widget=forms.HiddenInput)
+    reason = forms.CharField(required=False, label="Reason")  # the service checks it
+
+    @classmethod
+    def of(cls, settings: SchedulerSettings) -> SchedulerSettingsForm:
+        """A form showing the settings as they are now."""
+        values = {field: getattr(settings, field) for field in SETTINGS_FIELDS}
+        values["default_duration"] = settings_value("default_duration", settings.default_duration)
+        return cls(initial={**values, "version": settings.version})
+
+    def settings_fields(self) -> dict[str, object]:
+        """The service's settings keyword arguments (call after is_valid)."""
+        return {field: self.cleaned_data[field] for field in SETTINGS_FIELDS}

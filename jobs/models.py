@@ -11,14 +11,17 @@ from django.db.models import Q
 from django.utils import timezone
 
 from jobs.choices import (
+    HostChoice,
     JobKind,
     JobStatus,
     ReleaseReason,
+    SchedulerOrdering,
     SuiteOrigin,
     SuiteStatus,
     TemplateRunOutcome,
 )
 from jobs.querysets import JobQuerySet, LeaseQuerySet
+from jobs.scheduling import planner
 from schedsite.model_fields import account_link
 
 
@@ -293,6 +296,110 @@ class SchedulerState(models.Model):
 
     def __str__(self) -> str:
         return "scheduler state"
+
+
+class SchedulerSettings(models.Model):
+    """The cluster's scheduler settings: one row, changed by staff (docs/api.md#scheduler-settings).
+
+    Every change goes through jobs.services.update_scheduler_settings, which bumps `version`
+    (the compare-and-set a form or a script sends back) and writes a SchedulerSettingsChange.
+    """
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    # Each help text is the one line the settings page and the API schema show for the field.
+    ordering = models.CharField(
+        max_length=10,
+        choices=SchedulerOrdering.choices,
+        default=SchedulerOrdering.FIFO,
+        help_text="Within a priority: fifo = submission order; size = shortest expected first; "
+        "dynsize = shortest first, with a job's size shrinking the longer it waits "
+        "(nothing starves).",
+    )
+    aging_minutes = models.PositiveIntegerField(
+        default=0,
+        help_text="A queued job gains one priority level per this many minutes it waits; "
+        "0 = no aging.",
+    )
+    aging_cap = models.PositiveIntegerField(
+        default=20,
+        validators=[MaxValueValidator(100)],
+        help_text="The most priority levels aging may add to a job (0–100).",
+    )
+    host_choice = models.CharField(
+        max_length=10,
+        choices=HostChoice.choices,
+        default=HostChoice.AFFINITY,
+        help_text="Which free host a job gets when several fit: affinity = one with its build "
+        "and the fewest extra labels; spread = the one idle longest; pack = hosts of "
+        "workers already busy first.",
+    )
+    default_duration = models.DurationField(
+        default=timedelta(minutes=10),
+        help_text="How long a job with no estimate and no run history is expected to take "
+        "(what size and dynsize order it by).",
+    )
+    version = models.PositiveIntegerField(default=0)  # bumped by every change
+    updated_at = models.DateTimeField(default=timezone.now)
+    updated_by = models.CharField(max_length=150, blank=True)  # a username; "" for the defaults
+
+    class Meta:
+        verbose_name_plural = "scheduler settings"
+        constraints = [
+            models.CheckConstraint(condition=Q(id=1), name="scheduler_settings_one_row"),
+            models.CheckConstraint(
+                condition=Q(ordering__in=SchedulerOrdering.values),
+                name="scheduler_settings_ordering_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(host_choice__in=HostChoice.values),
+                name="scheduler_settings_host_choice_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(aging_cap__lte=100), name="scheduler_settings_aging_cap_range"
+            ),
+            models.CheckConstraint(
+                condition=Q(default_duration__gt=timedelta(0)),
+                name="scheduler_settings_default_duration_positive",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return "scheduler settings"
+
+    @classmethod
+    def load(cls) -> SchedulerSettings:
+        """The settings row, created with the defaults if there is none yet."""
+        # get_or_create is race-safe here: two first readers both try the INSERT of pk 1, the
+        # loser's IntegrityError (in its own savepoint) makes it read the winner's row.
+        settings_row, _ = cls.objects.get_or_create(pk=1)
+        return settings_row
+
+    def policy(self) -> planner.Policy:
+        """The settings as the planner reads them."""
+        return planner.Policy(
+            ordering=self.ordering,
+            aging_minutes=self.aging_minutes,
+            aging_cap=self.aging_cap,
+            host_choice=self.host_choice,
+            default_duration_s=self.default_duration.total_seconds(),
+        )
+
+
+class SchedulerSettingsChange(models.Model):
+    """One change of the scheduler settings: who, when, why, and each field's old and new value."""
+
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    actor = models.CharField(max_length=150)
+    # {field: [old, new]}, as the API shows the values (default_duration in seconds).
+    changes = models.JSONField(default=dict)
+    reason = models.TextField(blank=True)
+    version = models.PositiveIntegerField(default=0)  # the settings' version after the change
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"scheduler settings v{self.version} by {self.actor}"
 
 
 class SubmitLimit(models.Model):

@@ -20,9 +20,10 @@ from jobs import job_history, resubmit, selectors, services
 from jobs.api import idempotency
 from jobs.api import plan_serializers as plan_s
 from jobs.api import serializers as s
+from jobs.api import settings_serializers as settings_s
 from jobs.api import submit_serializers as submit
 from jobs.filtersets import JobFilterSet, LeaseFilterSet, SuiteFilterSet
-from jobs.models import Job, Lease, SchedulerTick, Suite
+from jobs.models import Job, Lease, SchedulerSettings, SchedulerSettingsChange, SchedulerTick, Suite
 from jobs.scheduling import whatif
 from jobs.scheduling.queue import queue_jobs, queue_select
 from notifications.services import notify_channels_check, suite_notify_set
@@ -413,19 +414,28 @@ class QueueView(RolePermissionsMixin, generics.GenericAPIView):
 
 
 class SchedulerViewSet(ReadViewSet):
-    """The record of scheduler ticks; staff may run one now."""
+    """Scheduler ticks and the scheduler settings; staff run a tick now and change the settings."""
 
     serializer_class = s.SchedulerTickSerializer
     queryset = SchedulerTick.objects.defer("wait_reasons")
-    action_permissions = {"tick": STAFF}
+    action_permissions = {"tick": STAFF, "scheduler_settings_update": STAFF}
     action_summaries = {
         "list": "Recent scheduler ticks, newest first: timings and counts",
         "retrieve": "One scheduler tick",
         "tick": "Run one scheduler tick now and return what it did (staff)",
         "plan": "What-if: what the next tick would lease with a proposed change; saves nothing "
         "(pausing and locking: staff; a suite's changes: its owner or staff)",
+        "scheduler_settings": "The scheduler settings: job ordering, aging, host choice",
+        "scheduler_settings_update": "Change some scheduler settings, compare-and-set on "
+        "`version` (staff)",
+        "settings_history": "Every change of the scheduler settings, newest first: who, when, "
+        "why, old and new values",
     }
-    action_inputs = {"tick": None, "plan": plan_s.PlanInputSerializer}
+    action_inputs = {
+        "tick": None,
+        "plan": plan_s.PlanInputSerializer,
+        "scheduler_settings_update": settings_s.SchedulerSettingsInputSerializer,
+    }
 
     @extend_schema(responses=s.TickSummarySerializer)
     @action(detail=False, methods=["post"])
@@ -445,3 +455,28 @@ class SchedulerViewSet(ReadViewSet):
         now = timezone.now()
         result = whatif.plan_change(plan_s.plan_change_of(request.user, data, now=now), now=now)
         return Response(plan_s.PlanResultSerializer(plan_s.plan_answer(result)).data)
+
+    # Not named `settings`: APIView.settings holds DRF's own.
+    @extend_schema(responses=settings_s.SchedulerSettingsSerializer)
+    @action(detail=False, methods=["get"], url_path="settings", url_name="settings")
+    def scheduler_settings(self, request: Request) -> Response:
+        return Response(settings_s.SchedulerSettingsSerializer(SchedulerSettings.load()).data)
+
+    @extend_schema(responses=settings_s.SchedulerSettingsSerializer)
+    @scheduler_settings.mapping.patch
+    def scheduler_settings_update(self, request: Request) -> Response:
+        data = self.action_input()
+        changed = services.update_scheduler_settings(
+            request.user,
+            expected_version=data.pop("version", None),
+            reason=data.pop("reason", ""),
+            **data,
+        )
+        return Response(settings_s.SchedulerSettingsSerializer(changed).data)
+
+    @extend_schema(responses=settings_s.SchedulerSettingsChangeSerializer(many=True), filters=False)
+    @action(detail=False, methods=["get"], url_path="settings/history", url_name="settings-history")
+    def settings_history(self, request: Request) -> Response:
+        page = self.paginate_queryset(SchedulerSettingsChange.objects.all())
+        data = settings_s.SchedulerSettingsChangeSerializer(page, many=True).data
+        return self.get_paginated_response(data)

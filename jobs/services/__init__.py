@@ -30,6 +30,11 @@ from jobs.services.runner_protocol import (
     lease_job_start,
     worker_leases_heartbeat,
 )
+from jobs.services.scheduler_settings import (
+    scheduler_settings_clean,
+    settings_value,
+    update_scheduler_settings,
+)
 from jobs.services.staff import job_abort, lease_release, suite_abort
 from jobs.services.submission import JobSpec, job_submit, suite_prepare, suite_submit
 
@@ -58,10 +63,13 @@ __all__ = [
     "lease_reserve",
     "reservation_check_manager",
     "reservation_end",
+    "scheduler_settings_clean",
     "scheduler_tick",
+    "settings_value",
     "suite_abort",
     "suite_prepare",
     "suite_submit",
     "tick_history_prune",
+    "update_scheduler_settings",
     "worker_leases_heartbeat",
 ]

@@ -226,6 +226,15 @@ ACTIONS = [
     ),
     Action("plan a pause", "post", "/api/scheduler/plan/", staff(200), {"pause_workers": ["w1"]}),
     Action("plan a lock", "post", "/api/scheduler/plan/", staff(200), {"lock_hosts": ["free.lab"]}),
+    Action("settings", "get", "/api/scheduler/settings/", READ),
+    Action("settings history", "get", "/api/scheduler/settings/history/", READ),
+    Action(
+        "settings change",
+        "patch",
+        "/api/scheduler/settings/",
+        staff(200),
+        {"ordering": "size", "version": 0, "reason": "matrix"},
+    ),
 ]
 
 

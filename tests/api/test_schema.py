@@ -60,6 +60,7 @@ STATE_REFUSALS = {
     ("PATCH", "/api/suite-templates/{id}/"): "a body that is not a suite the lab can take",
     ("POST", "/api/suite-templates/{id}/dispatch/"): "a body whose jobs no host can run",
     ("POST", "/api/scheduler/plan/"): "a suite, worker or host that does not exist",
+    ("PATCH", "/api/scheduler/settings/"): "a version other than the settings' current one",
 }
 CONFIG = SchemathesisConfig.from_dict(
     {

@@ -13,7 +13,15 @@ from hosts import services as host_services
 from hosts.models import HealthPolicy, Host, HostEvent, Label, Worker
 from jobs import services, suite_templates
 from jobs.choices import JobStatus
-from jobs.models import Job, Lease, Suite, SuiteTemplate, TemplateRun
+from jobs.models import (
+    Job,
+    Lease,
+    SchedulerSettings,
+    SchedulerSettingsChange,
+    Suite,
+    SuiteTemplate,
+    TemplateRun,
+)
 from notifications.models import Subscription
 from tests import factories as f
 
@@ -22,7 +30,7 @@ HTMX = {"HX-Request": "true"}
 # Everything a UI or API action can change. A refused request must leave all of it as it was.
 WATCHED: tuple[type[Model], ...] = (
     Host, HostEvent, Label, Worker, HealthPolicy, Suite, Job, Lease, Token, SuiteTemplate,
-    TemplateRun, Subscription,
+    TemplateRun, Subscription, SchedulerSettings, SchedulerSettingsChange,
 )  # fmt: skip
 
 
@@ -69,6 +77,7 @@ def lab(db, alice, sam):  # noqa: ANN001, ANN201
     off = host_services.health_policy_create(by=sam, name="z off", labels=[], enabled=False)
     body = {"name": "bvt", "jobs": [{"name": "t", "labels": ["board:x"]}]}
     template = suite_templates.template_create(by=alice, name="bvt", body=body)
+    SchedulerSettings.load()  # the defaults, as any first reader leaves them
     return SimpleNamespace(
         w1=w1,
         w2=w2,

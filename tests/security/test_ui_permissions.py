@@ -110,6 +110,19 @@ ACTIONS = [
     Action("hosts:policy_enable", STAFF_ONLY, of="disabled_policy"),
     Action("hosts:policy_disable", STAFF_ONLY, of="policy"),
     Action("hosts:policy_delete", STAFF_ONLY, of="policy"),
+    Action(
+        "jobs:scheduler_settings",
+        STAFF_ONLY,
+        {
+            "ordering": "size",
+            "aging_minutes": "10",
+            "aging_cap": "20",
+            "host_choice": "spread",
+            "default_duration": "600",
+            "version": "0",
+            "reason": "matrix",
+        },
+    ),  # fmt: skip
     Action("jobs:suite_save_template", OWNER_OR_STAFF, {"name": "matrix"}, of="suite"),
     Action(
         "jobs:template_detail",  # change its name, cron and state
@@ -179,6 +192,7 @@ PAGES: dict[str, Callable[[SimpleNamespace], str]] = {
     "jobs:lease_list": lambda lab: "/leases/",
     "jobs:template_list": lambda lab: "/templates/",
     "jobs:template_detail": lambda lab: f"/templates/{lab.template.pk}/",
+    "jobs:scheduler_settings": lambda lab: "/scheduler/settings/",
     "hosts:host_export": lambda lab: "/hosts/export.csv",
 }
 

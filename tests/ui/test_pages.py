@@ -28,6 +28,7 @@ PAGES = [
     "/suites/",
     "/suites/new/",
     "/leases/",
+    "/scheduler/settings/",
     "/accounts/profile/",
 ]
 

@@ -178,6 +178,12 @@ class Job(models.Model):
                 condition=Q(status="queued", expires_at__isnull=False),
                 name="job_queued_expiry",
             ),
+            # A name's last finished runs: the median run time that `ordering: size` uses.
+            models.Index(
+                fields=["name", "-finished_at"],
+                condition=Q(status__in=["passed", "failed"]),
+                name="job_finished_by_name",
+            ),
         ]
 
     def __str__(self) -> str:

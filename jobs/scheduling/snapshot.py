@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from django.db import connection
+from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 
 from hosts.choices import HostStatus
@@ -31,11 +33,15 @@ class Snapshot:
     jobs_by_id: dict[int, planner.JobState] = field(default_factory=dict)
 
 
-def scheduler_snapshot(*, now: datetime) -> Snapshot:
+def scheduler_snapshot(
+    *, now: datetime, policy: planner.Policy = planner.DEFAULT_POLICY
+) -> Snapshot:
     """Read hosts, queued jobs and suites as plain planner data.
 
     Every host, schedulable or not, with the facts the planner's `host_is_schedulable`
-    decides on: a pinned job's wait reason names what keeps its host from it.
+    decides on: a pinned job's wait reason names what keeps its host from it. What only a
+    policy needs is read only under it: job sizes for `size` and `dynsize`, when each host was
+    last used for `spread`.
     """
     workers = {
         wid: (paused, not seen_online(last_seen, now))
@@ -76,7 +82,7 @@ def scheduler_snapshot(*, now: datetime) -> Snapshot:
             )
         )
 
-    jobs = queued_job_states(ready_at=now)
+    jobs = queued_job_states(ready_at=now, policy=policy)
     suites = suite_states({j.suite_id for j in jobs if j.suite_id is not None}, held=held)
     return Snapshot(
         hosts=hosts,
@@ -114,12 +120,15 @@ def suite_states(suite_ids: Iterable[int], *, held: Mapping[int, int]) -> list[p
     ]
 
 
-def queued_job_states(*, ready_at: datetime | None = None) -> list[planner.JobState]:
+def queued_job_states(
+    *, ready_at: datetime | None = None, policy: planner.Policy = planner.DEFAULT_POLICY
+) -> list[planner.JobState]:
     """Read every queued test job as a planner.JobState, lean enough for 100,000 of them.
 
     With `ready_at`, only those a tick at that moment may lease: not a retry still waiting
     out its backoff. Maintenance jobs are never the planner's: the tick's maintenance phase
-    leases them first (jobs/scheduling/maintenance.py).
+    leases them first (jobs/scheduling/maintenance.py). Under an ordering by size, each job's
+    expected run time (`size_s`) is read too (`job_sizes`).
     """
     queued = Job.objects.queued().filter(kind=JobKind.TEST)
     if ready_at is not None:
@@ -166,7 +175,64 @@ def queued_job_states(*, ready_at: datetime | None = None) -> list[planner.JobSt
                 avoid_hosts=avoid.get(jid, frozenset()),
             )
         )
+    if policy.ordering != "fifo":
+        jobs = job_sizes(queued, jobs)
     return jobs
+
+
+def job_sizes(queued: QuerySet[Job], jobs: list[planner.JobState]) -> list[planner.JobState]:
+    """The jobs with their expected run time: their estimated_duration, else the median run time
+    of the last 20 finished runs of jobs with the same name (docs/scheduling.md#policies).
+
+    Two queries. The medians are read for the names of jobs without an estimate only, each
+    through the index `job_finished_by_name`: 20 rows per name, whatever the history.
+    """
+    estimates = {
+        job_id: duration.total_seconds()
+        for job_id, duration in queued.filter(estimated_duration__isnull=False).values_list(
+            "id", "estimated_duration"
+        )
+    }
+    names = {job.name for job in jobs if job.id not in estimates}
+    medians = run_time_medians(names)
+    return [replace(job, size_s=estimates.get(job.id, medians.get(job.name))) for job in jobs]
+
+
+RUN_HISTORY = 20  # finished runs a job name's median run time is taken over
+FINISHED_RUN_STATUSES = (JobStatus.PASSED, JobStatus.FAILED)
+
+
+def run_time_medians(names: Iterable[str]) -> dict[str, float]:
+    """Median seconds of the last RUN_HISTORY finished (passed or failed) runs, per job name."""
+    names = sorted(names)
+    if not names:
+        return {}
+    finished = Job.objects.filter(
+        status__in=FINISHED_RUN_STATUSES, started_at__isnull=False, finished_at__isnull=False
+    )
+    runs: dict[str, list[float]] = {}
+    if connection.vendor == "postgresql":
+        table = Job._meta.db_table
+        sql = (
+            "SELECT n.name, r.seconds FROM unnest(%s::text[]) AS n(name) CROSS JOIN LATERAL ("  # noqa: S608 — the table from the model, values as parameters
+            "SELECT EXTRACT(EPOCH FROM j.finished_at - j.started_at)::float AS seconds "
+            f"FROM {table} j WHERE j.name = n.name AND j.status IN ('passed', 'failed') "
+            "AND j.started_at IS NOT NULL AND j.finished_at IS NOT NULL "
+            "ORDER BY j.finished_at DESC LIMIT %s) r"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [names, RUN_HISTORY])
+            for name, seconds in cursor.fetchall():
+                runs.setdefault(name, []).append(seconds)
+    else:
+        for name, started, ended in (
+            finished.filter(name__in=names)
+            .order_by("name", "-finished_at")
+            .values_list("name", "started_at", "finished_at")
+        ):
+            if len(runs.setdefault(name, [])) < RUN_HISTORY:
+                runs[name].append((ended - started).total_seconds())
+    return {name: statistics.median(values) for name, values in runs.items() if values}
 
 
 def _failed_hosts_of_queued_jobs() -> dict[int, frozenset[int]]:

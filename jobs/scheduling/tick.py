@@ -20,7 +20,7 @@ from hosts.choices import EventKind, HostStatus
 from hosts.models import Host, HostEvent
 from jobs import selectors, transitions
 from jobs.choices import JobKind, JobStatus
-from jobs.models import IdempotencyKey, Job, SchedulerTick
+from jobs.models import IdempotencyKey, Job, SchedulerSettings, SchedulerTick
 from jobs.scheduling import leasing, planner, snapshot
 from jobs.scheduling.expiry import job_timeout_overdue, lease_expire_overdue
 from jobs.scheduling.fanout import fanout_phase
@@ -165,9 +165,17 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
             fanout_phase(now=now)
         elif _tick_unchanged(summary, fingerprint=fingerprint, trigger=trigger, start=start):
             return summary
-        snap = snapshot.scheduler_snapshot(now=now)
+        policy = SchedulerSettings.load().policy()
+        snap = snapshot.scheduler_snapshot(now=now, policy=policy)
         plan_start = time.perf_counter()
-        result = planner.plan(hosts=snap.hosts, jobs=snap.jobs, suites=snap.suites)
+        result = planner.plan(
+            hosts=snap.hosts,
+            jobs=snap.jobs,
+            suites=snap.suites,
+            policy=policy,
+            now=now,
+            workers=snap.workers,
+        )
         summary.plan_ms = (time.perf_counter() - plan_start) * 1000
         summary.jobs_considered = len(snap.jobs)
         summary.hosts_free = sum(1 for h in snap.hosts if h.schedulable)

@@ -236,7 +236,7 @@ def worker_heartbeat(
                 EventKind.CAPACITY,
                 actor=worker.name,
                 worker=worker,
-                message=f"runner concurrency {_limit_text(old_concurrency)} → {concurrency}",
+                message=f"runner concurrency {old_concurrency or '(none)'} → {concurrency}",
                 at=at,
             )
             if was_online and _capacity_rose(old_capacity, worker.capacity):

@@ -231,16 +231,16 @@ def worker_heartbeat(
     for field, value in changes.items():
         setattr(worker, field, value)
     if "runner_concurrency" in changes:
-        with transaction.atomic():
-            audit.record(
-                EventKind.CAPACITY,
-                actor=worker.name,
-                worker=worker,
-                message=f"runner concurrency {old_concurrency or '(none)'} → {concurrency}",
-                at=at,
-            )
-            if was_online and _capacity_rose(old_capacity, worker.capacity):
-                request_tick("worker capacity raised")
+        # One INSERT, no transaction of its own: a heartbeat stays within its query budget.
+        audit.record(
+            EventKind.CAPACITY,
+            actor=worker.name,
+            worker=worker,
+            message=f"runner concurrency {old_concurrency or '(none)'} → {concurrency}",
+            at=at,
+        )
+        if was_online and _capacity_rose(old_capacity, worker.capacity):
+            request_tick("worker capacity raised")  # the UPDATE above is committed already
     if not was_online:
         with transaction.atomic():
             audit.record(

@@ -72,16 +72,23 @@ class WorkerAdmin(DeletedByService):
     list_display = ["name", "paused", "paused_reason", "last_seen", "created_at"]
     list_filter = ["paused"]
     search_fields = ["name", "paused_reason"]
-    fields = ["name", "runner", "paused", "paused_reason", "paused_by", "paused_at", "last_seen"]
+    fields = ["name", "runner", "max_jobs", "runner_concurrency"]
+    fields += ["paused", "paused_reason", "paused_by", "paused_at", "last_seen"]
     # Pausing needs a reason and an event: the UI and API do it (worker_pause, worker_resume).
-    readonly_fields = ["paused", "paused_reason", "paused_by", "paused_at", "last_seen"]
+    # The runner reports its concurrency itself, in its heartbeat.
+    readonly_fields = ["runner_concurrency", "paused", "paused_reason", "paused_by", "paused_at"]
+    readonly_fields += ["last_seen"]
 
     def save_model(self, request: HttpRequest, obj: Worker, form: ModelForm, change: bool) -> None:
         data = form.cleaned_data
         if not change:
             _saved_as(obj, services.worker_create(name=data["name"], by=request.user))
         services.worker_update(
-            worker=obj, by=request.user, name=data["name"], runner=data.get("runner")
+            worker=obj,
+            by=request.user,
+            name=data["name"],
+            runner=data.get("runner"),
+            max_jobs=data.get("max_jobs"),
         )
 
 

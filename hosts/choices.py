@@ -37,5 +37,6 @@ class EventKind(models.TextChoices):
     EXTENDED = "extended", "Reservation extended"
     PAUSED = "paused", "Worker paused"
     RESUMED = "resumed", "Worker resumed"
+    CAPACITY = "capacity", "Capacity changed"
     RETIRED = "retired", "Retired"
     RETRIED = "retried", "Job retried"

@@ -90,10 +90,23 @@ class HostCreateForm(HostEditForm):
         return {"hostname": self.cleaned_data["hostname"].strip(), **super().host_fields()}
 
 
-class WorkerNameForm(forms.Form):
-    """A new worker's name, or a worker's new name (the service checks it)."""
+MAX_JOBS_HELP = (
+    "The most jobs this worker runs at once; the runner's own --concurrency also applies, "
+    "the smaller wins"
+)
+
+
+class WorkerForm(forms.Form):
+    """A new worker's name, or a worker's new name, and its max jobs (the service checks them)."""
 
     name = forms.CharField(required=False, label="Name")
+    # Blank is unlimited; the service refuses less than 1, next to the field.
+    max_jobs = forms.IntegerField(required=False, label="Max jobs", help_text=MAX_JOBS_HELP)
+
+    def worker_fields(self) -> dict[str, object]:
+        """The service's keyword arguments (call after is_valid)."""
+        data = self.cleaned_data
+        return {"name": data["name"].strip(), "max_jobs": data["max_jobs"]}
 
 
 class HostImportForm(forms.Form):

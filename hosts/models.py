@@ -9,7 +9,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from hosts.choices import EventKind, HostStatus
-from hosts.querysets import HostQuerySet, WorkerQuerySet, seen_online
+from hosts.querysets import HostQuerySet, WorkerQuerySet, seen_online, worker_capacity
 from hosts.validators import NAME_VALIDATORS, label_validator
 from schedsite.model_fields import account_link
 
@@ -23,6 +23,10 @@ class Worker(models.Model):
     paused_by = account_link("+")
     paused_at = models.DateTimeField(null=True, blank=True)
     last_seen = models.DateTimeField(null=True, blank=True)
+    # The most jobs it runs at once (null: unlimited), and the --concurrency its runner last
+    # reported in its heartbeat (null: not reported); the smaller applies (`capacity`).
+    max_jobs = models.PositiveIntegerField(null=True, blank=True)
+    runner_concurrency = models.PositiveIntegerField(null=True, blank=True)
     # The account whose token the worker's runner uses; it may work only this worker's leases.
     runner = account_link("runner_workers")
     created_at = models.DateTimeField(default=timezone.now)
@@ -37,7 +41,11 @@ class Worker(models.Model):
             models.CheckConstraint(
                 condition=Q(paused=False) | ~Q(paused_reason=""),
                 name="worker_pause_needs_reason",
-            )
+            ),
+            models.CheckConstraint(
+                condition=Q(max_jobs__isnull=True) | Q(max_jobs__gte=1),
+                name="worker_max_jobs_positive",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -45,6 +53,11 @@ class Worker(models.Model):
 
     def is_online(self, now: datetime | None = None) -> bool:
         return seen_online(self.last_seen, now or timezone.now())
+
+    @property
+    def capacity(self) -> int | None:
+        """The most jobs the worker runs at once: the smaller limit set, or None (unlimited)."""
+        return worker_capacity(self.max_jobs, self.runner_concurrency)
 
 
 class Label(models.Model):

@@ -1,4 +1,4 @@
-"""The inventory's rules as queries: which workers are online and which hosts may take work."""
+"""The inventory's rules as queries: which workers are online, how loaded, which hosts may work."""
 
 from __future__ import annotations
 
@@ -6,9 +6,11 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Count, Exists, IntegerField, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 
 from hosts.choices import HostStatus
+from jobs.scheduling.planner.types import WorkerLoad
 
 
 def online_cutoff(now: datetime) -> datetime:
@@ -21,6 +23,12 @@ def seen_online(last_seen: datetime | None, now: datetime) -> bool:
     return last_seen is not None and last_seen >= online_cutoff(now)
 
 
+def worker_capacity(max_jobs: int | None, runner_concurrency: int | None) -> int | None:
+    """The most jobs a worker runs at once: the smaller of the limits set, None if neither is."""
+    limits = [n for n in (max_jobs, runner_concurrency) if n is not None]
+    return min(limits) if limits else None
+
+
 class WorkerQuerySet(models.QuerySet):
     def online(self, now: datetime) -> WorkerQuerySet:
         """Workers whose runner heartbeated within WORKER_OFFLINE_TIMEOUT of `now`."""
@@ -29,6 +37,32 @@ class WorkerQuerySet(models.QuerySet):
     def offline(self, now: datetime) -> WorkerQuerySet:
         """Workers not online at `now`, those whose runner never heartbeated included."""
         return self.exclude(last_seen__gte=online_cutoff(now))
+
+    def worker_loads(self) -> dict[str, WorkerLoad]:
+        """Worker name → its capacity and the jobs it runs now, for the workers with a capacity.
+
+        One query however many workers. Running: its hosts that an active job lease holds; a
+        manual reservation runs nothing on the runner, so it takes none of the capacity.
+        """
+        host = self.model._meta.get_field("hosts").related_model
+        running = (
+            host.objects.running_a_job()
+            .filter(worker=OuterRef("pk"))
+            .order_by()
+            .values("worker_id")
+            .annotate(n=Count("pk"))
+            .values("n")
+        )
+        rows = (
+            self.filter(Q(max_jobs__isnull=False) | Q(runner_concurrency__isnull=False))
+            .annotate(running=Coalesce(Subquery(running, output_field=IntegerField()), 0))
+            .values_list("name", "max_jobs", "runner_concurrency", "running")
+            .order_by()
+        )
+        return {
+            name: WorkerLoad(limit=worker_capacity(max_jobs, concurrency), running=n)
+            for name, max_jobs, concurrency, n in rows
+        }
 
 
 class HostQuerySet(models.QuerySet):
@@ -54,6 +88,15 @@ class HostQuerySet(models.QuerySet):
         # the reverse relation it declares, so hosts imports nothing from jobs.
         lease = self.model._meta.get_field("leases").related_model
         return Exists(lease.objects.active().filter(host=OuterRef("pk")))
+
+    def _running_a_job(self) -> Exists:
+        """True for a host (the outer row) that an active job lease holds (not a reservation)."""
+        lease = self.model._meta.get_field("leases").related_model
+        return Exists(lease.objects.active().filter(host=OuterRef("pk"), job__isnull=False))
+
+    def running_a_job(self) -> HostQuerySet:
+        """Hosts held by an active job lease: each takes one of its worker's capacity."""
+        return self.filter(self._running_a_job())
 
     def leased(self) -> HostQuerySet:
         """Hosts held by an active lease or reservation."""

@@ -150,10 +150,39 @@ def _worker_name_check(name: str, *, renaming: Worker | None = None) -> None:
         raise Conflict(f"worker {name} already exists", field="name")
 
 
+# The most jobs a worker may be set to run at once, and the most a runner may report: a
+# worker drives hundreds of hosts, not more.
+CAPACITY_MOST = 100_000
+
+
+def max_jobs_clean(value: object) -> int | None:
+    """A worker's max_jobs as given, or None (unlimited); InvalidInput unless 1 to CAPACITY_MOST."""
+    if value is None:
+        return None
+    # bool is an int to Python; True is not a number of jobs anyone meant.
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= CAPACITY_MOST:
+        raise InvalidInput(
+            f"max jobs: a whole number from 1 to {CAPACITY_MOST}, or empty for unlimited",
+            field="max_jobs",
+        )
+    return value
+
+
+def _limit_text(value: int | None) -> str:
+    return "unlimited" if value is None else str(value)
+
+
+def _capacity_rose(old: int | None, new: int | None) -> bool:
+    return old is not None and (new is None or new > old)
+
+
 @transaction.atomic
-def worker_create(*, name: str, by: Actor, paused: bool = False, reason: str = "") -> Worker:
+def worker_create(
+    *, name: str, by: Actor, paused: bool = False, reason: str = "", max_jobs: int | None = None
+) -> Worker:
     """Add a lab server."""
     _worker_name_check(name)
+    max_jobs = max_jobs_clean(max_jobs)
     reason = reason_clean(reason, what="pause a worker", required=False) if paused else ""
     if paused and not reason:
         reason = "paused when created"
@@ -163,8 +192,10 @@ def worker_create(*, name: str, by: Actor, paused: bool = False, reason: str = "
         paused_reason=reason,
         paused_by=actor_user(by) if paused else None,
         paused_at=timezone.now() if paused else None,
+        max_jobs=max_jobs,
     )
-    audit.record(EventKind.CREATED, actor=by, worker=worker, message=f"worker {name} added")
+    limit = f"; max jobs {max_jobs}" if max_jobs is not None else ""
+    audit.record(EventKind.CREATED, actor=by, worker=worker, message=f"worker {name} added{limit}")
     return worker
 
 
@@ -178,15 +209,38 @@ def worker_resume(*, worker: Worker, by: Actor) -> Worker:
     return _hold_clear(PAUSE, worker, by=by)
 
 
-def worker_heartbeat(*, worker: Worker, at: datetime | None = None) -> Worker:
-    """Mark the worker seen; a worker coming back online makes its hosts schedulable."""
+def worker_heartbeat(
+    *, worker: Worker, at: datetime | None = None, concurrency: int | None = None
+) -> Worker:
+    """Mark the worker seen and store the concurrency its runner reports, if it changed.
+
+    A worker coming back online makes its hosts schedulable, and so does a runner restarted
+    with a higher --concurrency.
+    """
     if worker.retired_at is not None:
         # A runner still running on a retired worker would look alive on the dashboard.
         raise Conflict(f"worker {worker.name} is retired; stop its runner or add a new worker")
     at = at or timezone.now()
     was_online = worker.is_online(at)
-    Worker.objects.filter(pk=worker.pk).update(last_seen=at)
-    worker.last_seen = at
+    old_capacity, old_concurrency = worker.capacity, worker.runner_concurrency
+    changes: dict[str, object] = {"last_seen": at}
+    if concurrency is not None and concurrency != old_concurrency:
+        # In the UPDATE of last_seen that every heartbeat makes: a report costs no query.
+        changes["runner_concurrency"] = concurrency
+    Worker.objects.filter(pk=worker.pk).update(**changes)
+    for field, value in changes.items():
+        setattr(worker, field, value)
+    if "runner_concurrency" in changes:
+        # One INSERT, no transaction of its own: a heartbeat stays within its query budget.
+        audit.record(
+            EventKind.CAPACITY,
+            actor=worker.name,
+            worker=worker,
+            message=f"runner concurrency {old_concurrency or '(none)'} → {concurrency}",
+            at=at,
+        )
+        if was_online and _capacity_rose(old_capacity, worker.capacity):
+            request_tick("worker capacity raised")  # the UPDATE above is committed already
     if not was_online:
         with transaction.atomic():
             audit.record(
@@ -387,9 +441,12 @@ def worker_update(
     by: Actor,
     name: str | None = None,
     runner: AbstractBaseUser | None | object = _UNSET,
+    max_jobs: int | None | object = _UNSET,
 ) -> Worker:
-    """Rename a worker or change the account its runner uses; each change is audited."""
+    """Rename a worker, change its runner account or its max jobs; each change is audited."""
     worker = Worker.objects.select_for_update().get(pk=worker.pk)
+    if max_jobs is not _UNSET:
+        max_jobs = max_jobs_clean(max_jobs)
     changes: list[str] = []
     if name is not None and name != worker.name:
         _worker_name_check(name, renaming=worker)
@@ -400,9 +457,18 @@ def worker_update(
         new = runner.get_username() if runner is not None else "(none)"  # type: ignore[union-attr]
         worker.runner = runner  # type: ignore[assignment]
         changes.append(f"runner {old} → {new}")
-    if changes:
+    old_capacity, old_max_jobs = worker.capacity, worker.max_jobs
+    if max_jobs is not _UNSET and max_jobs != old_max_jobs:
+        worker.max_jobs = max_jobs  # type: ignore[assignment]
+    if changes or worker.max_jobs != old_max_jobs:
         worker.save()
+    if changes:
         audit.record(EventKind.UPDATED, actor=by, worker=worker, message="; ".join(changes))
+    if worker.max_jobs != old_max_jobs:
+        message = f"max jobs {_limit_text(old_max_jobs)} → {_limit_text(worker.max_jobs)}"
+        audit.record(EventKind.CAPACITY, actor=by, worker=worker, message=message)
+        if _capacity_rose(old_capacity, worker.capacity):
+            request_tick("worker capacity raised")
     return worker
 
 

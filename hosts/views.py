@@ -75,10 +75,11 @@ def worker_queryset() -> QuerySet[Worker]:
 
 
 def with_host_counts(workers: list[Worker]) -> list[Worker]:
-    """Set n_hosts, n_ready, n_locked and n_leased on each worker, in one grouped query."""
+    """Set n_hosts, n_ready, n_locked, n_leased and n_running on each worker, in one query."""
     # One GROUP BY over the page's hosts; joining workers to hosts to leases instead would make
     # the database count every lease a host ever had.
     active = Lease.objects.active().filter(host=OuterRef("pk"))
+    running = Host.objects.running_a_job().values("pk")  # what the worker's capacity counts
     rows = (
         Host.objects.filter(worker__in=workers)
         .values("worker_id")
@@ -87,12 +88,13 @@ def with_host_counts(workers: list[Worker]) -> list[Worker]:
             n_ready=Count("id", filter=Q(status=HostStatus.READY)),
             n_locked=Count("id", filter=Q(locked=True)),
             n_leased=Count("id", filter=Exists(active)),
+            n_running=Count("id", filter=Q(id__in=running)),
         )
         .order_by()
     )
     counts = {row.pop("worker_id"): row for row in rows}
     for worker in workers:
-        for key in ("n_hosts", "n_ready", "n_locked", "n_leased"):
+        for key in ("n_hosts", "n_ready", "n_locked", "n_leased", "n_running"):
             setattr(worker, key, counts.get(worker.pk, {}).get(key, 0))
     return workers
 

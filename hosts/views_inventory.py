@@ -1,4 +1,4 @@
-"""Inventory pages for staff: add and edit hosts, add and rename workers, import and export.
+"""Inventory pages for staff: add and edit hosts, add and edit workers, import and export.
 
 Plain form posts that answer with the page (errors next to the fields, status 400/409) or
 redirect with a message; every change goes through hosts.services or hosts.inventory.
@@ -26,7 +26,7 @@ from hosts.forms import (
     HostEditForm,
     HostImportApplyForm,
     HostImportForm,
-    WorkerNameForm,
+    WorkerForm,
 )
 from hosts.models import Host, Worker
 from hosts.views import host_queryset
@@ -121,11 +121,11 @@ def host_edit(request: HttpRequest, hostname: str) -> HttpResponse:
 @staff_form_page("add workers")
 def worker_create(request: HttpRequest) -> HttpResponse:
     """Add a worker (a lab server); its runner then starts with --worker NAME."""
-    form = WorkerNameForm(posted(request))
+    form = WorkerForm(posted(request))
     status = 200
     if request.method == "POST":
         worker, status = saved_or_errors(
-            form, lambda data: services.worker_create(name=data["name"].strip(), by=request.user)
+            form, lambda _: services.worker_create(by=request.user, **form.worker_fields())
         )
         if worker is not None:
             url = reverse("hosts:worker_detail", args=[worker.name])
@@ -133,25 +133,27 @@ def worker_create(request: HttpRequest) -> HttpResponse:
     return render(request, WORKER_FORM, {"form": form, "worker": None}, status=status)
 
 
-@staff_form_page("rename workers")
+@staff_form_page("edit workers")
 def worker_rename(request: HttpRequest, name: str) -> HttpResponse:
-    """Rename a worker; its runner must be restarted with the new --worker name."""
+    """Rename a worker or change its max jobs; a renamed worker's runner must be restarted."""
     worker = get_object_or_404(Worker, name=name)
-    form = WorkerNameForm(posted(request), initial={"name": worker.name})
+    form = WorkerForm(posted(request), initial={"name": worker.name, "max_jobs": worker.max_jobs})
     status = 200
     if request.method == "POST":
-        renamed, status = saved_or_errors(
+        saved, status = saved_or_errors(
             form,
-            lambda data: services.worker_update(
-                worker=worker, by=request.user, name=data["name"].strip()
+            lambda _: services.worker_update(
+                worker=worker, by=request.user, **form.worker_fields()
             ),
         )
-        if renamed is not None:
-            url = reverse("hosts:worker_detail", args=[renamed.name])
-            message = (
-                f"Renamed worker {name} to {renamed.name}. Restart its runner with "
-                f"--worker {renamed.name}: the old name no longer answers."
-            )
+        if saved is not None:
+            url = reverse("hosts:worker_detail", args=[saved.name])
+            message = f"Saved worker {saved.name}."
+            if saved.name != name:
+                message = (
+                    f"Renamed worker {name} to {saved.name}. Restart its runner with "
+                    f"--worker {saved.name}: the old name no longer answers."
+                )
             return done(request, message, url)
     return render(request, WORKER_FORM, {"form": form, "worker": worker}, status=status)
 

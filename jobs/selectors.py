@@ -186,13 +186,18 @@ def _count_of(queryset: QuerySet) -> Coalesce:
 
 
 def workers_with_host_counts(*, now: datetime | None = None) -> QuerySet[Worker]:
-    """Workers annotated with hosts_total, hosts_leased and hosts_schedulable, in one query."""
+    """Workers annotated with their host counts and `running` jobs, in one query.
+
+    hosts_total, hosts_leased, hosts_schedulable, and running: the jobs running on the worker
+    now, which its capacity counts.
+    """
     now = now or timezone.now()
     mine = Host.objects.filter(worker=OuterRef("pk"))
     return Worker.objects.select_related("runner", "paused_by").annotate(
         hosts_total=_count_of(mine),
         hosts_leased=_count_of(mine.leased()),
         hosts_schedulable=_count_of(mine.schedulable(now)),
+        running=_count_of(mine.running_a_job()),
     )
 
 

@@ -186,7 +186,10 @@ class Runner:
             period = min(period, self.heartbeat_period)
         if now - self._last_beat < period:
             return
-        info = self.api.call("POST", f"workers/{self.config.worker}/heartbeat/", {"leases": held})
+        # The concurrency caps the worker's capacity on the server: the scheduler leases it no
+        # more jobs than this runner starts at once (docs/api.md#worker-capacity).
+        body = {"leases": held, "concurrency": self.config.concurrency}
+        info = self.api.call("POST", f"workers/{self.config.worker}/heartbeat/", body)
         info = info if isinstance(info, dict) else {}
         self.lease_ttl = float(info.get("lease_ttl") or self.lease_ttl)
         self.offline_timeout = float(info.get("offline_timeout") or self.offline_timeout)

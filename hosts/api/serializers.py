@@ -11,7 +11,7 @@ from rest_framework import serializers
 from hosts import inventory
 from hosts.choices import HostStatus
 from hosts.models import HealthPolicy, Host, HostEvent, Worker
-from hosts.services import POLICY_LIMITS
+from hosts.services import CAPACITY_MOST, POLICY_LIMITS
 from hosts.validators import NAME_VALIDATORS, label_validator, policy_name_validator
 from jobs.api.fields import LabelListField, RelatedName
 from jobs.api.serializers import (
@@ -37,6 +37,24 @@ class WorkerSerializer(serializers.ModelSerializer):
     hosts_schedulable = serializers.IntegerField(
         read_only=True, help_text="Hosts that could take a new lease right now."
     )
+    max_jobs = serializers.IntegerField(
+        read_only=True,
+        allow_null=True,
+        help_text="The most jobs the worker runs at once, as staff set it; null: unlimited.",
+    )
+    runner_concurrency = serializers.IntegerField(
+        read_only=True,
+        allow_null=True,
+        help_text="The --concurrency its runner last reported in a heartbeat; null: never.",
+    )
+    capacity = serializers.IntegerField(
+        read_only=True,
+        allow_null=True,
+        help_text="The smaller of max_jobs and runner_concurrency; null: unlimited.",
+    )
+    running = serializers.IntegerField(
+        read_only=True, help_text="Jobs running on its hosts now (manual reservations not)."
+    )
 
     class Meta:
         model = Worker
@@ -53,6 +71,10 @@ class WorkerSerializer(serializers.ModelSerializer):
             "hosts_total",
             "hosts_leased",
             "hosts_schedulable",
+            "max_jobs",
+            "runner_concurrency",
+            "capacity",
+            "running",
             "created_at",
             "retired_at",
         ]
@@ -79,15 +101,29 @@ class RunnerAccountField(serializers.SlugRelatedField):
         super().__init__(slug_field="username", queryset=_runner_accounts(), **kwargs)
 
 
+def _max_jobs(**kwargs: object) -> StrictIntegerField:
+    # The range is the service's (CAPACITY_MOST), stated here too so that the schema says it.
+    return StrictIntegerField(
+        min_value=1,
+        max_value=CAPACITY_MOST,
+        allow_null=True,
+        help_text="The most jobs the worker runs at once; null: unlimited. Its runner's "
+        "--concurrency also applies, the smaller wins.",
+        **kwargs,
+    )
+
+
 class WorkerCreateInputSerializer(serializers.Serializer):
     name = StrictCharField(max_length=100, validators=[*NAME_VALIDATORS])
     paused = StrictBooleanField(default=False)
     paused_reason = StrictCharField(max_length=500, allow_blank=True, default="")
+    max_jobs = _max_jobs(default=None)
 
 
 class WorkerUpdateInputSerializer(serializers.Serializer):
     name = StrictCharField(max_length=100, required=False, validators=[*NAME_VALIDATORS])
     runner = RunnerAccountField(required=False, allow_null=True)
+    max_jobs = _max_jobs(required=False)
 
 
 class WorkerPauseInputSerializer(serializers.Serializer):
@@ -106,6 +142,13 @@ class WorkerHeartbeatInputSerializer(serializers.Serializer):
         help_text="Ids of the job leases the runner holds: each one still active on this "
         "worker is extended to now + lease_ttl, in one statement; the others come back in "
         f"`gone`. At most {MAX_HEARTBEAT_LEASES}. Without it only the worker is marked seen.",
+    )
+    concurrency = StrictIntegerField(
+        min_value=1,
+        max_value=CAPACITY_MOST,
+        required=False,
+        help_text="The runner's --concurrency: stored as the worker's runner_concurrency, "
+        "which caps its capacity with max_jobs.",
     )
 
 

@@ -110,7 +110,7 @@ class WorkerViewSet(InventoryViewSet):
         "list": "List workers with their online state and host counts",
         "retrieve": "One worker",
         "create": "Add a worker (staff)",
-        "partial_update": "Rename a worker or set its runner account (staff)",
+        "partial_update": "Rename a worker, set its runner account or its max jobs (staff)",
         "destroy": "Delete a worker with no hosts left; one with history is retired (staff)",
         "pause": "Pause: no new leases on its hosts; running leases continue (staff)",
         "resume": "Resume a paused worker (staff)",
@@ -144,7 +144,11 @@ class WorkerViewSet(InventoryViewSet):
     def create(self, request: Request) -> Response:
         data = self.action_input()
         worker = services.worker_create(
-            name=data["name"], by=request.user, paused=data["paused"], reason=data["paused_reason"]
+            name=data["name"],
+            by=request.user,
+            paused=data["paused"],
+            reason=data["paused_reason"],
+            max_jobs=data["max_jobs"],
         )
         return self._render(worker, status.HTTP_201_CREATED)
 
@@ -152,8 +156,10 @@ class WorkerViewSet(InventoryViewSet):
     @action(detail=True, methods=["post"])
     def heartbeat(self, request: Request, name: str) -> Response:
         worker = self.get_object()
-        leases = self.action_input().get("leases", [])
-        gone = job_services.worker_leases_heartbeat(worker=worker, leases=leases)
+        data = self.action_input()
+        gone = job_services.worker_leases_heartbeat(
+            worker=worker, leases=data.get("leases", []), concurrency=data.get("concurrency")
+        )
         payload = s.WorkerHeartbeatSerializer.payload(worker, gone)
         return Response(s.WorkerHeartbeatSerializer(payload).data)
 

@@ -223,16 +223,21 @@ def lease_job_heartbeat(*, lease: Lease, by: Actor, at: datetime | None = None) 
 
 
 def worker_leases_heartbeat(
-    *, worker: Worker, leases: Sequence[int] = (), at: datetime | None = None
+    *,
+    worker: Worker,
+    leases: Sequence[int] = (),
+    at: datetime | None = None,
+    concurrency: int | None = None,
 ) -> list[int]:
     """Mark the worker seen and extend the active job leases it names; return those gone.
 
     Gone: released, past their expiry, a manual reservation, not on this worker's hosts, or
     no such lease. Two statements however many leases are named, each atomic by itself: the
-    worker is seen whatever becomes of the leases.
+    worker is seen whatever becomes of the leases. `concurrency`: the runner's --concurrency,
+    stored with the worker's last_seen.
     """
     at = at or timezone.now()
-    host_services.worker_heartbeat(worker=worker, at=at)
+    host_services.worker_heartbeat(worker=worker, at=at, concurrency=concurrency)
     wanted = sorted(set(leases))
     if not wanted:
         return []

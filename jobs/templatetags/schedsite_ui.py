@@ -68,6 +68,7 @@ TONES: dict[str, dict[str, str]] = {
         "extended": "teal",
         "paused": "amber",
         "resumed": "green",
+        "capacity": "slate",
         "status": "amber",
         "created": "slate",
         "updated": "slate",

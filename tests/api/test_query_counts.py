@@ -167,6 +167,17 @@ def test_a_bulk_heartbeat_costs_at_most_6_queries_for_1_or_500_leases(runner_cli
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("n", [1, 500])
+def test_a_heartbeat_reporting_its_concurrency_stays_within_6_queries(runner_client, lab, n):
+    body = {"leases": leased_hosts(lab.w1, n), "concurrency": 4}
+    changed, _ = post_counting(runner_client, "/api/workers/w1/heartbeat/", body)
+    unchanged, answer = post_counting(runner_client, "/api/workers/w1/heartbeat/", body)
+    assert answer["gone"] == [] and Worker.objects.get(pk=lab.w1.pk).runner_concurrency == 4
+    # The report rides on the UPDATE of last_seen: a change adds only its audit event.
+    assert (changed, unchanged) == (5, 4)
+
+
+@pytest.mark.django_db(transaction=True)
 def test_each_runner_protocol_call_costs_a_fixed_handful_of_queries(runner_client, lab):
     running, leased = active_lease(lab.running), active_lease(lab.leased)
     beat, _ = post_counting(runner_client, f"/api/leases/{running.pk}/heartbeat/")

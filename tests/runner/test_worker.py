@@ -143,9 +143,9 @@ def test_the_runner_names_its_lease_when_it_starts_and_completes_a_job():
     assert len(fake.calls) == 2  # the job's thread sends no heartbeat of its own
 
 
-def test_one_heartbeat_a_period_carries_the_worker_and_every_lease_it_holds():
+def test_one_heartbeat_a_period_carries_the_worker_its_concurrency_and_every_lease_it_holds():
     fake = RecordingApi()
-    runner = runner_for(fake, ["sleep", "30"], heartbeat=60)
+    runner = runner_for(fake, ["sleep", "30"], heartbeat=60, concurrency=3)
     runner._start(LEASE)
     runner.waiting[9] = {**LEASE, "id": 9}
     try:
@@ -157,7 +157,7 @@ def test_one_heartbeat_a_period_carries_the_worker_and_every_lease_it_holds():
         runner.runs[7].join(30)
 
     beats = fake.posts("/heartbeat/")
-    assert beats == [("workers/w1/heartbeat/", {"leases": [7, 9]})]
+    assert beats == [("workers/w1/heartbeat/", {"leases": [7, 9], "concurrency": 3})]
 
 
 def test_a_lease_reported_gone_kills_its_command_and_reports_nothing():

@@ -266,6 +266,21 @@ def test_a_workers_pause_cannot_be_edited_but_a_rename_is_audited(root, leased):
     assert event.actor == "root" and event.message == "renamed w1 → w1-renamed"
 
 
+def test_a_workers_max_jobs_set_in_the_admin_is_audited_and_zero_refused(root, leased):
+    url = f"/admin/hosts/worker/{leased.w1.pk}/change/"
+    refused = root.post(url, {"name": "w1", "max_jobs": "0", "runner_concurrency": "9"})
+    assert refused.status_code == 200  # the form again, with its error
+    assert Worker.objects.get(pk=leased.w1.pk).max_jobs is None
+
+    response = root.post(url, {"name": "w1", "max_jobs": "4", "runner_concurrency": "9"})
+
+    assert response.status_code == 302
+    worker = Worker.objects.get(pk=leased.w1.pk)
+    assert (worker.max_jobs, worker.runner_concurrency) == (4, None)  # the runner reports it
+    event = HostEvent.objects.get(worker=worker, kind="capacity")
+    assert event.actor == "root" and event.message == "max jobs unlimited → 4"
+
+
 def test_a_label_hosts_carry_cannot_be_renamed_or_deleted_in_the_admin(root, leased):
     label = Label.objects.get(name="board:x")
     before = snapshot()

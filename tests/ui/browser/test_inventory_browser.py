@@ -105,14 +105,14 @@ def test_staff_add_a_worker_and_rename_it(page, sam, lab, debug):
     page.get_by_label("Name").fill("rack9")
     page.get_by_role("button", name="Add worker").click()
     expect(page.get_by_role("heading", name="rack9", level=1)).to_be_visible()
-    page.get_by_role("link", name="Rename rack9").click()
+    page.get_by_role("link", name="Edit rack9").click()
     page.get_by_role("textbox", name="New name").fill("w1")
-    page.get_by_role("button", name="Rename").click()
+    page.get_by_role("button", name="Save").click()
     expect(page.locator(".field-error")).to_contain_text("Worker w1 already exists")
     if debug:
         shot(page, "worker-rename-form")
     page.get_by_role("textbox", name="New name").fill("rack10")
-    page.get_by_role("button", name="Rename").click()
+    page.get_by_role("button", name="Save").click()
     expect(page.get_by_text("Restart its runner with --worker rack10")).to_be_visible()
     assert Worker.objects.filter(name="rack10").exists()
 

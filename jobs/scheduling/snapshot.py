@@ -9,12 +9,12 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Max, QuerySet
 from django.db.models.expressions import RawSQL
 
 from hosts.choices import HostStatus
 from hosts.models import Host, Worker
-from hosts.querysets import online_cutoff, seen_online
+from hosts.querysets import online_cutoff, seen_online, worker_capacity
 from jobs.choices import JobKind, JobStatus
 from jobs.models import Job, Lease, Suite, decode_labels
 from jobs.scheduling import planner
@@ -29,24 +29,37 @@ class Snapshot:
     suites: list[planner.SuiteState]
     suite_names: dict[int, str]
     leased_count: int
+    policy: planner.Policy = planner.DEFAULT_POLICY
+    now: datetime | None = None
+    workers: dict[str, planner.WorkerLoad] = field(default_factory=dict)  # with a capacity
     hosts_by_id: dict[int, planner.HostState] = field(default_factory=dict)
     jobs_by_id: dict[int, planner.JobState] = field(default_factory=dict)
 
 
 def scheduler_snapshot(
-    *, now: datetime, policy: planner.Policy = planner.DEFAULT_POLICY
+    *,
+    now: datetime,
+    policy: planner.Policy = planner.DEFAULT_POLICY,
+    with_sizes: bool = False,
+    with_last_used: bool = False,
 ) -> Snapshot:
     """Read hosts, queued jobs and suites as plain planner data.
 
     Every host, schedulable or not, with the facts the planner's `host_is_schedulable`
     decides on: a pinned job's wait reason names what keeps its host from it. What only a
     policy needs is read only under it: job sizes for `size` and `dynsize`, when each host was
-    last used for `spread`.
+    last used for `spread` (`with_sizes`, `with_last_used`: read them anyway, for a what-if
+    plan under other settings). Workers with a capacity come with the jobs each runs now.
     """
-    workers = {
-        wid: (paused, not seen_online(last_seen, now))
-        for wid, paused, last_seen in Worker.objects.values_list("id", "paused", "last_seen")
-    }
+    workers: dict[int, tuple[str, bool, bool]] = {}  # id -> (name, paused, offline)
+    limits: dict[int, int] = {}  # worker id -> capacity, for the workers that have one
+    for wid, name, paused, last_seen, max_jobs, concurrency in Worker.objects.values_list(
+        "id", "name", "paused", "last_seen", "max_jobs", "runner_concurrency"
+    ):
+        workers[wid] = (name, paused, not seen_online(last_seen, now))
+        limit = worker_capacity(max_jobs, concurrency)
+        if limit is not None:
+            limits[wid] = limit
     labels: dict[int, set[str]] = {}
     for host_id, name in Host.labels.through.objects.values_list("host_id", "label__name"):
         labels.setdefault(host_id, set()).add(name)
@@ -55,16 +68,20 @@ def scheduler_snapshot(
     )
     leased = {host_id: (job_id, prio) for host_id, job_id, prio, _suite in lease_rows}
     held = Counter(suite_id for _h, _j, _p, suite_id in lease_rows if suite_id is not None)
+    last_used = _hosts_last_used() if with_last_used or policy.host_choice == "spread" else {}
 
     # Hosts of one class share one frozenset: less memory, and the planner's dict lookups
     # on label sets compare by identity first.
     label_sets: dict[frozenset[str], frozenset[str]] = {}
     hosts: list[planner.HostState] = []
+    running: Counter[int] = Counter()  # worker id -> hosts a job lease holds
     for hid, hostname, status, locked, lock_reason, build, worker_id in Host.objects.values_list(
         "id", "hostname", "status", "locked", "lock_reason", "current_build", "worker_id"
     ):
-        paused, offline = workers.get(worker_id, (False, False)) if worker_id else (False, False)
+        worker, paused, offline = workers.get(worker_id, ("", False, False))
         lease = leased.get(hid)
+        if lease and lease[0] is not None and worker_id is not None:
+            running[worker_id] += 1  # a manual reservation runs nothing on the runner
         host_labels = frozenset(labels.get(hid, ()))
         hosts.append(
             planner.HostState(
@@ -79,15 +96,23 @@ def scheduler_snapshot(
                 worker_offline=offline,
                 leased=lease is not None,
                 lease_priority=lease[1] if lease and lease[0] is not None else None,
+                worker=worker,
+                last_used=last_used.get(hid),
             )
         )
 
-    jobs = queued_job_states(ready_at=now, policy=policy)
+    jobs = queued_job_states(ready_at=now, policy=policy, with_sizes=with_sizes)
     suites = suite_states({j.suite_id for j in jobs if j.suite_id is not None}, held=held)
     return Snapshot(
         hosts=hosts,
         jobs=jobs,
         suites=suites,
+        policy=policy,
+        now=now,
+        workers={
+            workers[wid][0]: planner.WorkerLoad(limit=limit, running=running[wid])
+            for wid, limit in limits.items()
+        },
         suite_names={suite.id: suite.name for suite in suites},
         leased_count=len(lease_rows),
         hosts_by_id={h.id: h for h in hosts},
@@ -121,7 +146,10 @@ def suite_states(suite_ids: Iterable[int], *, held: Mapping[int, int]) -> list[p
 
 
 def queued_job_states(
-    *, ready_at: datetime | None = None, policy: planner.Policy = planner.DEFAULT_POLICY
+    *,
+    ready_at: datetime | None = None,
+    policy: planner.Policy = planner.DEFAULT_POLICY,
+    with_sizes: bool = False,
 ) -> list[planner.JobState]:
     """Read every queued test job as a planner.JobState, lean enough for 100,000 of them.
 
@@ -175,7 +203,7 @@ def queued_job_states(
                 avoid_hosts=avoid.get(jid, frozenset()),
             )
         )
-    if policy.ordering != "fifo":
+    if with_sizes or policy.ordering != "fifo":
         jobs = job_sizes(queued, jobs)
     return jobs
 
@@ -235,6 +263,18 @@ def run_time_medians(names: Iterable[str]) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in runs.items() if values}
 
 
+def _hosts_last_used() -> dict[int, datetime]:
+    """When each host's last lease ended, for `host_choice: spread` (one grouped query)."""
+    ended = (
+        Lease.objects.filter(released_at__isnull=False)
+        .order_by()
+        .values("host_id")
+        .annotate(last=Max("released_at"))
+        .values_list("host_id", "last")
+    )
+    return dict(ended)
+
+
 def _failed_hosts_of_queued_jobs() -> dict[int, frozenset[int]]:
     """The hosts each queued (retried) job failed on before, by job id."""
     failed: dict[int, set[int]] = {}
@@ -258,7 +298,7 @@ def id_list(ids: Iterable[int]) -> list[int] | RawSQL:
     return ids
 
 
-FINGERPRINT_VERSION = "3"
+FINGERPRINT_VERSION = "4"
 # Written by the triggers of jobs/migrations/0004_queue_indexes_and_change_log.py.
 LAB_CHANGE_TABLE = "scheduler_lab_change"
 
@@ -283,9 +323,10 @@ def lab_changes(*, now: datetime) -> LabChanges | None:
     unneeded plan, never hide a change. Heartbeats write none of these.
 
     Two things change with no write: a worker going offline (runners heartbeat their worker
-    every few seconds, so workers are compared by content: paused, and online at this tick's
-    cutoff; a lab has hundreds), and a retry's backoff ending (the queued jobs still waiting
-    one are counted through a small partial index).
+    every few seconds, so workers are compared by content: paused, online at this tick's
+    cutoff, and their capacity, which a heartbeat may report changed; a lab has hundreds),
+    and a retry's backoff ending (the queued jobs still waiting one are counted through a
+    small partial index).
     """
     if connection.vendor != "postgresql":
         return None
@@ -295,7 +336,8 @@ def lab_changes(*, now: datetime) -> LabChanges | None:
         "SELECT (SELECT count(*) FROM taken), md5(concat_ws('|', "
         f"(SELECT count(*) FROM {job} WHERE status = 'queued' AND not_before > %s), "
         "(SELECT count(*) || ':' || coalesce(sum(hashint8extended(t.id, t.paused::int * 2 + "
-        "(t.last_seen IS NOT NULL AND t.last_seen >= %s)::int)), 0) "
+        "(t.last_seen IS NOT NULL AND t.last_seen >= %s)::int + 4 * hashtext(coalesce(t.max_jobs, -1) "
+        "|| '/' || coalesce(t.runner_concurrency, -1))::bigint)), 0) "
         f"FROM {Worker._meta.db_table} t)))"
     )
     with connection.cursor() as cursor:

@@ -336,8 +336,8 @@ def lab_changes(*, now: datetime) -> LabChanges | None:
         "SELECT (SELECT count(*) FROM taken), md5(concat_ws('|', "
         f"(SELECT count(*) FROM {job} WHERE status = 'queued' AND not_before > %s), "
         "(SELECT count(*) || ':' || coalesce(sum(hashint8extended(t.id, t.paused::int * 2 + "
-        "(t.last_seen IS NOT NULL AND t.last_seen >= %s)::int + 4 * hashtext(coalesce(t.max_jobs, -1) "
-        "|| '/' || coalesce(t.runner_concurrency, -1))::bigint)), 0) "
+        "(t.last_seen IS NOT NULL AND t.last_seen >= %s)::int + 4 * hashtext("
+        "coalesce(t.max_jobs, -1) || '/' || coalesce(t.runner_concurrency, -1))::bigint)), 0) "
         f"FROM {Worker._meta.db_table} t)))"
     )
     with connection.cursor() as cursor:

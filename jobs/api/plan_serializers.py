@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from rest_framework import serializers
@@ -10,8 +10,10 @@ from rest_framework import serializers
 from hosts.models import Host, Worker
 from jobs.api import submit_serializers as submit
 from jobs.api.fields import PriorityField
+from jobs.api.settings_serializers import ProposedSettingsSerializer
 from jobs.api.submit_serializers import SuiteCreateInputSerializer
-from jobs.models import Suite
+from jobs.models import SchedulerSettings, Suite
+from jobs.scheduling.planner import Policy
 from jobs.scheduling.whatif import (
     Change,
     SuiteChange,
@@ -37,7 +39,8 @@ class SuiteChangeInputSerializer(serializers.Serializer):
 
 
 class PlanInputSerializer(serializers.Serializer):
-    """A proposed change: any of a suite to submit, workers to pause, hosts to lock, suite edits."""
+    """A proposed change: a suite to submit, workers to pause, hosts to lock, suite edits or
+    scheduler settings."""
 
     suite = SuiteCreateInputSerializer(
         required=False, help_text="A suite as POST /api/suites/ takes it; it is not saved."
@@ -49,28 +52,22 @@ class PlanInputSerializer(serializers.Serializer):
         child=StrictCharField(max_length=255), required=False, default=list, max_length=MAX_NAMES
     )
     suite_changes = SuiteChangeInputSerializer(many=True, required=False, default=list)
-
-    def to_internal_value(self, data: Any) -> dict:
-        # New scheduler settings belong in a preview too, but there are none to change yet:
-        # say so rather than ignore the key (and keep it out of the schema until then).
-        if isinstance(data, dict) and "settings" in data:
-            raise serializers.ValidationError(
-                {
-                    "settings": [
-                        "Previewing scheduler settings is not supported yet: "
-                        "there are no settings to change."
-                    ]
-                }
-            )
-        return super().to_internal_value(data)
+    settings = ProposedSettingsSerializer(
+        required=False,
+        help_text="Scheduler settings to try (any of them; the rest keep their values). "
+        "Nothing is saved.",
+    )
 
     def validate(self, data: dict) -> dict:
-        if (
-            not (data.get("suite") or data["pause_workers"] or data["lock_hosts"])
-            and not data["suite_changes"]
+        if not (
+            data.get("suite")
+            or data["pause_workers"]
+            or data["lock_hosts"]
+            or data["suite_changes"]
+            or data.get("settings")
         ):
             raise serializers.ValidationError(
-                "Propose a change: suite, pause_workers, lock_hosts or suite_changes."
+                "Propose a change: suite, pause_workers, lock_hosts, suite_changes or settings."
             )
         data["workers"] = _named(Worker, "name", data["pause_workers"], "pause_workers")
         data["hosts"] = _named(Host, "hostname", data["lock_hosts"], "lock_hosts")
@@ -129,7 +126,20 @@ def plan_change_of(owner: Any, data: dict, *, now: datetime) -> Change:
         lock_host_ids=frozenset(host.pk for host in data["hosts"]),
         lock_reason="(the lock you preview)",
         suite_changes=_suite_changes(data["suite_changes"]),
+        policy=_proposed_policy(data.get("settings")),
     )
+
+
+def _proposed_policy(fields: dict | None) -> Policy | None:
+    """The current scheduler settings with the proposed fields changed; None if none are."""
+    if not fields:
+        return None
+    current = SchedulerSettings.load()
+    for name, value in fields.items():
+        if name == "default_duration":
+            value = timedelta(seconds=value)
+        setattr(current, name, value)  # an unsaved copy: only read as a Policy
+    return current.policy()
 
 
 def _suite_changes(edits: list[dict]) -> list[SuiteChange]:

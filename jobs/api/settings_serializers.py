@@ -94,6 +94,15 @@ class SchedulerSettingsInputSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
+class ProposedSettingsSerializer(SchedulerSettingsInputSerializer):
+    """Scheduler settings a what-if plan tries (POST /api/scheduler/plan/ `settings`): any of
+    the settings; the others keep their current value. Nothing is saved, so no version or
+    reason."""
+
+    version = None
+    reason = None
+
+
 class SchedulerSettingsChangeSerializer(serializers.ModelSerializer):
     changes = serializers.DictField(
         child=serializers.ListField(min_length=2, max_length=2),

@@ -1,8 +1,8 @@
 """What-if plans: what the next tick would lease if a change were made, written nowhere.
 
 The snapshot is read once; the change (a suite to submit, workers to pause, hosts to lock,
-suites' new priority and quotas) is applied to its plain values in memory with
-`dataclasses.replace`, and the pure planner runs on the lab as it is and as it would be
+suites' new priority and quotas, new scheduler settings) is applied to its plain values in
+memory with `dataclasses.replace`, and the pure planner runs on the lab as it is and as it would be
 (docs/scheduling.md#what-if-plans).
 """
 
@@ -12,9 +12,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from jobs.models import Job, Suite
+from jobs.models import Job, SchedulerSettings, Suite
 from jobs.scheduling import planner
-from jobs.scheduling.snapshot import Snapshot, scheduler_snapshot
+from jobs.scheduling.snapshot import Snapshot, run_time_medians, scheduler_snapshot
 
 # The proposed suite and its jobs have no ids yet: negative ids keep them apart from every
 # saved row in the planner's dicts, and the answer names them by their index instead. The
@@ -53,6 +53,8 @@ class Change:
     lock_host_ids: frozenset[int] = frozenset()
     lock_reason: str = ""
     suite_changes: Sequence[SuiteChange] = ()
+    # New scheduler settings (the current ones with some fields changed); None keeps them.
+    policy: planner.Policy | None = None
 
 
 @dataclass
@@ -76,14 +78,23 @@ class WhatIf:
 
 def plan_change(change: Change, *, now: datetime) -> WhatIf:
     """Plan the next tick as it is and with the change; read the lab once, write nothing."""
-    return compare(scheduler_snapshot(now=now), change)
+    policy = SchedulerSettings.load().policy()
+    new = change.policy or policy
+    snapshot = scheduler_snapshot(
+        now=now,
+        policy=policy,
+        # What the new settings need and the current ones do not read.
+        with_sizes=new.ordering != "fifo",
+        with_last_used=new.host_choice == "spread",
+    )
+    return compare(snapshot, change)
 
 
 def compare(snapshot: Snapshot, change: Change) -> WhatIf:
     """Run the pure planner on the snapshot and on the snapshot with the change applied."""
     hosts, jobs, suites = apply(snapshot, change)
-    before = planner.plan(hosts=snapshot.hosts, jobs=snapshot.jobs, suites=snapshot.suites)
-    after = planner.plan(hosts=hosts, jobs=jobs, suites=suites)
+    before = _plan(snapshot, snapshot.hosts, snapshot.jobs, snapshot.suites, snapshot.policy)
+    after = _plan(snapshot, hosts, jobs, suites, change.policy or snapshot.policy)
     leased_before = {a.job_id for a in before.assignments}
     leased_after = {a.job_id for a in after.assignments}
     result = WhatIf(snapshot=snapshot, jobs={j.id: j for j in jobs}, before=before, after=after)
@@ -101,6 +112,23 @@ def compare(snapshot: Snapshot, change: Change) -> WhatIf:
     if changed:
         result.stranded = stranded_jobs(snapshot.hosts, hosts, snapshot.jobs, changed)
     return result
+
+
+def _plan(
+    snapshot: Snapshot,
+    hosts: Sequence[planner.HostState],
+    jobs: Sequence[planner.JobState],
+    suites: Sequence[planner.SuiteState],
+    policy: planner.Policy,
+) -> planner.Plan:
+    return planner.plan(
+        hosts=hosts,
+        jobs=jobs,
+        suites=suites,
+        policy=policy,
+        now=snapshot.now,
+        workers=snapshot.workers,
+    )
 
 
 def apply(
@@ -123,7 +151,8 @@ def apply(
         for job in snapshot.jobs
     ]
     if change.new_suite is not None:
-        suite, new = proposed(change.new_suite, change.new_jobs)
+        sized = (change.policy or snapshot.policy).ordering != "fifo"
+        suite, new = proposed(change.new_suite, change.new_jobs, sized=sized)
         suites.append(suite)
         jobs.extend(new)
     return hosts, jobs, suites
@@ -153,9 +182,19 @@ def _changed_suite(suite: planner.SuiteState, edit: SuiteChange) -> planner.Suit
 
 
 def proposed(
-    suite: Suite, jobs: Sequence[Job]
+    suite: Suite, jobs: Sequence[Job], *, sized: bool = False
 ) -> tuple[planner.SuiteState, list[planner.JobState]]:
-    """Read an unsaved suite and its unsaved jobs as planner values, with placeholder ids."""
+    """Read an unsaved suite and its unsaved jobs as planner values, with placeholder ids.
+
+    `sized`: each job's size is its estimated_duration, else its name's median run time (one
+    query, for the jobs without an estimate): what the tick would read once they are saved.
+    """
+    sizes: dict[int, float | None] = {}
+    if sized:
+        medians = run_time_medians({job.name for job in jobs if job.estimated_duration is None})
+        for i, job in enumerate(jobs):
+            estimate = job.estimated_duration
+            sizes[i] = estimate.total_seconds() if estimate else medians.get(job.name)
     state = planner.SuiteState(
         id=NEW_SUITE_ID,
         name=suite.name,
@@ -174,6 +213,7 @@ def proposed(
             submitted_at=suite.created_at,
             labels=frozenset(job.labels),
             pinned_host_id=job.host_id,
+            size_s=sizes.get(i),
         )
         for i, job in enumerate(jobs)
     ]

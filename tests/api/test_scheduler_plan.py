@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from datetime import timedelta
 
 import pytest
 from django.db import connection
@@ -10,7 +11,7 @@ from django.db import connection
 from hosts import services as host_services
 from hosts.models import Host, HostEvent, Worker
 from jobs import services
-from jobs.models import Job, Lease, SchedulerTick, Suite
+from jobs.models import Job, Lease, SchedulerSettings, SchedulerTick, Suite
 from tests import factories as f
 
 pytestmark = pytest.mark.django_db
@@ -175,7 +176,9 @@ def test_an_unchanged_plan_says_so(alice_client, alice, eve_lab):
     ("payload", "field"),
     [
         ({}, "non_field_errors"),
-        ({"settings": {"ordering": "size"}}, "settings"),
+        ({"settings": {"ordering": "random"}}, "ordering"),
+        ({"settings": {"aging_cap": -1}}, "aging_cap"),
+        ({"settings": {"version": 3}}, "version"),
         ({"pause_workers": ["nope"]}, "pause_workers"),
         ({"lock_hosts": ["eve0", "ghost"]}, "lock_hosts"),
         ({"suite": {"name": "x"}}, "suite"),
@@ -193,10 +196,32 @@ def test_bad_input_is_a_400_naming_the_field(staff_client, eve_lab, payload, fie
     assert db_digest() == before
 
 
-def test_scheduler_settings_are_not_supported_yet(staff_client, eve_lab):
-    response = staff_client.post(URL, {"settings": {"aging_minutes": 5}}, format="json")
-    assert response.status_code == 400
-    assert "not supported yet" in response.content.decode()
+def test_new_settings_show_which_jobs_would_start_instead_and_save_nothing(
+    alice_client, alice, eve_lab
+):
+    long_suite = f.suite("long", 6, labels=["board:eve"], owner=alice)
+    short_suite = f.suite("short", 6, labels=["board:eve"], owner=alice)
+    Job.objects.filter(suite=long_suite).update(estimated_duration=timedelta(minutes=60))
+    Job.objects.filter(suite=short_suite).update(estimated_duration=timedelta(minutes=5))
+    before = db_digest()
+
+    response = alice_client.post(URL, {"settings": {"ordering": "size"}}, format="json")
+
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert sorted(row["name"] for row in body["would_start"]) == [f"short-t{i}" for i in range(6)]
+    assert body["counts"]["would_lose"] == 6
+    assert {row["host"] for row in body["leases"]} == {f"eve{i}" for i in range(6)}
+    assert db_digest() == before
+    assert SchedulerSettings.load().ordering == "fifo"
+
+
+def test_previewing_the_current_settings_changes_nothing(alice_client, alice, eve_lab):
+    f.suite("s", 8, labels=["board:eve"], owner=alice)
+    body = alice_client.post(URL, {"settings": {"ordering": "fifo"}}, format="json").json()
+    assert body["summary"] == (
+        "The next tick would lease the same hosts with or without this change."
+    )
 
 
 def test_min_duts_above_the_suites_max_duts_is_refused(alice_client, alice, eve_lab):
@@ -238,9 +263,10 @@ def test_the_preview_reads_the_lab_in_a_bounded_number_of_queries(
         "lock_hosts": ["eve0", "zork"],
         "suite_changes": [{"suite": Suite.objects.first().pk, "priority": 80}],
     }
-    # Authentication and the throttle (7), the names of the change (5), the snapshot (7, once):
-    # none of them grows with the lab, the queue or the proposed suite.
-    with django_assert_max_num_queries(20):
+    # Authentication and the throttle (7), the names of the change (5), the scheduler settings
+    # (1), the snapshot (7, once): none of them grows with the lab, the queue or the proposed
+    # suite.
+    with django_assert_max_num_queries(21):
         response = staff_client.post(URL, payload, format="json")
     assert response.status_code == 200
 

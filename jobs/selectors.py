@@ -27,7 +27,7 @@ from hosts.choices import AWAITING_MAINTENANCE, IN_MAINTENANCE, HostStatus
 from hosts.models import Host, Label, Worker
 from hosts.querysets import online_cutoff
 from jobs.choices import JobKind, JobStatus
-from jobs.models import Job, Lease, SchedulerTick, Suite
+from jobs.models import Job, Lease, SchedulerSettings, SchedulerTick, Suite
 from jobs.querysets import UNFINISHED_JOB_STATUSES
 from jobs.scheduling import planner, snapshot
 
@@ -328,17 +328,16 @@ def queue_order_ids() -> QueueOrder:
     """
     # Maintenance jobs first: the tick leases them before any test job.
     maintenance = Job.objects.queued().exclude(kind=JobKind.TEST).order_by("id")
-    states = snapshot.queued_job_states()
+    policy, now = SchedulerSettings.load().policy(), timezone.now()
+    states = snapshot.queued_job_states(policy=policy)
     suite_ids = {s.suite_id for s in states if s.suite_id is not None}
     suites = snapshot.suite_states(
         suite_ids, held=suite_hosts_held(list(suite_ids)) if suite_ids else {}
     )
+    order = {"jobs": states, "suites": suites, "policy": policy, "now": now}
     return QueueOrder(
-        ids=[
-            *maintenance.values_list("id", flat=True),
-            *planner.consideration_order(jobs=states, suites=suites),
-        ],
-        quota_ids=frozenset(planner.quota_candidates(jobs=states, suites=suites)),
+        ids=[*maintenance.values_list("id", flat=True), *planner.consideration_order(**order)],
+        quota_ids=frozenset(planner.quota_candidates(**order)),
     )
 
 

@@ -28,7 +28,7 @@ from jobs.forms import (
 from jobs.models import Job, Suite
 from jobs.querysets import UNFINISHED_JOB_STATUSES
 from jobs.scheduling import whatif
-from jobs.scheduling.queue import queue_jobs, queue_place, queue_select
+from jobs.scheduling.queue import aging_of, queue_jobs, queue_place, queue_select
 from jobs.views_resubmit import clone_form, clone_source, suite_queued
 from notifications.services import notify_channels_check, suite_notify_set
 from schedsite import roles
@@ -82,6 +82,7 @@ def queue(request: HttpRequest) -> HttpResponse:
             "position": positions.get(job.pk),
             "reason": reasons.get(job.pk),
             "quota": job.pk in selection.quota_ids,
+            "aging": aging_of(job, selection.head),
         }
         for job in jobs
     ]

@@ -399,6 +399,8 @@ SPECTACULAR_SETTINGS = {
         "SuiteStatusEnum": "jobs.choices.SuiteStatus",
         "ReleaseReasonEnum": "jobs.choices.ReleaseReason",
         "EventKindEnum": "hosts.choices.EventKind",
+        "SchedulerOrderingEnum": "jobs.choices.SchedulerOrdering",
+        "HostChoiceEnum": "jobs.choices.HostChoice",
     },
     "SWAGGER_UI_SETTINGS": {"persistAuthorization": True, "displayOperationId": False},
 }

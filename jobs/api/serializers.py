@@ -24,6 +24,7 @@ from jobs.choices import JobKind, JobStatus, ReleaseReason, SuiteStatus
 from jobs.filtersets import RESERVATION
 from jobs.job_history import Attempt, suite_outcome
 from jobs.models import Job, Lease, SchedulerTick, Suite, decode_labels
+from jobs.scheduling.queue import aging_of
 from schedsite.api_fields import (
     StrictBooleanField,
     StrictCharField,
@@ -491,11 +492,16 @@ class QueueEntrySerializer(serializers.ModelSerializer):
     suite_name = RelatedName("suite.name")
     owner = RelatedName("owner.username")
     age_seconds = serializers.SerializerMethodField(help_text="Seconds since submission.")
+    effective_priority = serializers.SerializerMethodField(
+        help_text="The priority the scheduler orders it by: its own, raised by aging when the "
+        "scheduler settings turn aging on."
+    )
     wait_reason = serializers.SerializerMethodField()
 
     class Meta:
         model = Job
-        fields = ["position", "job", "url", "name", "kind", "priority", "labels", "host"]
+        fields = ["position", "job", "url", "name", "kind", "priority", "effective_priority"]
+        fields += ["labels", "host"]
         fields += ["suite"]
         fields += ["suite_name", "owner", "attempts", "submitted_at", "age_seconds"]
         fields += ["wait_reason"]
@@ -507,6 +513,11 @@ class QueueEntrySerializer(serializers.ModelSerializer):
     def get_age_seconds(self, job: Job) -> float:
         now: datetime = self.context.get("now") or timezone.now()
         return round(max((now - job.submitted_at).total_seconds(), 0.0), 1)
+
+    def get_effective_priority(self, job: Job) -> int:
+        head = self.context.get("queue_head")
+        aging = aging_of(job, head) if head is not None else None
+        return aging.priority if aging is not None else job.priority
 
     @extend_schema_field(WaitReasonSerializer)
     def get_wait_reason(self, job: Job) -> dict | None:

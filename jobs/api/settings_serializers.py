@@ -48,7 +48,7 @@ class SchedulerSettingsInputSerializer(serializers.Serializer):
     """
 
     ordering = serializers.ChoiceField(
-        choices=SchedulerOrdering.values, required=False, help_text=_help("ordering")
+        choices=SchedulerOrdering.choices, required=False, help_text=_help("ordering")
     )
     aging_minutes = StrictIntegerField(
         min_value=0, max_value=AGING_MINUTES_MAX, required=False, help_text=_help("aging_minutes")
@@ -57,7 +57,7 @@ class SchedulerSettingsInputSerializer(serializers.Serializer):
         min_value=0, max_value=AGING_CAP_MAX, required=False, help_text=_help("aging_cap")
     )
     host_choice = serializers.ChoiceField(
-        choices=HostChoice.values, required=False, help_text=_help("host_choice")
+        choices=HostChoice.choices, required=False, help_text=_help("host_choice")
     )
     default_duration = StrictIntegerField(
         min_value=1,

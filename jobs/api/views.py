@@ -405,6 +405,7 @@ class QueueView(RolePermissionsMixin, generics.GenericAPIView):
         context = {
             **self.get_serializer_context(),
             "positions": positions,
+            "queue_head": selection.head,
             "wait_reasons": selectors.wait_reasons_for(page),
             "now": timezone.now(),
         }

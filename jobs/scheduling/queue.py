@@ -8,6 +8,10 @@ in the queue costs, not what the queue costs (docs/performance.md#the-queue-page
 
 The web page and the API both show it through these functions, so a filter keeps each job's
 position in the whole queue in both, and a page costs the same queries in both.
+
+Under scheduler settings that order by size or age (docs/scheduling.md#policies), no index
+holds the order: the head is then the whole queue, ordered by the planner's own functions on
+every queued job (`_policy_head`), O(queue) per page (docs/performance.md#the-queue-pages).
 """
 
 from __future__ import annotations
@@ -20,11 +24,13 @@ from datetime import datetime
 from django.db import connection
 from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery, Window
 from django.db.models.functions import Coalesce, RowNumber
+from django.utils import timezone
 from django.utils.functional import cached_property
 
 from hosts.models import Host
 from jobs.choices import ACTIVE_JOB_STATUSES, JobKind
-from jobs.models import Job, Lease, Suite, decode_labels
+from jobs.models import Job, Lease, SchedulerSettings, Suite, decode_labels
+from jobs.scheduling import planner, snapshot
 from jobs.scheduling.snapshot import id_list
 from schedsite.counting import RowCount, bounded_count
 
@@ -41,6 +47,9 @@ class QueueHead:
     quota_ids: frozenset[int]
     # Every head job's index key, sorted: how many of them a main-phase job's index rank counts.
     keys: list[OrderKey] = field(repr=False)
+    policy: planner.Policy = planner.DEFAULT_POLICY
+    now: datetime | None = None
+    complete: bool = False  # the whole queue, in order: nothing left to read from the index
 
     @cached_property
     def places(self) -> dict[int, int]:
@@ -48,7 +57,10 @@ class QueueHead:
 
 
 def queue_head() -> QueueHead:
-    """Read the head of the queue: two queries, three when a suite is short of its quota."""
+    """Read the head of the queue: three queries, four when a suite is short of its quota."""
+    policy = SchedulerSettings.load().policy()
+    if policy.ordering != "fifo" or policy.aging_minutes > 0:
+        return _policy_head(policy, timezone.now())
     queued = Job.objects.queued()
     # Maintenance jobs first: the tick leases them before any test job.
     maintenance = list(
@@ -62,6 +74,70 @@ def queue_head() -> QueueHead:
         ids=ids,
         quota_ids=frozenset(ids[len(maintenance) :]),
         keys=sorted((-priority, at, job_id) for job_id, priority, at in rows),
+    )
+
+
+def _policy_head(policy: planner.Policy, now: datetime) -> QueueHead:
+    """The whole queue in the order the tick takes it under a size or aging policy.
+
+    The tick's own snapshot functions and planner order, on every queued job: what the tick
+    would consider, not an approximation of it in SQL.
+    """
+    maintenance = list(
+        Job.objects.queued().exclude(kind=JobKind.TEST).order_by("id").values_list("id", flat=True)
+    )
+    states = snapshot.queued_job_states(policy=policy)
+    suite_ids = {s.suite_id for s in states if s.suite_id is not None}
+    suites = snapshot.suite_states(suite_ids, held=_suites_held(suite_ids))
+    order = planner.consideration_order(jobs=states, suites=suites, policy=policy, now=now)
+    quota = planner.quota_candidates(jobs=states, suites=suites, policy=policy, now=now)
+    return QueueHead(
+        ids=[*maintenance, *order],
+        quota_ids=frozenset(quota),
+        keys=[],
+        policy=policy,
+        now=now,
+        complete=True,
+    )
+
+
+def _suites_held(suite_ids: set[int]) -> dict[int, int]:
+    """Hosts each suite's jobs hold through active leases."""
+    if not suite_ids:
+        return {}
+    rows = (
+        Lease.objects.active()
+        .filter(job__suite_id__in=id_list(suite_ids))
+        .order_by()
+        .values("job__suite_id")
+        .annotate(n=Count("pk"))
+        .values_list("job__suite_id", "n")
+    )
+    return dict(rows)
+
+
+@dataclass(frozen=True)
+class Aging:
+    """What aging did to one job's priority: the effective priority and why."""
+
+    priority: int  # effective
+    bonus: int
+    waited_minutes: int
+    step: int  # aging_minutes
+
+
+def aging_of(job: Job, head: QueueHead) -> Aging | None:
+    """The job's effective priority under the head's policy; None when aging is off."""
+    policy, now = head.policy, head.now
+    if policy.aging_minutes <= 0 or now is None or job.kind != JobKind.TEST:
+        return None
+    waited = (now - job.submitted_at).total_seconds()
+    bonus = planner.aging_bonus(policy, waited)
+    return Aging(
+        priority=job.priority + bonus,
+        bonus=bonus,
+        waited_minutes=int(waited // 60),
+        step=policy.aging_minutes,
     )
 
 
@@ -166,16 +242,18 @@ class QueueSelection:
         if self.whole:  # the whole queue read in order: a job stands where its slice put it
             out.update((job_id, self.ids.offsets[job_id] + 1) for job_id in rest)
             rest = [job_id for job_id in rest if job_id not in out]
+        if self.head.complete:  # every queued job is in the head: the rest are no longer queued
+            return out
         return {**out, **main_phase_positions(self.head, rest)}
 
 
 def queue_select(filtered: QuerySet[Job] | None = None) -> QueueSelection:
     """Queued jobs in the scheduler's order, kept to those in `filtered` (None: all of them)."""
     head = queue_head()
-    tail = Job.objects.queued().filter(kind=JobKind.TEST)
+    tail = Job.objects.none() if head.complete else Job.objects.queued().filter(kind=JobKind.TEST)
     kept = head.ids
     if filtered is not None:
-        tail = filtered.filter(kind=JobKind.TEST)
+        tail = tail if head.complete else filtered.filter(kind=JobKind.TEST)
         wanted = set(filtered.filter(pk__in=head.ids).values_list("pk", flat=True)) if kept else ()
         kept = [job_id for job_id in head.ids if job_id in wanted]
     if head.quota_ids:
@@ -215,7 +293,9 @@ def main_phase_positions(head: QueueHead, job_ids: Sequence[int]) -> dict[int, i
 def queue_place(job: Job) -> tuple[int | None, RowCount]:
     """Where one queued job stands in the whole queue (None: no longer queued), and its length."""
     head = queue_head()
-    place = head.places.get(job.pk) or main_phase_positions(head, [job.pk]).get(job.pk)
+    place = head.places.get(job.pk)
+    if place is None and not head.complete:
+        place = main_phase_positions(head, [job.pk]).get(job.pk)
     return place, bounded_count(Job.objects.queued())
 
 

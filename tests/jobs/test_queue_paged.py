@@ -127,4 +127,6 @@ def test_a_page_costs_the_same_queries_for_80_and_1500_queued(filtered: bool) ->
         counts[name], page = queries(lambda: read_a_page(filtered))  # noqa: B023
         assert page, "the page is empty"
     assert counts["small"] == counts["big"]
-    assert counts["big"] <= 8, counts
+    # The settings row (is the order an index order?), maintenance jobs, quota suites and
+    # candidates, the page's ids, rows and places, the count.
+    assert counts["big"] <= 9, counts

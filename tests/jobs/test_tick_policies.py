@@ -16,7 +16,7 @@ from hosts import services as host_services
 from jobs import selectors, services
 from jobs.choices import JobStatus
 from jobs.models import Job, Lease
-from jobs.scheduling import snapshot
+from jobs.scheduling import queue, snapshot
 from tests import factories as f
 
 pytestmark = pytest.mark.django_db
@@ -143,3 +143,24 @@ def test_raising_capacity_asks_for_a_tick_that_plans_again() -> None:
     summary = services.scheduler_tick()
     assert not summary.unchanged
     assert len(leased()) == 3
+
+
+def test_under_aging_the_queue_lists_the_order_the_tick_takes(alice) -> None:  # noqa: ANN001
+    weekly = f.job("weekly", priority=10)
+    Job.objects.filter(pk=weekly.pk).update(submitted_at=timezone.now() - timedelta(hours=3))
+    f.job("cq", priority=70)
+    settings(aging_minutes=2, aging_cap=90)
+
+    selection = queue.queue_select()
+    assert [Job.objects.get(pk=pk).name for pk in selection.ids[0:10]] == ["weekly", "cq"]
+    rows = f.signed_in(alice).get("/api/queue/").json()["results"]
+    assert [(row["name"], row["priority"], row["effective_priority"]) for row in rows] == [
+        ("weekly", 10, 100),
+        ("cq", 70, 70),
+    ]
+    page = f.signed_in(alice).get("/queue/").content.decode()
+    assert "+90 after 180 min waiting: 100" in page
+
+    f.host("h1", ["board:x"])
+    services.scheduler_tick()
+    assert leased() == {"weekly": "h1"}  # the first in the queue is the one leased

@@ -104,6 +104,12 @@ def seed(*, hosts_per_worker: int = 8, rng: random.Random | None = None) -> str:
                 by=admin,
                 current_build=f"R{118 + i % 3}-demo",
             )
+    # A worker that may run fewer jobs than it has hosts: its waiting jobs say "at capacity".
+    host_services.worker_update(worker=Worker.objects.get(name="worker-3"), by=admin, max_jobs=5)
+    # Aging on: the queue page shows low-priority jobs gaining priority as they wait.
+    services.update_scheduler_settings(
+        admin, reason="demo: a weekly job is not starved by the cq stream", aging_minutes=10
+    )
     first = Host.objects.order_by("hostname")
     host_services.host_lock(host=first[1], by=admin, reason="flaky USB hub, debugging")
     # The health loop repairs it by itself within the first minutes of the demo.

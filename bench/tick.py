@@ -121,6 +121,26 @@ def _sizes(text: str) -> list[int]:
     return sizes
 
 
+def _apply_policy(args: argparse.Namespace) -> None:
+    """Set the scheduler settings and worker capacities the run asks for, as staff would."""
+    from django.db.models import Count
+
+    from hosts.models import Worker
+    from jobs import services
+
+    services.update_scheduler_settings(
+        "bench",
+        reason="bench",
+        ordering=args.ordering,
+        aging_minutes=args.aging_minutes,
+        host_choice=args.host_choice,
+    )
+    if args.max_jobs > 0:
+        for worker in Worker.objects.annotate(n=Count("hosts")):
+            limit = max(1, round(worker.n * args.max_jobs))
+            Worker.objects.filter(pk=worker.pk).update(max_jobs=limit)
+
+
 def main() -> None:
     """Load a generated lab into PostgreSQL, time a cold tick and steady-state ticks."""
     parser = argparse.ArgumentParser(description=main.__doc__)
@@ -142,6 +162,18 @@ def main() -> None:
         help="after the steady ticks, time ticks after N completions + N submissions",
     )
     parser.add_argument("--churn-repeats", type=int, default=3, help="timed ticks per N")
+    parser.add_argument(
+        "--ordering", choices=("fifo", "size", "dynsize"), default="fifo", help="the setting"
+    )
+    parser.add_argument("--aging-minutes", type=int, default=0, help="the setting (0: off)")
+    parser.add_argument("--host-choice", choices=("affinity", "spread", "pack"), default="affinity")
+    parser.add_argument(
+        "--max-jobs",
+        type=float,
+        default=0,
+        metavar="SHARE",
+        help="give every worker a max_jobs of this share of its hosts (0: unlimited)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     args = parser.parse_args()
 
@@ -156,6 +188,7 @@ def main() -> None:
 
         with dbload.timed("load"):
             dbload.load(lab, now=timezone.now())
+        _apply_policy(args)
         _heartbeat_workers()
         profile = args.profile
         cold = _run_tick("cold", profile if "cold" in args.profile_ticks else None)
@@ -199,6 +232,12 @@ def main() -> None:
         "churn": churn,
         "steady_target_ms": STEADY_TARGET_MS.get((args.hosts, args.jobs)),
         "cold_target_ms": COLD_TARGET_MS,
+        "policy": {
+            "ordering": args.ordering,
+            "aging_minutes": args.aging_minutes,
+            "host_choice": args.host_choice,
+            "max_jobs_share": args.max_jobs,
+        },
     }
     print_result(result, as_json=args.json, width=18)
 

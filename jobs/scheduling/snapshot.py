@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from django.db import connection
@@ -155,42 +155,40 @@ def queued_job_states(
 
     With `ready_at`, only those a tick at that moment may lease: not a retry still waiting
     out its backoff. Maintenance jobs are never the planner's: the tick's maintenance phase
-    leases them first (jobs/scheduling/maintenance.py). Under an ordering by size, each job's
-    expected run time (`size_s`) is read too (`job_sizes`).
+    leases them first (jobs/scheduling/maintenance.py). Under an ordering by size (or with
+    `with_sizes`), each job's expected run time (`size_s`) is read too: its estimated_duration,
+    else the median run time of the last 20 finished runs of jobs with its name
+    (`run_time_medians`; docs/scheduling.md#policies).
     """
     queued = Job.objects.queued().filter(kind=JobKind.TEST)
     if ready_at is not None:
         queued = queued.exclude(not_before__gt=ready_at)
     avoid = _failed_hosts_of_queued_jobs()
-    fields = ("id", "name", "suite_id", "priority", "label_key", "host_id")
+    sized = with_sizes or policy.ordering != "fifo"
+    queued, fields, moment, seconds = _job_columns(queued, sized=sized)
     moments: dict[object, datetime] = {}  # one datetime per distinct submission time
-    if connection.vendor == "postgresql":
-        # Parsing 100,000 timestamptz values costs more than the rest of the snapshot: read
-        # microseconds since the epoch instead (exact, unlike a float) and build one datetime
-        # per distinct value, since the jobs of a suite share its created_at.
-        epoch_us = RawSQL(
-            f'(EXTRACT(EPOCH FROM "{Job._meta.db_table}"."submitted_at") * 1000000)::bigint', ()
-        )
-        rows = queued.annotate(submitted_us=epoch_us).values_list(*fields, "submitted_us")
-
-        def moment(us: object) -> datetime:
-            return _EPOCH + timedelta(microseconds=us)  # type: ignore[arg-type]
-    else:
-        rows = queued.values_list(*fields, "submitted_at")
-
-        def moment(at: object) -> datetime:
-            return at  # type: ignore[return-value]
+    rows = queued.values_list(*fields)
+    medians: dict[str, float] = {}
+    if sized:
+        # A job's size: its estimate, else the median run time of its name's last runs.
+        rows = list(rows)
+        medians = run_time_medians({row[1] for row in rows if row[7] is None})
 
     # Decode each distinct label key once: a lab has hundreds of label sets, not 100,000.
     label_sets: dict[str, frozenset[str]] = {}
     jobs = []
-    for jid, name, suite_id, priority, key, pinned, submitted in rows:
+    for jid, name, suite_id, priority, key, pinned, submitted, *estimate in rows:
         job_labels = label_sets.get(key)
         if job_labels is None:
             job_labels = label_sets[key] = frozenset(decode_labels(key))
         at = moments.get(submitted)
         if at is None:
             at = moments[submitted] = moment(submitted)
+        size = None
+        if estimate:
+            size = seconds(estimate[0])
+            if size is None:
+                size = medians.get(name)
         jobs.append(
             planner.JobState(
                 id=jid,
@@ -201,29 +199,44 @@ def queued_job_states(
                 labels=job_labels,
                 pinned_host_id=pinned,
                 avoid_hosts=avoid.get(jid, frozenset()),
+                size_s=size,
             )
         )
-    if with_sizes or policy.ordering != "fifo":
-        jobs = job_sizes(queued, jobs)
     return jobs
 
 
-def job_sizes(queued: QuerySet[Job], jobs: list[planner.JobState]) -> list[planner.JobState]:
-    """The jobs with their expected run time: their estimated_duration, else the median run time
-    of the last 20 finished runs of jobs with the same name (docs/scheduling.md#policies).
+def _job_columns(
+    queued: QuerySet[Job], *, sized: bool
+) -> tuple[
+    QuerySet[Job], list[str], Callable[[object], datetime], Callable[[object], float | None]
+]:
+    """The columns a JobState is read from, and how to turn the raw values into its fields.
 
-    Two queries. The medians are read for the names of jobs without an estimate only, each
-    through the index `job_finished_by_name`: 20 rows per name, whatever the history.
+    On PostgreSQL, parsing 100,000 timestamptz values costs more than the rest of the snapshot:
+    submission times are read as microseconds since the epoch (exact, unlike a float) and one
+    datetime is built per distinct value, since the jobs of a suite share its created_at.
+    Estimates are read as seconds for the same reason.
     """
-    estimates = {
-        job_id: duration.total_seconds()
-        for job_id, duration in queued.filter(estimated_duration__isnull=False).values_list(
-            "id", "estimated_duration"
-        )
-    }
-    names = {job.name for job in jobs if job.id not in estimates}
-    medians = run_time_medians(names)
-    return [replace(job, size_s=estimates.get(job.id, medians.get(job.name))) for job in jobs]
+    fields = ["id", "name", "suite_id", "priority", "label_key", "host_id"]
+    if connection.vendor != "postgresql":
+        fields.append("submitted_at")
+        if sized:
+            fields.append("estimated_duration")
+        return queued, fields, lambda at: at, lambda d: d.total_seconds() if d else None  # type: ignore[attr-defined,return-value]
+    table = Job._meta.db_table
+    epoch_us = RawSQL(f'(EXTRACT(EPOCH FROM "{table}"."submitted_at") * 1000000)::bigint', ())
+    queued = queued.annotate(submitted_us=epoch_us)
+    fields.append("submitted_us")
+    if sized:
+        estimate = RawSQL(f'EXTRACT(EPOCH FROM "{table}"."estimated_duration")::float', ())
+        queued = queued.annotate(estimate_s=estimate)
+        fields.append("estimate_s")
+    return (
+        queued,
+        fields,
+        lambda us: _EPOCH + timedelta(microseconds=us),  # type: ignore[arg-type]
+        lambda value: value,  # type: ignore[return-value]
+    )
 
 
 RUN_HISTORY = 20  # finished runs a job name's median run time is taken over

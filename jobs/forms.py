@@ -277,6 +277,13 @@ def _help(field: str) -> str:
     return str(SchedulerSettings._meta.get_field(field).help_text)
 
 
+ON_OFF = (("off", "Off"), ("on", "On"))
+
+
+def _on(value: str) -> bool:
+    return value == "on"
+
+
 class SchedulerSettingsForm(forms.Form):
     """The scheduler settings as typed on their page; jobs.services checks every rule.
 
@@ -297,6 +304,18 @@ class SchedulerSettingsForm(forms.Form):
     default_duration = forms.IntegerField(
         label="Default duration (seconds)", help_text=_help("default_duration")
     )
+    preemption = forms.TypedChoiceField(
+        choices=ON_OFF, coerce=_on, label="Preemption", help_text=_help("preemption")
+    )
+    preempt_margin = forms.IntegerField(
+        label="Preempt margin (priority levels)", help_text=_help("preempt_margin")
+    )
+    fair_share = forms.TypedChoiceField(
+        choices=ON_OFF, coerce=_on, label="Fair share", help_text=_help("fair_share")
+    )
+    fair_share_half_life_hours = forms.IntegerField(
+        label="Fair share half-life (hours)", help_text=_help("fair_share_half_life_hours")
+    )
     version = forms.IntegerField(required=False, widget=forms.HiddenInput)
     reason = forms.CharField(required=False, label="Reason")  # the service checks it
 
@@ -305,6 +324,8 @@ class SchedulerSettingsForm(forms.Form):
         """A form showing the settings as they are now."""
         values = {field: getattr(settings, field) for field in SETTINGS_FIELDS}
         values["default_duration"] = settings_value("default_duration", settings.default_duration)
+        for flag in ("preemption", "fair_share"):
+            values[flag] = "on" if values[flag] else "off"
         return cls(initial={**values, "version": settings.version})
 
     def settings_fields(self) -> dict[str, object]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.conf import settings
-from django.core.validators import MaxValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -344,6 +344,27 @@ class SchedulerSettings(models.Model):
         help_text="How long a job with no estimate and no run history is expected to take "
         "(what size and dynsize order it by).",
     )
+    preemption = models.BooleanField(
+        default=False,
+        help_text="Let a job that cannot otherwise run stop a preemptible job at least "
+        "preempt_margin priority levels below it (never maintenance work or reservations).",
+    )
+    preempt_margin = models.PositiveSmallIntegerField(
+        default=20,
+        validators=[MinValueValidator(1), MaxValueValidator(100)],
+        help_text="How many priority levels higher a job must be to preempt one (1–100).",
+    )
+    fair_share = models.BooleanField(
+        default=False,
+        help_text="Among jobs of equal priority, the owner who used fewer host-seconds "
+        "recently goes first.",
+    )
+    fair_share_half_life_hours = models.PositiveIntegerField(
+        default=24,
+        validators=[MinValueValidator(1), MaxValueValidator(8760)],
+        help_text="How fast past use is forgotten for fair share: it counts half after this "
+        "many hours (1–8760).",
+    )
     version = models.PositiveIntegerField(default=0)  # bumped by every change
     updated_at = models.DateTimeField(default=timezone.now)
     updated_by = models.CharField(max_length=150, blank=True)  # a username; "" for the defaults
@@ -367,6 +388,16 @@ class SchedulerSettings(models.Model):
                 condition=Q(default_duration__gt=timedelta(0)),
                 name="scheduler_settings_default_duration_positive",
             ),
+            models.CheckConstraint(
+                condition=Q(preempt_margin__gte=1, preempt_margin__lte=100),
+                name="scheduler_settings_preempt_margin_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    fair_share_half_life_hours__gte=1, fair_share_half_life_hours__lte=8760
+                ),
+                name="scheduler_settings_half_life_range",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -388,6 +419,10 @@ class SchedulerSettings(models.Model):
             aging_cap=self.aging_cap,
             host_choice=self.host_choice,
             default_duration_s=self.default_duration.total_seconds(),
+            preemption=self.preemption,
+            preempt_margin=self.preempt_margin,
+            fair_share=self.fair_share,
+            fair_share_half_life_hours=self.fair_share_half_life_hours,
         )
 
 

@@ -14,9 +14,11 @@ from jobs.services.scheduler_settings import (
     AGING_CAP_MAX,
     AGING_MINUTES_MAX,
     DEFAULT_DURATION_MAX,
+    HALF_LIFE_HOURS_MAX,
+    PREEMPT_MARGIN_MAX,
     SETTINGS_FIELDS,
 )
-from schedsite.api_fields import StrictCharField, StrictIntegerField
+from schedsite.api_fields import StrictBooleanField, StrictCharField, StrictIntegerField
 
 VERSION_MAX = 2**31 - 1
 
@@ -64,6 +66,17 @@ class SchedulerSettingsInputSerializer(serializers.Serializer):
         max_value=int(DEFAULT_DURATION_MAX.total_seconds()),
         required=False,
         help_text=_help("default_duration") + " In seconds.",
+    )
+    preemption = StrictBooleanField(required=False, help_text=_help("preemption"))
+    preempt_margin = StrictIntegerField(
+        min_value=1, max_value=PREEMPT_MARGIN_MAX, required=False, help_text=_help("preempt_margin")
+    )
+    fair_share = StrictBooleanField(required=False, help_text=_help("fair_share"))
+    fair_share_half_life_hours = StrictIntegerField(
+        min_value=1,
+        max_value=HALF_LIFE_HOURS_MAX,
+        required=False,
+        help_text=_help("fair_share_half_life_hours"),
     )
     version = StrictIntegerField(
         min_value=0,

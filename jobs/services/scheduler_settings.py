@@ -15,7 +15,19 @@ from jobs.models import SchedulerSettings, SchedulerSettingsChange
 from jobs.scheduling.triggers import request_tick
 from schedsite.errors import Conflict, InvalidInput
 
-SETTINGS_FIELDS = ("ordering", "aging_minutes", "aging_cap", "host_choice", "default_duration")
+SETTINGS_FIELDS = (
+    "ordering",
+    "aging_minutes",
+    "aging_cap",
+    "host_choice",
+    "default_duration",
+    "preemption",
+    "preempt_margin",
+    "fair_share",
+    "fair_share_half_life_hours",
+)
+PREEMPT_MARGIN_MAX = 100
+HALF_LIFE_HOURS_MAX = 8760  # a year
 AGING_CAP_MAX = 100  # the priority range: aging can at most lift a job from 0 to the top
 AGING_MINUTES_MAX = 2**31 - 1  # the column's range
 # An estimate for a job no one estimated: a week is already far past any test job.
@@ -28,6 +40,12 @@ def _whole(field: str, value: object, *, least: int, most: int) -> int:
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool) or not least <= value <= most:
         raise InvalidInput(f"{field}: a whole number from {least} to {most}", field=field)
+    return value
+
+
+def _flag(field: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{field}: true or false", field=field)
     return value
 
 
@@ -73,6 +91,17 @@ def scheduler_settings_clean(fields: Mapping[str, object]) -> dict[str, object]:
         out["host_choice"] = _choice("host_choice", fields["host_choice"], HostChoice.values)
     if "default_duration" in fields:
         out["default_duration"] = _duration(fields["default_duration"])
+    for flag in ("preemption", "fair_share"):
+        if flag in fields:
+            out[flag] = _flag(flag, fields[flag])
+    if "preempt_margin" in fields:
+        value = fields["preempt_margin"]
+        out["preempt_margin"] = _whole("preempt_margin", value, least=1, most=PREEMPT_MARGIN_MAX)
+    if "fair_share_half_life_hours" in fields:
+        value = fields["fair_share_half_life_hours"]
+        out["fair_share_half_life_hours"] = _whole(
+            "fair_share_half_life_hours", value, least=1, most=HALF_LIFE_HOURS_MAX
+        )
     return out
 
 

@@ -16,6 +16,10 @@ DEFAULTS = {
     "aging_cap": 20,
     "host_choice": "affinity",
     "default_duration": 600,
+    "preemption": False,
+    "preempt_margin": 20,
+    "fair_share": False,
+    "fair_share_half_life_hours": 24,
     "version": 0,
     "updated_by": "",
 }

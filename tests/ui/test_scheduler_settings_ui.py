@@ -17,6 +17,10 @@ FORM = {
     "aging_cap": "20",
     "host_choice": "affinity",
     "default_duration": "600",
+    "preemption": "off",
+    "preempt_margin": "20",
+    "fair_share": "off",
+    "fair_share_half_life_hours": "24",
     "version": "0",
     "reason": "",
 }

@@ -101,6 +101,10 @@ class Policy:
     aging_cap: int = 20  # the most priority aging adds
     host_choice: str = "affinity"  # affinity (same build, fewer labels), spread (LRU), pack
     default_duration_s: float = 600.0  # the size of a job with no estimate and no history
+    preemption: bool = False  # a job may stop a preemptible one preempt_margin levels below it
+    preempt_margin: int = 20
+    fair_share: bool = False  # within a priority, owners who used fewer host-seconds first
+    fair_share_half_life_hours: int = 24
 
 
 @dataclass(frozen=True, slots=True)

@@ -310,32 +310,33 @@ def table(rows: list[dict[str, object]]) -> str:
 
 
 def run_children(args: argparse.Namespace, argv: list[str]) -> list[dict]:
-    """Run the seeds in `args.parallel` processes, each on its own database; their runs."""
-    shares = [args.seeds[i :: args.parallel] for i in range(args.parallel)]
-    base = [a for a in argv if a not in ("--json",)]
-    procs = []
-    for i, seeds in enumerate(s for s in shares if s):
-        cmd = [
-            sys.executable,
-            "-m",
-            "bench.policies",
-            *base,
-            "--parallel",
-            "1",
-            "--db",
-            f"{args.db}_{i}",
-            "--seeds",
-            *map(str, seeds),
-            "--json",
-        ]
-        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True))
-    runs = []
-    for proc in procs:
-        out, _ = proc.communicate()
-        if proc.returncode:
-            raise SystemExit(f"a child run failed ({proc.returncode})")
-        runs.extend(json.loads(out.strip().splitlines()[-1])["runs"])
-    return runs
+    """Each policy × seed in a process of its own, `args.parallel` at once, each process on a
+    database of its own slot (`<db>_<slot>`, created and dropped by it); their runs."""
+    from concurrent.futures import ThreadPoolExecutor
+    from queue import SimpleQueue
+
+    base = [a for a in argv if a != "--json"]
+    slots: SimpleQueue[int] = SimpleQueue()
+    for slot in range(args.parallel):
+        slots.put(slot)
+
+    def child(seed: int, policy: str) -> list[dict]:
+        slot = slots.get()
+        try:
+            cmd = [sys.executable, "-m", "bench.policies", *base, "--parallel", "1"]
+            cmd += ["--db", f"{args.db}_{slot}", "--seeds", str(seed)]
+            cmd += ["--policies", policy, "--json"]
+            done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=False)
+        finally:
+            slots.put(slot)
+        if done.returncode:
+            raise SystemExit(f"{policy} seed {seed} failed ({done.returncode})")
+        print(f"  {policy} seed {seed}: done", file=sys.stderr)
+        return json.loads(done.stdout.strip().splitlines()[-1])["runs"]
+
+    tasks = [(seed, policy) for seed in args.seeds for policy in args.policies]
+    with ThreadPoolExecutor(max_workers=args.parallel) as pool:
+        return [run for runs in pool.map(lambda t: child(*t), tasks) for run in runs]
 
 
 def run_here(shape: Shape, args: argparse.Namespace) -> list[dict]:

@@ -40,3 +40,4 @@ class EventKind(models.TextChoices):
     CAPACITY = "capacity", "Capacity changed"
     RETIRED = "retired", "Retired"
     RETRIED = "retried", "Job retried"
+    PREEMPTED = "preempted", "Job preempted"

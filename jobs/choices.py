@@ -52,6 +52,7 @@ class ReleaseReason(models.TextChoices):
     EXPIRED = "expired", "Expired"
     RELEASED = "released", "Released"
     TIMEOUT = "timeout", "Timed out"
+    PREEMPTED = "preempted", "Preempted"
 
 
 class Priority(models.IntegerChoices):

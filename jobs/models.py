@@ -132,6 +132,9 @@ class Job(models.Model):
     not_before = models.DateTimeField(null=True, blank=True)
     # One of a fan-out suite's jobs, pinned to the host it was made for (docs/scheduling.md).
     fanout = models.BooleanField(default=False, db_default=False)
+    # May be stopped to make room for a job preempt_margin levels higher (docs/scheduling.md#
+    # preemption), then requeued without using a retry.
+    preemptible = models.BooleanField(default=False, db_default=False)
 
     objects = JobQuerySet.as_manager()
 

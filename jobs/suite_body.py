@@ -35,6 +35,8 @@ def job_body(job: Job, suite: Suite) -> dict[str, Any]:
         body["estimated_duration"] = _seconds(job.estimated_duration)
     if job.expires_after is not None and job.expires_after != suite.expires_after:
         body["expires_after"] = job.expires_after
+    if job.preemptible:
+        body["preemptible"] = True
     return body
 
 

@@ -111,6 +111,7 @@ LEASE = Machine(
         (ACTIVE, R.RELEASED): _by(STAFF, RUNNER, OWNER),  # a runner hands back; a holder ends
         (ACTIVE, R.EXPIRED): _by(SCHEDULER),
         (ACTIVE, R.TIMEOUT): _by(SCHEDULER),
+        (ACTIVE, R.PREEMPTED): _by(SCHEDULER),
     },
 )
 
@@ -121,6 +122,7 @@ RELEASE_EVENTS = {
     R.RELEASED: EventKind.RELEASED,
     R.EXPIRED: EventKind.EXPIRED,
     R.TIMEOUT: EventKind.TIMED_OUT,
+    R.PREEMPTED: EventKind.PREEMPTED,
 }
 
 H = HostStatus

@@ -177,6 +177,7 @@ class JobSerializer(ActiveLeaseMixin, serializers.ModelSerializer):
             "attempts",
             "timeout",
             "estimated_duration",
+            "preemptible",
             "owner",
             "created_at",
             "submitted_at",

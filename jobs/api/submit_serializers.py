@@ -53,6 +53,11 @@ class JobSpecInputSerializer(serializers.Serializer):
     expires_after = expires_after_field(
         "Seconds it may wait in the queue before it ends expired; defaults to the suite's."
     )
+    preemptible = StrictBooleanField(
+        default=False,
+        help_text="May be stopped, and requeued without using a retry, to make room for a job "
+        "the scheduler settings' preempt_margin levels higher (when preemption is on).",
+    )
 
     @staticmethod
     def spec(data: dict, hosts: dict[str, Host]) -> JobSpec:
@@ -69,6 +74,7 @@ class JobSpecInputSerializer(serializers.Serializer):
                 else None
             ),
             expires_after=data.get("expires_after"),
+            preemptible=data.get("preemptible", False),
         )
 
 

@@ -25,6 +25,7 @@ from jobs.scheduling import leasing, planner, snapshot
 from jobs.scheduling.expiry import job_timeout_overdue, lease_expire_overdue
 from jobs.scheduling.fanout import fanout_phase
 from jobs.scheduling.maintenance import maintenance_phase
+from jobs.scheduling.preemption import preemption_phase
 from jobs.transitions import Mover
 
 log = logging.getLogger("schedsite.scheduler")
@@ -48,6 +49,8 @@ class TickSummary:
     timed_out: int = 0
     jobs_expired: int = 0  # queued jobs past their expires_after
     skipped_assignments: int = 0
+    # Jobs stopped for higher ones (docs/scheduling.md#preemption): {"job", "host", "for"}
+    preempted: list[dict] = field(default_factory=list)
     unchanged: bool = False  # nothing had changed since the previous tick: its plan stands
 
     def as_dict(self) -> dict:
@@ -182,6 +185,12 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
         made = _apply(result.assignments, snap=snap, now=now)
         summary.skipped_assignments = len(result.assignments) - len(made)
         summary.leases += made
+        summary.preempted = preemption_phase(
+            snap=snap,
+            plan=result,
+            leased_now={a.host_id for a in result.assignments},
+            now=now,
+        )
         reasons = _reasons_by_class(result)
         summary.duration_ms = (time.perf_counter() - start) * 1000
         queued_after = len(snap.jobs) - len(made)

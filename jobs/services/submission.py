@@ -34,6 +34,7 @@ class JobSpec:
     timeout: timedelta | None = None
     estimated_duration: timedelta | None = None
     expires_after: int | None = None  # seconds it may wait in the queue; defaults to the suite's
+    preemptible: bool = False  # may be stopped for a job preempt_margin levels higher
 
 
 MAX_EXPIRES_AFTER = 30 * 24 * 3600
@@ -90,6 +91,7 @@ def job_from_spec(
         max_retries=spec.max_retries,
         timeout=timeout,
         estimated_duration=spec.estimated_duration,
+        preemptible=bool(spec.preemptible),
         owner=actor_user(owner),
         created_at=now,
         submitted_at=suite.created_at if suite else now,

@@ -1,0 +1,123 @@
+"""Preemption on a real database: who is stopped, for whom, and what everyone is told."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from hosts.models import HostEvent
+from jobs import services
+from jobs.choices import JobStatus, ReleaseReason
+from jobs.models import Job, Lease
+from schedsite.errors import Conflict
+from tests import factories as f
+
+pytestmark = pytest.mark.django_db
+
+
+def holder(hostname: str) -> str | None:
+    lease = Lease.objects.filter(host__hostname=hostname, released_at__isnull=True).first()
+    return lease.job.name if lease and lease.job else None
+
+
+def preemptible_job(name: str, priority: int, **spec: object) -> Job:
+    return services.job_submit(
+        owner="alice",
+        spec=services.JobSpec(
+            name=name, labels=["board:x"], priority=priority, preemptible=True, **spec
+        ),
+    )
+
+
+def running(job: Job) -> Job:
+    return services.job_start(job=Job.objects.get(pk=job.pk), by="runner")
+
+
+def preemption(on: bool = True, margin: int = 20) -> None:
+    services.update_scheduler_settings("sam", preemption=on, preempt_margin=margin)
+
+
+def test_a_job_far_above_stops_a_preemptible_one_which_is_requeued_without_a_retry() -> None:
+    f.host("dut1", ["board:x"])
+    low = preemptible_job("soak", 30)
+    services.scheduler_tick()
+    low = running(low)
+    assert low.attempts == 1
+    preemption()
+    f.job("cq-smoke", priority=70)
+
+    summary = services.scheduler_tick()
+
+    assert summary.preempted == [{"job": "soak", "host": "dut1", "for": "cq-smoke"}]
+    low.refresh_from_db()
+    assert low.status == JobStatus.QUEUED
+    assert low.attempts == 0  # the preemption used no retry
+    assert "preempted on dut1 for job cq-smoke" in low.message
+    lease = Lease.objects.get(job=low)
+    assert lease.release_reason == ReleaseReason.PREEMPTED
+    event = HostEvent.objects.get(kind="preempted")
+    assert "preempted for job cq-smoke" in event.message and event.host.hostname == "dut1"
+    # Its runner learns at its next heartbeat: the lease is gone.
+    with pytest.raises(Conflict):
+        services.lease_heartbeat(lease=lease, by="runner")
+
+    services.scheduler_tick()  # the follow-up tick the preemption asked for
+    assert holder("dut1") == "cq-smoke"
+
+
+def test_nothing_is_preempted_when_it_is_off_or_the_margin_is_not_met() -> None:
+    f.host("dut1", ["board:x"])
+    preemptible_job("soak", 40)
+    services.scheduler_tick()
+    f.job("pfq", priority=59)
+    services.scheduler_tick()
+    assert holder("dut1") == "soak"  # off by default
+    preemption(margin=20)
+    assert services.scheduler_tick().preempted == []  # 59 < 40 + 20
+    f.job("cq", priority=60)
+    assert services.scheduler_tick().preempted == [{"job": "soak", "host": "dut1", "for": "cq"}]
+
+
+def test_jobs_not_marked_preemptible_maintenance_and_reservations_are_never_stopped(sam) -> None:  # noqa: ANN001
+    dut1, dut2 = f.host("dut1", ["board:x"]), f.host("dut2", ["board:x"])
+    f.job("plain", priority=10)
+    services.scheduler_tick()
+    services.lease_reserve(host=dut2, holder=sam, duration=timedelta(hours=1), reason="debugging")
+    preemption()
+    f.job("cq", priority=90)
+    assert services.scheduler_tick().preempted == []
+    assert holder("dut1") == "plain"
+    assert dut1.pk != dut2.pk
+
+
+def test_a_suite_keeps_its_min_duts() -> None:
+    for i in range(2):
+        f.host(f"dut{i}", ["board:x"])
+    suite = services.suite_submit(
+        owner="alice",
+        name="quota",
+        priority=20,
+        min_duts=2,
+        jobs=[
+            services.JobSpec(name=f"q{i}", labels=["board:x"], preemptible=True) for i in range(2)
+        ],
+    )
+    services.scheduler_tick()
+    assert Lease.objects.filter(job__suite=suite, released_at__isnull=True).count() == 2
+    preemption()
+    f.job("cq", priority=90)
+    assert services.scheduler_tick().preempted == []  # both hosts are its minimum
+
+
+def test_each_victim_is_stopped_once_for_the_highest_waiting_job() -> None:
+    f.host("dut1", ["board:x"])
+    preemptible_job("soak", 10)
+    services.scheduler_tick()
+    preemption()
+    f.job("pfq", priority=60)
+    f.job("cq", priority=70)
+    summary = services.scheduler_tick()
+    assert summary.preempted == [{"job": "soak", "host": "dut1", "for": "cq"}]
+    services.scheduler_tick()
+    assert holder("dut1") == "cq"

@@ -566,3 +566,24 @@ class TemplateRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.template_id} {self.outcome} at {self.at:%Y-%m-%d %H:%M}"
+
+
+class OwnerUsage(models.Model):
+    """Host-seconds an owner's jobs held, decayed with the fair-share half-life (fair share).
+
+    Written only by a PostgreSQL trigger when a job lease is released (migration 0010): every
+    code path that ends a lease counts, none has to remember to. `host_seconds` is the decayed
+    total as of `at`; read it decayed to now (jobs.scheduling.snapshot.owner_usage).
+    """
+
+    owner = models.OneToOneField(
+        settings.AUTH_USER_MODEL, primary_key=True, on_delete=models.CASCADE, related_name="+"
+    )
+    host_seconds = models.FloatField(default=0.0)
+    at = models.DateTimeField()
+
+    class Meta:
+        verbose_name_plural = "owner usage"
+
+    def __str__(self) -> str:
+        return f"usage of {self.owner_id}"

@@ -335,8 +335,16 @@ def queue_order_ids() -> QueueOrder:
         suite_ids, held=suite_hosts_held(list(suite_ids)) if suite_ids else {}
     )
     order = {"jobs": states, "suites": suites, "policy": policy, "now": now}
+    usage = (
+        snapshot.owner_usage(now=now, half_life_hours=policy.fair_share_half_life_hours)
+        if policy.fair_share
+        else {}
+    )
     return QueueOrder(
-        ids=[*maintenance.values_list("id", flat=True), *planner.consideration_order(**order)],
+        ids=[
+            *maintenance.values_list("id", flat=True),
+            *planner.consideration_order(**order, usage=usage),
+        ],
         quota_ids=frozenset(planner.quota_candidates(**order)),
     )
 

@@ -41,7 +41,7 @@ def preemption_phase(
     if not victims:
         return []
     chosen = preemptions(
-        waiting=planner.main_phase_order(waiting, policy, now),
+        waiting=planner.main_phase_order(waiting, policy, now, snap.usage),
         reasons=plan.wait_reasons,
         victims=victims,
         hosts_by_id=snap.hosts_by_id,

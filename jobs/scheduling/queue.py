@@ -59,7 +59,7 @@ class QueueHead:
 def queue_head() -> QueueHead:
     """Read the head of the queue: three queries, four when a suite is short of its quota."""
     policy = SchedulerSettings.load().policy()
-    if policy.ordering != "fifo" or policy.aging_minutes > 0:
+    if policy.ordering != "fifo" or policy.aging_minutes > 0 or policy.fair_share:
         return _policy_head(policy, timezone.now())
     queued = Job.objects.queued()
     # Maintenance jobs first: the tick leases them before any test job.
@@ -89,7 +89,14 @@ def _policy_head(policy: planner.Policy, now: datetime) -> QueueHead:
     states = snapshot.queued_job_states(policy=policy)
     suite_ids = {s.suite_id for s in states if s.suite_id is not None}
     suites = snapshot.suite_states(suite_ids, held=_suites_held(suite_ids))
-    order = planner.consideration_order(jobs=states, suites=suites, policy=policy, now=now)
+    usage = (
+        snapshot.owner_usage(now=now, half_life_hours=policy.fair_share_half_life_hours)
+        if policy.fair_share
+        else {}
+    )
+    order = planner.consideration_order(
+        jobs=states, suites=suites, policy=policy, now=now, usage=usage
+    )
     quota = planner.quota_candidates(jobs=states, suites=suites, policy=policy, now=now)
     return QueueHead(
         ids=[*maintenance, *order],

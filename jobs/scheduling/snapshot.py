@@ -16,7 +16,7 @@ from hosts.choices import HostStatus
 from hosts.models import Host, Worker
 from hosts.querysets import online_cutoff, seen_online, worker_capacity
 from jobs.choices import JobKind, JobStatus
-from jobs.models import Job, Lease, Suite, decode_labels
+from jobs.models import Job, Lease, OwnerUsage, Suite, decode_labels
 from jobs.scheduling import planner
 
 
@@ -32,6 +32,7 @@ class Snapshot:
     policy: planner.Policy = planner.DEFAULT_POLICY
     now: datetime | None = None
     workers: dict[str, planner.WorkerLoad] = field(default_factory=dict)  # with a capacity
+    usage: dict[int, float] = field(default_factory=dict)  # owner -> host-seconds (fair share)
     hosts_by_id: dict[int, planner.HostState] = field(default_factory=dict)
     jobs_by_id: dict[int, planner.JobState] = field(default_factory=dict)
 
@@ -42,14 +43,16 @@ def scheduler_snapshot(
     policy: planner.Policy = planner.DEFAULT_POLICY,
     with_sizes: bool = False,
     with_last_used: bool = False,
+    with_usage: bool = False,
 ) -> Snapshot:
     """Read hosts, queued jobs and suites as plain planner data.
 
     Every host, schedulable or not, with the facts the planner's `host_is_schedulable`
     decides on: a pinned job's wait reason names what keeps its host from it. What only a
     policy needs is read only under it: job sizes for `size` and `dynsize`, when each host was
-    last used for `spread` (`with_sizes`, `with_last_used`: read them anyway, for a what-if
-    plan under other settings). Workers with a capacity come with the jobs each runs now.
+    last used for `spread`, owners' usage for fair share (`with_sizes`, `with_last_used`,
+    `with_usage`: read them anyway, for a what-if plan under other settings). Workers with a
+    capacity come with the jobs each runs now.
     """
     workers: dict[int, tuple[str, bool, bool]] = {}  # id -> (name, paused, offline)
     limits: dict[int, int] = {}  # worker id -> capacity, for the workers that have one
@@ -109,6 +112,11 @@ def scheduler_snapshot(
         suites=suites,
         policy=policy,
         now=now,
+        usage=(
+            owner_usage(now=now, half_life_hours=policy.fair_share_half_life_hours)
+            if policy.fair_share or with_usage
+            else {}
+        ),
         workers={
             workers[wid][0]: planner.WorkerLoad(limit=limit, running=running[wid])
             for wid, limit in limits.items()
@@ -172,12 +180,12 @@ def queued_job_states(
     if sized:
         # A job's size: its estimate, else the median run time of its name's last runs.
         rows = list(rows)
-        medians = run_time_medians({row[1] for row in rows if row[7] is None})
+        medians = run_time_medians({row[1] for row in rows if row[8] is None})
 
     # Decode each distinct label key once: a lab has hundreds of label sets, not 100,000.
     label_sets: dict[str, frozenset[str]] = {}
     jobs = []
-    for jid, name, suite_id, priority, key, pinned, submitted, *estimate in rows:
+    for jid, name, suite_id, priority, key, pinned, owner, submitted, *estimate in rows:
         job_labels = label_sets.get(key)
         if job_labels is None:
             job_labels = label_sets[key] = frozenset(decode_labels(key))
@@ -200,6 +208,7 @@ def queued_job_states(
                 pinned_host_id=pinned,
                 avoid_hosts=avoid.get(jid, frozenset()),
                 size_s=size,
+                owner=owner,
             )
         )
     return jobs
@@ -217,7 +226,7 @@ def _job_columns(
     datetime is built per distinct value, since the jobs of a suite share its created_at.
     Estimates are read as seconds for the same reason.
     """
-    fields = ["id", "name", "suite_id", "priority", "label_key", "host_id"]
+    fields = ["id", "name", "suite_id", "priority", "label_key", "host_id", "owner_id"]
     if connection.vendor != "postgresql":
         fields.append("submitted_at")
         if sized:
@@ -274,6 +283,23 @@ def run_time_medians(names: Iterable[str]) -> dict[str, float]:
             if len(runs.setdefault(name, [])) < RUN_HISTORY:
                 runs[name].append((ended - started).total_seconds())
     return {name: statistics.median(values) for name, values in runs.items() if values}
+
+
+def owner_usage(*, now: datetime, half_life_hours: int) -> dict[int, float]:
+    """Host-seconds each owner's test jobs held, halved every `half_life_hours`, as of now.
+
+    What ended is kept per owner by a trigger (jobs.models.OwnerUsage) and decayed here to now;
+    what runs now counts from its lease's start, undecayed. Two queries whatever the history.
+    Off PostgreSQL (no trigger) only what runs now counts.
+    """
+    half_life = half_life_hours * 3600.0
+    usage: dict[int, float] = {}
+    for owner, seconds, at in OwnerUsage.objects.values_list("owner_id", "host_seconds", "at"):
+        usage[owner] = seconds * 0.5 ** (max((now - at).total_seconds(), 0.0) / half_life)
+    running = Lease.objects.active().filter(job__kind=JobKind.TEST, job__owner__isnull=False)
+    for owner, acquired in running.values_list("job__owner_id", "acquired_at"):
+        usage[owner] = usage.get(owner, 0.0) + max((now - acquired).total_seconds(), 0.0)
+    return usage
 
 
 def _hosts_last_used() -> dict[int, datetime]:

@@ -178,6 +178,7 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
             policy=policy,
             now=now,
             workers=snap.workers,
+            usage=snap.usage,
         )
         summary.plan_ms = (time.perf_counter() - plan_start) * 1000
         summary.jobs_considered = len(snap.jobs)

@@ -86,6 +86,7 @@ def plan_change(change: Change, *, now: datetime) -> WhatIf:
         # What the new settings need and the current ones do not read.
         with_sizes=new.ordering != "fifo",
         with_last_used=new.host_choice == "spread",
+        with_usage=new.fair_share,
     )
     return compare(snapshot, change)
 
@@ -128,6 +129,7 @@ def _plan(
         policy=policy,
         now=snapshot.now,
         workers=snapshot.workers,
+        usage=snapshot.usage,
     )
 
 

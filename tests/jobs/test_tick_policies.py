@@ -164,3 +164,22 @@ def test_under_aging_the_queue_lists_the_order_the_tick_takes(alice) -> None:  #
     f.host("h1", ["board:x"])
     services.scheduler_tick()
     assert leased() == {"weekly": "h1"}  # the first in the queue is the one leased
+
+
+def test_fair_share_usage_is_counted_on_lease_release_and_orders_the_queue(alice, bob) -> None:  # noqa: ANN001
+    from jobs.models import OwnerUsage
+
+    f.host("h1", ["board:x"])
+    first = f.job("alice-1", owner=alice)
+    services.scheduler_tick()
+    lease = Lease.objects.get(job=first)
+    Lease.objects.filter(pk=lease.pk).update(acquired_at=timezone.now() - timedelta(hours=2))
+    f.run(Job.objects.get(pk=first.pk), "passed")
+    usage = OwnerUsage.objects.get(owner=alice)  # kept by the trigger on release
+    assert 7100 < usage.host_seconds < 7300
+
+    f.job("alice-2", owner=alice)
+    f.job("bob-1", owner=bob)  # submitted later, same priority
+    settings(fair_share=True)
+    services.scheduler_tick()
+    assert leased() == {"bob-1": "h1"}

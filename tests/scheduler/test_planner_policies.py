@@ -192,3 +192,44 @@ def test_without_a_limit_a_worker_takes_every_host_it_has() -> None:
     jobs = [job(i) for i in range(1, 4)]
     for loads in ({}, {"w1": WorkerLoad(None, 5)}, {"w1": WorkerLoad(3, 0)}):
         assert len(plan(hosts=hosts, jobs=jobs, suites=[], workers=loads).assignments) == 3
+
+
+# --- fair share ------------------------------------------------------------------------------
+
+
+def owned(j: JobState, owner: int) -> JobState:
+    return replace(j, owner=owner)
+
+
+def test_fair_share_lets_the_owner_who_used_less_go_first_within_a_priority() -> None:
+    jobs = [owned(job(1, minute=0), 1), owned(job(2, minute=5), 2)]
+    fair = Policy(fair_share=True)
+    usage = {1: 7200.0, 2: 600.0}  # alice used two host-hours lately, bob ten minutes
+    result = plan(hosts=[host(1)], jobs=jobs, suites=[], policy=fair, now=T0, usage=usage)
+    assert leases(result) == {2: 1}
+    result = plan(hosts=[host(1)], jobs=jobs, suites=[], policy=Policy(), now=T0, usage=usage)
+    assert leases(result) == {1: 1}  # off: submission order
+
+
+def test_fair_share_interleaves_owners_with_equal_usage() -> None:
+    # alice submitted 4 jobs, then bob 2, all 10 minutes, same priority: with fair share the
+    # four hosts go two and two, not four to alice.
+    alice = [owned(sized(job(i, minute=0), 10), 1) for i in range(1, 5)]
+    bob = [owned(sized(job(i, minute=1), 10), 2) for i in range(5, 7)]
+    hosts = [host(i) for i in range(1, 5)]
+    fair = Policy(fair_share=True)
+    result = plan(hosts=hosts, jobs=alice + bob, suites=[], policy=fair, now=T0, usage={})
+    assert sorted(leases(result)) == [1, 2, 5, 6]
+
+
+def test_fair_share_never_reorders_across_priorities() -> None:
+    jobs = [owned(job(1, priority=70), 1), owned(job(2, priority=40), 2)]
+    result = plan(
+        hosts=[host(1)],
+        jobs=jobs,
+        suites=[],
+        policy=Policy(fair_share=True),
+        now=T0,
+        usage={1: 1e9},
+    )
+    assert leases(result) == {1: 1}

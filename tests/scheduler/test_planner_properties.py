@@ -66,7 +66,9 @@ policies = st.builds(
     aging_cap=st.integers(0, 40),
     host_choice=st.sampled_from(HOST_CHOICES),
     default_duration_s=st.sampled_from([60.0, 600.0]),
+    fair_share=st.booleans(),
 )
+usages = st.dictionaries(st.sampled_from([1, 2, 3]), st.sampled_from([0.0, 60.0, 500.0, 5000.0]))
 loads = st.dictionaries(
     st.sampled_from(WORKERS[1:]),
     st.builds(WorkerLoad, limit=st.none() | st.integers(0, 3), running=st.integers(0, 2)),
@@ -80,6 +82,7 @@ class Lab:
     suites: list[SuiteState]
     policy: Policy = Policy()
     workers: dict[str, WorkerLoad] = field(default_factory=dict)
+    usage: dict[int, float] = field(default_factory=dict)
 
     def room(self, worker: str) -> int | None:
         """Jobs the worker may still start, or None if it has no capacity."""
@@ -141,9 +144,10 @@ def labs(draw: st.DrawFn) -> Lab:
                 labels=draw(labels_st),
                 pinned_host_id=pinned,
                 size_s=draw(st.sampled_from([None, 60.0, 120.0, 600.0])),
+                owner=draw(st.sampled_from([None, 1, 2, 3])),
             )
         )
-    return Lab(hosts, jobs, suites, draw(policies), draw(loads))
+    return Lab(hosts, jobs, suites, draw(policies), draw(loads), draw(usages))
 
 
 def uncapped(lab: Lab) -> Lab:
@@ -272,10 +276,12 @@ def ordered_greedy(lab: Lab, keep: Keep) -> list[JobState]:
             if s.held + got >= s.min_duts:
                 break
             got += consider(job)
+    virtual = fair_share_keys(lab)
     for job in sorted(
         lab.jobs,
         key=lambda j: (
             -aged(j.priority, j.submitted_at, policy),
+            virtual[j.id],
             size_order(j, policy),
             j.submitted_at,
             j.id,
@@ -283,6 +289,29 @@ def ordered_greedy(lab: Lab, keep: Keep) -> list[JobState]:
     ):
         consider(job)
     return kept
+
+
+def fair_share_keys(lab: Lab) -> dict[int, float]:
+    """The documented fair-share key: the owner's usage plus the expected run time of the
+    owner's jobs ahead of it at the same effective priority (0 for every job when off)."""
+    policy = lab.policy
+    if not policy.fair_share:
+        return {j.id: 0.0 for j in lab.jobs}
+    keys = {}
+    within = sorted(lab.jobs, key=lambda j: (size_order(j, policy), j.submitted_at, j.id))
+    for job in lab.jobs:
+        level = aged(job.priority, job.submitted_at, policy)
+        ahead = 0.0
+        for other in within:
+            if other.id == job.id:
+                break
+            if (
+                other.owner == job.owner
+                and aged(other.priority, other.submitted_at, policy) == level
+            ):
+                ahead += other.size_s or policy.default_duration_s
+        keys[job.id] = (lab.usage.get(job.owner, 0.0) if job.owner is not None else 0.0) + ahead
+    return keys
 
 
 def matroid_keep(lab: Lab) -> Keep:
@@ -320,6 +349,7 @@ def plan_result(lab: Lab) -> Plan:
         policy=lab.policy,
         now=NOW,
         workers=lab.workers,
+        usage=lab.usage,
     )
 
 

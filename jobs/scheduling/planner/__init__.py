@@ -76,11 +76,13 @@ def plan(
     policy: Policy = DEFAULT_POLICY,
     now: datetime | None = None,
     workers: Mapping[str, WorkerLoad] | None = None,
+    usage: Mapping[int, float] | None = None,
 ) -> Plan:
     """Lease free hosts to queued jobs (docs/scheduling.md#the-promise).
 
     `policy`: the scheduler settings (docs/scheduling.md#policies); `now` is needed when they
-    depend on time (aging, dynsize). `workers`: the capacity of each worker that has one.
+    depend on time (aging, dynsize, fair share). `workers`: the capacity of each worker that
+    has one. `usage`: each owner's recent host-seconds, for fair share.
     """
     hosts = list(hosts)
     jobs = list(jobs)
@@ -135,7 +137,7 @@ def plan(
                 need -= 1
 
     dead = matching.dead
-    for job in main_phase_order(jobs, policy, now):
+    for job in main_phase_order(jobs, policy, now, usage):
         if not matching.free:
             break  # every schedulable host is leased: the rest can only wait
         # A dead class cannot take a host for the rest of the tick (see Matching.add), so its

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from operator import attrgetter
 
@@ -49,10 +49,14 @@ def job_order_key(job: JobState) -> tuple[int, datetime, int]:
 
 
 def main_phase_order(
-    jobs: Iterable[JobState], policy: Policy = DEFAULT_POLICY, now: datetime | None = None
+    jobs: Iterable[JobState],
+    policy: Policy = DEFAULT_POLICY,
+    now: datetime | None = None,
+    usage: Mapping[int, float] | None = None,
 ) -> list[JobState]:
-    """Return the jobs in main-phase order: effective priority desc, the policy's order within a
-    priority (fifo: none; size, dynsize: effective size asc), then submission time, then id.
+    """Return the jobs in main-phase order: effective priority desc, then fair share (when on),
+    then the policy's order within a priority (fifo: none; size, dynsize: effective size asc),
+    then submission time, then id.
 
     Stable sorts on single keys, last key first, give the same order as one sort on the tuple
     key; under the default policy they are attribute sorts that call no Python function per
@@ -62,7 +66,8 @@ def main_phase_order(
     """
     ordered = sorted(jobs, key=attrgetter("id"))
     ordered.sort(key=attrgetter("submitted_at"))
-    if policy.ordering == "fifo" and policy.aging_minutes <= 0:
+    plain = policy.ordering == "fifo" and policy.aging_minutes <= 0 and not policy.fair_share
+    if plain:
         ordered.sort(key=attrgetter("priority"), reverse=True)
         return ordered
     if now is None:
@@ -79,6 +84,7 @@ def main_phase_order(
             return size
 
         ordered.sort(key=size_key)
+    priority_key: Callable[[JobState], int] = attrgetter("priority")
     if policy.aging_minutes > 0:
         bonus: dict[datetime, int] = {}
 
@@ -89,10 +95,46 @@ def main_phase_order(
                 extra = bonus[job.submitted_at] = aging_bonus(policy, waited)
             return job.priority + extra
 
-        ordered.sort(key=priority_key, reverse=True)
-    else:
-        ordered.sort(key=attrgetter("priority"), reverse=True)
+    ordered.sort(key=priority_key, reverse=True)
+    if policy.fair_share:
+        ordered = _fair_share(ordered, priority_key, policy, usage or {})
     return ordered
+
+
+def _fair_share(
+    ordered: list[JobState],
+    priority_key: Callable[[JobState], int],
+    policy: Policy,
+    usage: Mapping[int, float],
+) -> list[JobState]:
+    """Within each priority, order jobs by their owner's virtual time (fair queueing).
+
+    A job's key is its owner's recent usage in host-seconds plus the expected run time of the
+    owner's jobs ahead of it at this priority, as if those had run: owners with less usage go
+    first, and owners with equal usage interleave, in proportion to their jobs' sizes, instead
+    of one owner's hundred jobs all going before another's first. The within-priority order of
+    one owner's jobs is kept. Jobs with no owner count as one owner.
+    """
+    result: list[JobState] = []
+    start = 0
+    while start < len(ordered):
+        level = priority_key(ordered[start])
+        end = start
+        while end < len(ordered) and priority_key(ordered[end]) == level:
+            end += 1
+        ahead: dict[int | None, float] = {}
+        keyed = []
+        for job in ordered[start:end]:
+            virtual = usage.get(job.owner, 0.0) if job.owner is not None else 0.0
+            virtual += ahead.get(job.owner, 0.0)
+            ahead[job.owner] = ahead.get(job.owner, 0.0) + (
+                job.size_s if job.size_s and job.size_s > 0 else policy.default_duration_s
+            )
+            keyed.append((virtual, job))
+        keyed.sort(key=lambda pair: pair[0])
+        result.extend(job for _virtual, job in keyed)
+        start = end
+    return result
 
 
 def quota_suites(
@@ -153,6 +195,7 @@ def consideration_order(
     suites: Iterable[SuiteState],
     policy: Policy = DEFAULT_POLICY,
     now: datetime | None = None,
+    usage: Mapping[int, float] | None = None,
 ) -> list[int]:
     """Return every queued job id in the order a tick takes them, for the queue page.
 
@@ -164,7 +207,9 @@ def consideration_order(
     jobs = list(jobs)
     order = quota_candidates(jobs=jobs, suites=suites, policy=policy, now=now)
     first = set(order)
-    order.extend(job.id for job in main_phase_order(jobs, policy, now) if job.id not in first)
+    order.extend(
+        job.id for job in main_phase_order(jobs, policy, now, usage) if job.id not in first
+    )
     return order
 
 

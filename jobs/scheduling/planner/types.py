@@ -82,6 +82,7 @@ class JobState:
     # jobs with its name, else the settings' default (resolved by the snapshot); `size` orders
     # by it. None: unknown, ordered as the policy's default_duration.
     size_s: float | None = None
+    owner: int | None = None  # the submitter's account id: fair share orders by its usage
 
 
 ORDERINGS = ("fifo", "size", "dynsize")

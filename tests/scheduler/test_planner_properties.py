@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -473,3 +474,37 @@ def test_it_does_not_depend_on_input_order(lab: Lab) -> None:
     )
     assert set(forward.assignments) == set(backward.assignments)
     assert forward.wait_reasons == backward.wait_reasons
+
+
+COMBINATIONS = [
+    Policy(ordering=o, aging_minutes=a, host_choice=h, fair_share=fs)
+    for o in ORDERINGS
+    for a in (0, 1)
+    for h in HOST_CHOICES
+    for fs in (False, True)
+]
+
+
+@pytest.mark.parametrize(
+    "policy",
+    COMBINATIONS,
+    ids=lambda p: f"{p.ordering}-{p.aging_minutes}-{p.host_choice}-{p.fair_share}",
+)
+@settings(max_examples=25, deadline=None)
+@given(lab=labs())
+def test_every_combination_of_settings_keeps_the_rules(policy: Policy, lab: Lab) -> None:
+    """Every ordering × aging × host choice × fair share, explicitly: valid leases, caps and
+    capacities kept, and the leased set the documented ordered greedy."""
+    lab = replace(lab, policy=policy)
+    result = plan_result(lab)
+    host_by_id = {h.id: h for h in lab.hosts}
+    job_by_id = {j.id: j for j in lab.jobs}
+    for a in result.assignments:
+        assert fits(job_by_id[a.job_id], host_by_id[a.host_id])
+    assert len({a.host_id for a in result.assignments}) == len(result.assignments)
+    for w in {h.worker for h in lab.hosts}:
+        room = lab.room(w)
+        started = sum(host_by_id[a.host_id].worker == w for a in result.assignments)
+        assert room is None or started <= max(room, 0)
+    expected = ordered_greedy(lab, matroid_keep(lab))
+    assert {a.job_id for a in result.assignments} == {j.id for j in expected}

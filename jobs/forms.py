@@ -64,6 +64,11 @@ class SuiteForm(forms.Form):
         help_text="Submit jobs whose labels no host in the lab carries yet; they wait for one.",
     )
     timeout_minutes = forms.IntegerField(min_value=1, max_value=7 * 24 * 60, required=False)
+    preemptible = forms.BooleanField(
+        required=False,
+        help_text="Its jobs may be stopped, and requeued without using a retry, for much "
+        "higher-priority work (when the scheduler settings turn preemption on).",
+    )
     notify = forms.MultipleChoiceField(
         choices=[("email", "E-mail me"), ("webhook", "Call my webhook")], required=False
     )
@@ -117,7 +122,11 @@ def job_rows_from(data: QueryDict) -> list[JobRow]:
 
 
 def job_specs(
-    rows: list[JobRow], *, max_retries: int = 0, timeout: timedelta | None = None
+    rows: list[JobRow],
+    *,
+    max_retries: int = 0,
+    timeout: timedelta | None = None,
+    preemptible: bool = False,
 ) -> tuple[list[JobSpec], list[JobRow]]:
     """Check the rows, marking errors on them; return the specs and the rows they came from."""
     filled = [row for row in rows if not row.blank]
@@ -142,7 +151,14 @@ def job_specs(
             if pinned is None:
                 row.errors["host"] = f"No host is named {row.host.strip()}."
         specs.append(
-            JobSpec(name=name, labels=labels, host=pinned, max_retries=max_retries, timeout=timeout)
+            JobSpec(
+                name=name,
+                labels=labels,
+                host=pinned,
+                max_retries=max_retries,
+                timeout=timeout,
+                preemptible=preemptible,
+            )
         )
     return specs, filled
 
@@ -184,6 +200,11 @@ def clone_form_values(body: dict[str, Any]) -> tuple[dict[str, Any], list[JobRow
         initial["max_retries"] = retries
     else:
         lost.append("retries that differ from job to job")
+    same, preemptible = _uniform(jobs, "preemptible", False)
+    if same:
+        initial["preemptible"] = preemptible
+    else:
+        lost.append("preemptible on some jobs only")
     same, timeout = _uniform(jobs, "timeout", None)
     if not same:
         lost.append("timeouts that differ from job to job")

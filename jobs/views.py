@@ -268,6 +268,7 @@ def _job_list(
         rows,
         max_retries=data.get("max_retries") or 0,
         timeout=timedelta(minutes=minutes) if minutes else None,
+        preemptible=bool(data.get("preemptible")),
     )
     if not filled:
         return specs, filled, "Add at least one job: a name and the labels its host needs."

@@ -121,3 +121,25 @@ def test_each_victim_is_stopped_once_for_the_highest_waiting_job() -> None:
     assert summary.preempted == [{"job": "soak", "host": "dut1", "for": "cq"}]
     services.scheduler_tick()
     assert holder("dut1") == "cq"
+
+
+def test_the_submit_form_marks_jobs_preemptible_and_the_job_page_says_so(alice) -> None:  # noqa: ANN001
+    f.host("dut1", ["board:x"])
+    client = f.signed_in(alice)
+    form = {
+        "name": "soak",
+        "priority": "20",
+        "min_duts": "0",
+        "mode": "jobs",
+        "max_retries": "0",
+        "preemptible": "on",
+        "job_name": ["soak_1"],
+        "job_labels": ["board:x"],
+        "job_host": [""],
+    }
+    response = client.post("/suites/new/", form)
+    assert response.status_code in (200, 302), response.content[:500]
+    job = Job.objects.get(name="soak_1")
+    assert job.preemptible
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert "Preemptible" in page

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from hosts.models import HostEvent
 from jobs import services
@@ -143,3 +144,22 @@ def test_the_submit_form_marks_jobs_preemptible_and_the_job_page_says_so(alice) 
     assert job.preemptible
     page = client.get(f"/jobs/{job.pk}/").content.decode()
     assert "Preemptible" in page
+
+
+def test_the_victims_runner_is_told_its_lease_is_gone_at_its_next_heartbeat(sam) -> None:  # noqa: ANN001
+    rack = f.worker("rack-1")
+    f.host("dut1", ["board:x"], worker=rack)
+    low = preemptible_job("soak", 30)
+    f.tick(timezone.now(), rack)
+    running(low)
+    lease = Lease.objects.get(job=low)
+    preemption()
+    f.job("cq", priority=70)
+    services.scheduler_tick()
+
+    answer = f.signed_in(sam).post(
+        "/api/workers/rack-1/heartbeat/", {"leases": [lease.pk]}, content_type="application/json"
+    )
+
+    assert answer.status_code == 200, answer.content
+    assert answer.json()["gone"] == [lease.pk]  # the runner stops the test (tests/runner)

@@ -25,3 +25,6 @@ class JobsConfig(AppConfig):
 
         post_migrate.connect(install_schedule, sender=self, dispatch_uid="schedsite-schedule")
         post_migrate.connect(create_cache_table, sender=self, dispatch_uid="schedsite-cache")
+        from schedsite.cache import install_schedule as install_cache_cull  # noqa: PLC0415
+
+        post_migrate.connect(install_cache_cull, sender=self, dispatch_uid="schedsite-cache-cull")

@@ -216,13 +216,17 @@ if os.environ.get("REDIS_URL"):
 else:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            # Django's, with a set in one statement on PostgreSQL (schedsite/cache.py).
+            "BACKEND": "schedsite.cache.DatabaseCache",
             "LOCATION": "schedsite_cache",
             # Past MAX_ENTRIES Django deletes a third of the rows, live counts included; the
             # default 300 is fewer than a busy lab's users, runners and addresses.
             "OPTIONS": {"MAX_ENTRIES": env_int("CACHE_MAX_ENTRIES", 20000)},
         }
     }
+
+# How often expired cache rows are deleted (schedsite/cache.py culls on a schedule, not inline).
+CACHE_CULL_MINUTES = env_int("CACHE_CULL_MINUTES", 15)
 
 # How many proxies in front of gunicorn set X-Forwarded-For (0: the socket's address is the
 # client's). Throttles and the login lockout both count per client address.

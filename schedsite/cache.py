@@ -1,0 +1,96 @@
+"""The database cache the throttles count in, with a set that costs one statement.
+
+Without Redis (`REDIS_URL`), DRF's throttles keep their counts in Django's database cache. Its
+`set` counts the table's rows (to cull past MAX_ENTRIES inline), then selects and updates the
+key in a transaction: four statements on every throttled request, on top of the read. On
+PostgreSQL this backend sets a key with one `INSERT … ON CONFLICT DO UPDATE`, and the culling
+runs from a django-q schedule instead (`cull`, every CACHE_CULL_MINUTES): expired rows are
+deleted, and past MAX_ENTRIES Django's own cull drops the oldest. Everything else, and every
+other database, is Django's DatabaseCache unchanged (docs/performance.md#throttles).
+"""
+
+from __future__ import annotations
+
+import base64
+import pickle
+from datetime import UTC, datetime
+
+from django.conf import settings
+from django.core.cache import caches
+from django.core.cache.backends.base import DEFAULT_TIMEOUT
+from django.core.cache.backends.db import DatabaseCache as DjangoDatabaseCache
+from django.db import DatabaseError, connections, router
+from django.utils import timezone
+
+CULL_FUNC = "schedsite.cache.cull"
+CULL_SCHEDULE = "schedsite cache cull"
+
+
+class DatabaseCache(DjangoDatabaseCache):
+    def _base_set(
+        self, mode: str, key: str, value: object, timeout: object = DEFAULT_TIMEOUT
+    ) -> bool:
+        db = router.db_for_write(self.cache_model_class)
+        connection = connections[db]
+        if mode != "set" or connection.vendor != "postgresql":
+            return super()._base_set(mode, key, value, timeout)
+        timeout = self.get_backend_timeout(timeout)
+        expires = datetime.max if timeout is None else datetime.fromtimestamp(timeout, tz=UTC)
+        expires = connection.ops.adapt_datetimefield_value(expires.replace(microsecond=0))
+        pickled = base64.b64encode(pickle.dumps(value, self.pickle_protocol)).decode("latin1")
+        table = connection.ops.quote_name(self._table)
+        sql = (
+            f"INSERT INTO {table} (cache_key, value, expires) VALUES (%s, %s, %s) "  # noqa: S608 — the configured table name, quoted
+            "ON CONFLICT (cache_key) DO UPDATE "
+            "SET value = EXCLUDED.value, expires = EXCLUDED.expires"
+        )
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(sql, [key, pickled, expires])
+        except DatabaseError:
+            return False  # as Django's: a failed set is a miss, not an error
+        return True
+
+    def cull_now(self) -> int:
+        """Delete expired rows, then cull as Django would past MAX_ENTRIES; rows left."""
+        db = router.db_for_write(self.cache_model_class)
+        connection = connections[db]
+        table = connection.ops.quote_name(self._table)
+        now = timezone.now().replace(microsecond=0)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"DELETE FROM {table} WHERE expires < %s",  # noqa: S608 — the configured table name, quoted
+                [connection.ops.adapt_datetimefield_value(now)],
+            )
+            cursor.execute(f"SELECT COUNT(*) FROM {table}")  # noqa: S608 — as above
+            rows = cursor.fetchone()[0]
+            if rows > self._max_entries:
+                self._cull(db, cursor, now, rows)
+                cursor.execute(f"SELECT COUNT(*) FROM {table}")  # noqa: S608 — as above
+                rows = cursor.fetchone()[0]
+        return rows
+
+
+def cull() -> dict:
+    """The schedule's task: cull every cache of this backend."""
+    left = {}
+    for alias in settings.CACHES:
+        cache = caches[alias]
+        if isinstance(cache, DatabaseCache):
+            left[alias] = cache.cull_now()
+    return left
+
+
+def install_schedule(**_kwargs: object) -> None:
+    """Install the cull's schedule once (idempotent across migrations and restarts)."""
+    from django_q.models import Schedule  # noqa: PLC0415 — django-q's models need the app registry
+
+    Schedule.objects.update_or_create(
+        name=CULL_SCHEDULE,
+        defaults={
+            "func": CULL_FUNC,
+            "schedule_type": Schedule.MINUTES,
+            "minutes": settings.CACHE_CULL_MINUTES,
+            "repeats": -1,
+        },
+    )

@@ -325,17 +325,30 @@ class SchedulerSettingsForm(forms.Form):
     default_duration = forms.IntegerField(
         label="Default duration (seconds)", help_text=_help("default_duration")
     )
+    # Optional: a form opened before these settings existed still saves the others.
     preemption = forms.TypedChoiceField(
-        choices=ON_OFF, coerce=_on, label="Preemption", help_text=_help("preemption")
+        choices=ON_OFF,
+        coerce=_on,
+        empty_value=None,
+        required=False,
+        label="Preemption",
+        help_text=_help("preemption"),
     )
     preempt_margin = forms.IntegerField(
-        label="Preempt margin (priority levels)", help_text=_help("preempt_margin")
+        required=False, label="Preempt margin (priority levels)", help_text=_help("preempt_margin")
     )
     fair_share = forms.TypedChoiceField(
-        choices=ON_OFF, coerce=_on, label="Fair share", help_text=_help("fair_share")
+        choices=ON_OFF,
+        coerce=_on,
+        empty_value=None,
+        required=False,
+        label="Fair share",
+        help_text=_help("fair_share"),
     )
     fair_share_half_life_hours = forms.IntegerField(
-        label="Fair share half-life (hours)", help_text=_help("fair_share_half_life_hours")
+        required=False,
+        label="Fair share half-life (hours)",
+        help_text=_help("fair_share_half_life_hours"),
     )
     version = forms.IntegerField(required=False, widget=forms.HiddenInput)
     reason = forms.CharField(required=False, label="Reason")  # the service checks it
@@ -351,4 +364,5 @@ class SchedulerSettingsForm(forms.Form):
 
     def settings_fields(self) -> dict[str, object]:
         """The service's settings keyword arguments (call after is_valid)."""
-        return {field: self.cleaned_data[field] for field in SETTINGS_FIELDS}
+        fields = {field: self.cleaned_data[field] for field in SETTINGS_FIELDS}
+        return {field: value for field, value in fields.items() if value is not None}

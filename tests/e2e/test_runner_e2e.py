@@ -142,13 +142,18 @@ def test_a_killed_runners_leases_expire_and_jobs_are_requeued_per_max_retries(la
 
 
 def test_sigterm_hands_back_the_job_not_started_and_aborts_the_one_running(lab):
-    runner = lab["start_runner"]("--concurrency", "1", "--grace", "1")
     alice, staff = lab["alice"], lab["staff"]
+    # The worker is leased two jobs before its runner says it runs one at a time (a runner
+    # restarted with a lower --concurrency): capacity stops new leases, not those it holds.
+    staff.post("/workers/w1/heartbeat/", {})
     alice.post(
         "/suites/",
         {"name": "stop", "jobs": [{"name": "sleep-1"}, {"name": "sleep-2"}]},
         expect=201,
     )
+    staff.post("/scheduler/tick/")
+    assert alice.get("/suites/")["results"][0]["job_counts"]["leased"] == 2
+    runner = lab["start_runner"]("--concurrency", "1", "--grace", "1")
 
     def one_running() -> bool:
         staff.post("/scheduler/tick/")

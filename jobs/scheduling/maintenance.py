@@ -16,7 +16,7 @@ from django.db.models import Count, Exists, OuterRef, Q, Subquery
 from hosts import audit
 from hosts.audit import SCHEDULER
 from hosts.choices import AWAITING_MAINTENANCE, IN_MAINTENANCE, EventKind, HostStatus
-from hosts.models import HealthPolicy, Host
+from hosts.models import HealthPolicy, Host, Worker
 from jobs import selectors, transitions
 from jobs.choices import MAINTENANCE_KINDS, JobKind, JobStatus
 from jobs.models import Job, Lease
@@ -201,6 +201,27 @@ def create_maintenance_jobs(
     return jobs
 
 
+def _within_capacity(pairs: list[tuple[Host, int, str]]) -> list[tuple[Host, int, str]]:
+    """Keep the pairs a worker can run: a verify or repair job takes a slot of its capacity
+    like a test (docs/scheduling.md#worker-capacity); the rest wait for a later tick."""
+    worker_ids = {host.worker_id for host, _job, _kind in pairs if host.worker_id}
+    if not worker_ids:
+        return pairs
+    loads = Worker.objects.filter(pk__in=worker_ids).worker_loads()
+    room = {
+        name: load.limit - load.running for name, load in loads.items() if load.limit is not None
+    }
+    kept = []
+    for host, job_id, kind in pairs:
+        name = host.worker.name if host.worker_id else ""
+        if name in room:
+            if room[name] <= 0:
+                continue
+            room[name] -= 1
+        kept.append((host, job_id, kind))
+    return kept
+
+
 def lease_maintenance(*, now: datetime) -> list[dict]:
     """Lease every queued maintenance job whose host is free; end those that no longer fit."""
     waiting = Job.objects.queued().filter(kind__in=MAINTENANCE_KINDS)
@@ -208,7 +229,12 @@ def lease_maintenance(*, now: datetime) -> list[dict]:
     if not host_ids:
         return []
     # Lock order everywhere: hosts, then jobs; a job someone else holds waits for a later tick.
-    hosts = {host.pk: host for host in Host.objects.select_for_update().filter(pk__in=host_ids)}
+    hosts = {
+        host.pk: host
+        for host in Host.objects.select_for_update(of=("self",))
+        .select_related("worker")
+        .filter(pk__in=host_ids)
+    }
     queued = list(
         waiting.select_for_update(skip_locked=True)
         .order_by("id")
@@ -226,6 +252,7 @@ def lease_maintenance(*, now: datetime) -> list[dict]:
         elif host_id in free and host.status in STARTS_FROM[kind]:
             pairs.append((host, job_id, kind))
             free.discard(host_id)
+    pairs = _within_capacity(pairs)
     for why, ids in misfits.items():
         text = f"not needed any more: {why}"
         transitions.move_jobs(

@@ -183,3 +183,17 @@ def test_fair_share_usage_is_counted_on_lease_release_and_orders_the_queue(alice
     settings(fair_share=True)
     services.scheduler_tick()
     assert leased() == {"bob-1": "h1"}
+
+
+def test_verify_and_repair_jobs_take_a_slot_of_the_workers_capacity_too() -> None:
+    from hosts.choices import HostStatus
+
+    w2 = f.worker("w2")
+    duts = [f.host(f"dut{i}", ["board:x"], worker=w2) for i in range(3)]
+    host_services.worker_update(worker=w2, by="sam", max_jobs=2)
+    for dut in duts:
+        host_services.host_set_status(host=dut, status=HostStatus.NEEDS_VERIFY, by="sam")
+    f.tick(timezone.now(), w2)
+    active = Lease.objects.filter(released_at__isnull=True, job__isnull=False)
+    assert active.count() == 2  # the third verify waits for a slot
+    assert Job.objects.filter(kind="verify", status=JobStatus.QUEUED).count() == 1

@@ -571,7 +571,7 @@ class TemplateRun(models.Model):
 class OwnerUsage(models.Model):
     """Host-seconds an owner's jobs held, decayed with the fair-share half-life (fair share).
 
-    Written only by a PostgreSQL trigger when a job lease is released (migration 0010): every
+    Written only by a PostgreSQL trigger when a job lease is released (migration 0006): every
     code path that ends a lease counts, none has to remember to. `host_seconds` is the decayed
     total as of `at`; read it decayed to now (jobs.scheduling.snapshot.owner_usage).
     """

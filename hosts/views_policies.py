@@ -19,7 +19,7 @@ from hosts.forms import HealthPolicyForm
 from hosts.models import HealthPolicy
 from schedsite import roles
 from schedsite.errors import ServiceError
-from schedsite.ui.htmx import action_response, staff_only, ui_login_required
+from schedsite.ui.htmx import form_answer, staff_only, ui_login_required
 
 LIST_PAGE = "hosts/healthpolicy_list.html"
 LIST_BODY = "hosts/partials/policy_body.html"
@@ -69,18 +69,16 @@ def answer(
     request: HttpRequest, context: dict[str, Any], *, message: str, ok: bool, status: int
 ) -> HttpResponse:
     """The list's body and a toast with htmx; without, back to the list, or the page at fault."""
-    if ok or getattr(request, "htmx", False):
-        return action_response(
-            request,
-            LIST_BODY,
-            context,
-            message=message,
-            ok=ok,
-            status=status,
-            fallback=reverse("hosts:policy_list"),
-        )
-    # A plain form post that was refused: the page again, with the errors next to the fields.
-    return render(request, LIST_PAGE, context, status=status)
+    return form_answer(
+        request,
+        context,
+        fragment=LIST_BODY,
+        page=LIST_PAGE,
+        fallback=reverse("hosts:policy_list"),
+        message=message,
+        ok=ok,
+        status=status,
+    )
 
 
 @ui_login_required

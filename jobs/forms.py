@@ -305,6 +305,18 @@ def _on(value: str) -> bool:
     return value == "on"
 
 
+def _on_off(label: str, setting: str) -> forms.TypedChoiceField:
+    """An On/Off setting; optional, so that a form opened before it existed still saves."""
+    return forms.TypedChoiceField(
+        choices=ON_OFF,
+        coerce=_on,
+        empty_value=None,
+        required=False,
+        label=label,
+        help_text=_help(setting),
+    )
+
+
 class SchedulerSettingsForm(forms.Form):
     """The scheduler settings as typed on their page; jobs.services checks every rule.
 
@@ -325,26 +337,12 @@ class SchedulerSettingsForm(forms.Form):
     default_duration = forms.IntegerField(
         label="Default duration (seconds)", help_text=_help("default_duration")
     )
-    # Optional: a form opened before these settings existed still saves the others.
-    preemption = forms.TypedChoiceField(
-        choices=ON_OFF,
-        coerce=_on,
-        empty_value=None,
-        required=False,
-        label="Preemption",
-        help_text=_help("preemption"),
-    )
+    # The four below are optional: a form opened before they existed still saves the others.
+    preemption = _on_off("Preemption", "preemption")
     preempt_margin = forms.IntegerField(
         required=False, label="Preempt margin (priority levels)", help_text=_help("preempt_margin")
     )
-    fair_share = forms.TypedChoiceField(
-        choices=ON_OFF,
-        coerce=_on,
-        empty_value=None,
-        required=False,
-        label="Fair share",
-        help_text=_help("fair_share"),
-    )
+    fair_share = _on_off("Fair share", "fair_share")
     fair_share_half_life_hours = forms.IntegerField(
         required=False,
         label="Fair share half-life (hours)",

@@ -7,12 +7,12 @@ import time
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
-from django_q.models import Schedule
 
 from jobs import suite_templates
 from jobs.models import SchedulerState
 from jobs.scheduling.tick import scheduler_tick
 from jobs.scheduling.triggers import TICK_FUNC
+from schedsite.schedules import install_every
 
 log = logging.getLogger("schedsite.scheduler")
 
@@ -47,16 +47,7 @@ def tick(trigger: str = "schedule") -> dict:
 
 def install_schedule(**_kwargs: object) -> None:
     """Install the periodic safety-net tick once (idempotent across migrations and restarts)."""
-    Schedule.objects.update_or_create(
-        name=SCHEDULE_NAME,
-        defaults={
-            "func": TICK_FUNC,
-            "args": "'schedule'",
-            "schedule_type": Schedule.MINUTES,
-            "minutes": settings.TICK_INTERVAL_MINUTES,
-            "repeats": -1,
-        },
-    )
+    install_every(SCHEDULE_NAME, TICK_FUNC, settings.TICK_INTERVAL_MINUTES, args="'schedule'")
 
 
 def run_template(template_id: int, slot: str | None = None) -> dict:

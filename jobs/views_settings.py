@@ -16,7 +16,7 @@ from jobs.forms import SchedulerSettingsForm
 from jobs.models import SchedulerSettings, SchedulerSettingsChange
 from schedsite import roles
 from schedsite.errors import Conflict, ServiceError
-from schedsite.ui.htmx import action_response, paginate, staff_only, ui_login_required
+from schedsite.ui.htmx import form_answer, paginate, staff_only, ui_login_required
 
 PAGE = "jobs/schedulersettings_form.html"
 BODY = "jobs/partials/schedulersettings_body.html"
@@ -68,17 +68,16 @@ def answer(
     request: HttpRequest, context: dict[str, Any], message: str, *, ok: bool, status: int
 ) -> HttpResponse:
     """The page's body and a toast with htmx; without, back to the page, or the page at fault."""
-    if ok or getattr(request, "htmx", False):
-        return action_response(
-            request,
-            BODY,
-            context,
-            message=message,
-            ok=ok,
-            status=status,
-            fallback=reverse("jobs:scheduler_settings"),
-        )
-    return render(request, PAGE, context, status=status)
+    return form_answer(
+        request,
+        context,
+        fragment=BODY,
+        page=PAGE,
+        fallback=reverse("jobs:scheduler_settings"),
+        message=message,
+        ok=ok,
+        status=status,
+    )
 
 
 @ui_login_required

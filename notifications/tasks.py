@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.utils import timezone
-from django_q.models import Schedule
 
 from notifications import delivery, events
 from notifications.choices import DeliveryStatus
 from notifications.models import Delivery
 from notifications.queue import enqueue
+from schedsite.schedules import install_every
 
 SWEEP_FUNC = "notifications.tasks.sweep"
 SCHEDULE_NAME = "schedsite: notifications sweep"
@@ -35,12 +35,4 @@ def sweep() -> dict:
 
 def install_schedule(**_kwargs: object) -> None:
     """Install the sweep's schedule once (idempotent across migrations and restarts)."""
-    Schedule.objects.update_or_create(
-        name=SCHEDULE_NAME,
-        defaults={
-            "func": SWEEP_FUNC,
-            "schedule_type": Schedule.MINUTES,
-            "minutes": settings.NOTIFY_SWEEP_MINUTES,
-            "repeats": -1,
-        },
-    )
+    install_every(SCHEDULE_NAME, SWEEP_FUNC, settings.NOTIFY_SWEEP_MINUTES)

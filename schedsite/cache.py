@@ -22,6 +22,8 @@ from django.core.cache.backends.db import DatabaseCache as DjangoDatabaseCache
 from django.db import DatabaseError, connections, router
 from django.utils import timezone
 
+from schedsite.schedules import install_every
+
 CULL_FUNC = "schedsite.cache.cull"
 CULL_SCHEDULE = "schedsite cache cull"
 
@@ -83,14 +85,4 @@ def cull() -> dict:
 
 def install_schedule(**_kwargs: object) -> None:
     """Install the cull's schedule once (idempotent across migrations and restarts)."""
-    from django_q.models import Schedule  # noqa: PLC0415 — django-q's models need the app registry
-
-    Schedule.objects.update_or_create(
-        name=CULL_SCHEDULE,
-        defaults={
-            "func": CULL_FUNC,
-            "schedule_type": Schedule.MINUTES,
-            "minutes": settings.CACHE_CULL_MINUTES,
-            "repeats": -1,
-        },
-    )
+    install_every(CULL_SCHEDULE, CULL_FUNC, settings.CACHE_CULL_MINUTES)

@@ -145,6 +145,26 @@ def action_response(
     return HttpResponse(html, status=status)
 
 
+def form_answer(
+    request: HttpRequest,
+    context: dict[str, Any],
+    *,
+    fragment: str,
+    page: str,
+    fallback: str,
+    message: str,
+    ok: bool,
+    status: int,
+) -> HttpResponse:
+    """A form page's answer: its fragment and a toast with htmx; without, back to the page on
+    success, or the page again with the errors next to the fields when it was refused."""
+    if ok or getattr(request, "htmx", False):
+        return action_response(
+            request, fragment, context, message=message, ok=ok, status=status, fallback=fallback
+        )
+    return render(request, page, context, status=status)
+
+
 def error_response(request: HttpRequest, message: str, status: int) -> HttpResponse:
     """An error that belongs to no field: shown as a toast, leaving the page as it is."""
     if not getattr(request, "htmx", False):

@@ -62,9 +62,10 @@ def test_the_tick_takes_as_many_queries_at_400_hosts_as_at_20(monkeypatch) -> No
     assert big == small
     # And a fixed, small number: a regression to one query per host or job fails here too.
     # The cold tick also queues and leases repair jobs for the hosts labgen marks broken, and
-    # looks for open fan-out suites (one query, on ticks after a write), and reads the
-    # scheduler settings (one query, on ticks that plan).
-    assert max(big.values()) <= 42
+    # looks for open fan-out suites (one query, on ticks after a write), reads the scheduler
+    # settings (one query, on ticks that plan) and the capacity of the workers whose hosts get
+    # a maintenance job (one query, when there are such jobs to lease).
+    assert max(big.values()) <= 43
 
 
 @pytest.mark.postgres

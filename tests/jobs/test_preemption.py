@@ -163,3 +163,51 @@ def test_the_victims_runner_is_told_its_lease_is_gone_at_its_next_heartbeat(sam)
 
     assert answer.status_code == 200, answer.content
     assert answer.json()["gone"] == [lease.pk]  # the runner stops the test (tests/runner)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("attempt", range(12))
+def test_a_victim_completing_while_the_tick_preempts_it_ends_one_way_only(attempt: int) -> None:
+    """The runner completes the victim at the moment the tick decides to stop it: the lease
+    ends once, as completed or as preempted, and the job's state says the same."""
+    import time
+
+    from django.db import connection
+
+    from tests.threads import race
+
+    f.host("dut1", ["board:x"])
+    low = preemptible_job("soak", 30)
+    services.scheduler_tick()
+    running(low)
+    preemption()
+    f.job("cq", priority=70)
+    connection.close()  # each thread opens its own
+
+    def complete() -> object:
+        # Later and later, so that the runs cover the tick winning, the runner winning, and
+        # the two meeting on the lease's row lock.
+        time.sleep(attempt * 0.005)
+        job = Job.objects.get(pk=low.pk)
+        return services.job_complete(job=job, result="passed", by="runner").status
+
+    def tick() -> object:
+        return services.scheduler_tick().preempted
+
+    completed, preempted = race(complete, tick)
+
+    lease = Lease.objects.get(job_id=low.pk)
+    job = Job.objects.get(pk=low.pk)
+    if lease.release_reason == ReleaseReason.PREEMPTED:
+        assert isinstance(completed, Conflict), completed  # the runner is told it lost it
+        assert preempted == [{"job": "soak", "host": "dut1", "for": "cq"}]
+        assert job.status == JobStatus.QUEUED
+    else:
+        assert lease.release_reason == ReleaseReason.COMPLETED
+        assert completed == JobStatus.PASSED and preempted == []
+        assert job.status == JobStatus.PASSED
+    assert (
+        HostEvent.objects.filter(lease_id=lease.pk, kind__in=["preempted", "completed"]).count()
+        == 1
+    )

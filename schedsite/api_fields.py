@@ -19,6 +19,10 @@ class StrictCharField(serializers.CharField):
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             self.fail("invalid")
+        # The schema's maxLength is the text as sent: DRF would check it after trimming, and
+        # take 201 characters whose first is a space.
+        if self.max_length is not None and len(data) > self.max_length:
+            self.fail("max_length", max_length=self.max_length, length=len(data))
         return super().to_internal_value(data)
 
 

@@ -178,12 +178,27 @@ class PlanNewJobsSerializer(serializers.Serializer):
     waits = PlanJobSerializer(many=True)
 
 
+class PlanPreemptionSerializer(serializers.Serializer):
+    job = serializers.IntegerField(help_text="The running job that would be stopped.")
+    name = serializers.CharField()
+    host = serializers.CharField(help_text="The host it would give up.")
+    priority = serializers.IntegerField()
+    for_job = serializers.IntegerField(
+        allow_null=True, help_text="The job it would be stopped for; null for a proposed job."
+    )
+    for_new_job = serializers.IntegerField(
+        allow_null=True, help_text="Index of the proposed job it would be stopped for."
+    )
+    for_name = serializers.CharField()
+
+
 class PlanCountsSerializer(serializers.Serializer):
     leases = serializers.IntegerField()
     leases_without_change = serializers.IntegerField()
     would_start = serializers.IntegerField()
     would_lose = serializers.IntegerField()
     stranded = serializers.IntegerField()
+    would_preempt = serializers.IntegerField()
 
 
 class PlanResultSerializer(serializers.Serializer):
@@ -195,6 +210,9 @@ class PlanResultSerializer(serializers.Serializer):
     would_start = PlanJobSerializer(many=True)
     would_lose = PlanJobSerializer(many=True)
     stranded = PlanJobSerializer(many=True)
+    would_preempt = PlanPreemptionSerializer(
+        many=True, help_text="Running jobs preemption would stop (when it is on)."
+    )
     counts = PlanCountsSerializer()
 
 
@@ -232,11 +250,24 @@ def plan_answer(result: WhatIf) -> dict[str, Any]:
         "would_start": [entry(j, host=True) for j in result.would_start[:LIST_LIMIT]],
         "would_lose": [entry(j, reason=True) for j in result.would_lose[:LIST_LIMIT]],
         "stranded": [entry(j, reason=True) for j in result.stranded[:LIST_LIMIT]],
+        "would_preempt": [
+            {
+                "job": p.victim.job_id,
+                "name": p.victim.name,
+                "host": hosts[p.victim.host_id].hostname,
+                "priority": p.victim.priority,
+                "for_job": None if new_job_index(p.job.id) is not None else p.job.id,
+                "for_new_job": new_job_index(p.job.id),
+                "for_name": p.job.name,
+            }
+            for p in result.preempted[:LIST_LIMIT]
+        ],
         "counts": {
             "leases": len(result.after.assignments),
             "leases_without_change": len(result.before.assignments),
             "would_start": len(result.would_start),
             "would_lose": len(result.would_lose),
             "stranded": len(result.stranded),
+            "would_preempt": len(result.preempted),
         },
     }

@@ -37,7 +37,7 @@ def preemption_phase(
     waiting = [job for job in snap.jobs if job.id in plan.wait_reasons]
     if not policy.preemption or not waiting:
         return []
-    victims = _victims(exclude_hosts=leased_now)
+    victims, spare = candidates(exclude_hosts=leased_now)
     if not victims:
         return []
     chosen = preemptions(
@@ -45,10 +45,21 @@ def preemption_phase(
         reasons=plan.wait_reasons,
         victims=victims,
         hosts_by_id=snap.hosts_by_id,
-        spare=_spare_hosts({v.suite_id for v in victims if v.suite_id is not None}),
+        spare=spare,
         policy=policy,
     )
     return _stop(chosen, now=now)
+
+
+def candidates(
+    *, exclude_hosts: set[int] | frozenset[int] = frozenset()
+) -> tuple[list[Victim], dict[int, int]]:
+    """The jobs preemption may stop, and the hosts each of their suites holds beyond its
+    min_duts: what the tick's phase and a what-if plan read (one query, three with victims)."""
+    victims = _victims(exclude_hosts=set(exclude_hosts))
+    if not victims:
+        return [], {}
+    return victims, _spare_hosts({v.suite_id for v in victims if v.suite_id is not None})
 
 
 def _victims(*, exclude_hosts: set[int]) -> list[Victim]:

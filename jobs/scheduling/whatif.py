@@ -8,12 +8,14 @@ memory with `dataclasses.replace`, and the pure planner runs on the lab as it is
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from jobs.models import Job, SchedulerSettings, Suite
 from jobs.scheduling import planner
+from jobs.scheduling.planner.preemption import Preemption, Victim, preemptions
+from jobs.scheduling.preemption import candidates
 from jobs.scheduling.snapshot import Snapshot, run_time_medians, scheduler_snapshot
 
 # The proposed suite and its jobs have no ids yet: negative ids keep them apart from every
@@ -70,6 +72,8 @@ class WhatIf:
     stranded: list[int] = field(default_factory=list)  # lose every host that could run them
     new_started: list[int] = field(default_factory=list)  # indexes of the proposed jobs
     new_waiting: list[int] = field(default_factory=list)
+    # Running jobs the tick's preemption phase would stop after the plan (preemption on).
+    preempted: list[Preemption] = field(default_factory=list)
 
     def leased_hosts(self) -> dict[int, int]:
         """Job id -> host id for the plan with the change."""
@@ -88,14 +92,23 @@ def plan_change(change: Change, *, now: datetime) -> WhatIf:
         with_last_used=new.host_choice == "spread",
         with_usage=new.fair_share,
     )
-    return compare(snapshot, change)
+    victims, spare = candidates() if new.preemption else ([], {})
+    return compare(snapshot, change, victims=victims, spare=spare)
 
 
-def compare(snapshot: Snapshot, change: Change) -> WhatIf:
-    """Run the pure planner on the snapshot and on the snapshot with the change applied."""
+def compare(
+    snapshot: Snapshot,
+    change: Change,
+    *,
+    victims: Sequence[Victim] = (),
+    spare: Mapping[int, int] | None = None,
+) -> WhatIf:
+    """Run the pure planner on the snapshot and on the snapshot with the change applied; with
+    `victims`, also what the preemption phase would stop after the changed plan."""
     hosts, jobs, suites = apply(snapshot, change)
+    policy = change.policy or snapshot.policy
     before = _plan(snapshot, snapshot.hosts, snapshot.jobs, snapshot.suites, snapshot.policy)
-    after = _plan(snapshot, hosts, jobs, suites, change.policy or snapshot.policy)
+    after = _plan(snapshot, hosts, jobs, suites, policy)
     leased_before = {a.job_id for a in before.assignments}
     leased_after = {a.job_id for a in after.assignments}
     result = WhatIf(snapshot=snapshot, jobs={j.id: j for j in jobs}, before=before, after=after)
@@ -112,6 +125,17 @@ def compare(snapshot: Snapshot, change: Change) -> WhatIf:
     changed = change.pause_host_ids | change.lock_host_ids
     if changed:
         result.stranded = stranded_jobs(snapshot.hosts, hosts, snapshot.jobs, changed)
+    if victims and policy.preemption:
+        taken = {a.host_id for a in after.assignments}
+        waiting = [job for job in jobs if job.id in after.wait_reasons]
+        result.preempted = preemptions(
+            waiting=planner.main_phase_order(waiting, policy, snapshot.now, snapshot.usage),
+            reasons=after.wait_reasons,
+            victims=[v for v in victims if v.host_id not in taken],
+            hosts_by_id={h.id: h for h in hosts},
+            spare=spare or {},
+            policy=policy,
+        )
     return result
 
 
@@ -287,6 +311,9 @@ def summary(result: WhatIf) -> str:
         parts.append(f"{_count(n, 'job')} the next tick would start would wait instead")
     if result.would_start:
         parts.append(f"{_count(len(result.would_start), 'other queued job')} would start")
+    if result.preempted:
+        n = len(result.preempted)
+        parts.append(f"{_count(n, 'running job')} would be preempted to make room")
     if not parts:
         return "The next tick would lease the same hosts with or without this change."
     return ". ".join(parts) + "."

@@ -12,6 +12,7 @@ from django_filters.rest_framework import FilterSet
 
 from hosts.filtersets import HostFilterSet
 from hosts.models import Host
+from jobs.models import Job
 from schedsite.filters import StrictBooleanFilter
 from tests import factories as f
 from tests.api.conftest import token_client
@@ -220,3 +221,15 @@ def test_an_id_filter_takes_whole_numbers_from_one_up(value, alice):
     # On SQLite -2.8e234 overflowed the driver: a 400 without the filter's name.
     response = token_client(alice).get("/api/jobs/", {"suite": value})
     assert response.status_code == 400 and "suite" in response.json()
+
+
+def test_text_longer_than_the_schema_allows_is_a_400_even_when_trimming_would_fit(alice_client):
+    # maxLength counts the text as sent: 201 characters whose first is a form feed are refused,
+    # as the schema promises, not trimmed to 200 and stored.
+    name = "\f" + "x" * 200
+    response = alice_client.post(
+        "/api/jobs/", {"name": name, "allow_unmatched": True}, format="json"
+    )
+    assert response.status_code == 400
+    assert "no more than 200 characters" in response.json()["name"][0]
+    assert not Job.objects.exists()

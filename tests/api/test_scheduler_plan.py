@@ -216,6 +216,35 @@ def test_new_settings_show_which_jobs_would_start_instead_and_save_nothing(
     assert SchedulerSettings.load().ordering == "fifo"
 
 
+def test_with_preemption_a_preview_names_the_running_jobs_it_would_stop(
+    alice_client, alice, eve_lab
+):
+    soak = services.suite_submit(
+        owner=alice,
+        name="soak",
+        priority=20,
+        jobs=[
+            services.JobSpec(name=f"soak-{i}", labels=["board:eve"], preemptible=True)
+            for i in range(6)
+        ],
+    )
+    services.scheduler_tick()  # soak holds every board:eve host
+    before = db_digest()
+    body = {"suite": suite_body(2, ["board:eve"], priority=70), "settings": {"preemption": True}}
+
+    answer = alice_client.post(URL, body, format="json").json()
+
+    assert answer["counts"]["would_preempt"] == 2
+    assert {row["for_new_job"] for row in answer["would_preempt"]} == {0, 1}
+    assert all(row["name"].startswith("soak-") for row in answer["would_preempt"])
+    assert "2 running jobs would be preempted to make room" in answer["summary"]
+    assert db_digest() == before
+    assert Lease.objects.filter(job__suite=soak, released_at__isnull=True).count() == 6
+    # Without preemption the same preview stops nobody.
+    body["settings"] = {"preemption": False}
+    assert alice_client.post(URL, body, format="json").json()["would_preempt"] == []
+
+
 def test_previewing_the_current_settings_changes_nothing(alice_client, alice, eve_lab):
     f.suite("s", 8, labels=["board:eve"], owner=alice)
     body = alice_client.post(URL, {"settings": {"ordering": "fifo"}}, format="json").json()

@@ -245,6 +245,13 @@ class Lease(models.Model):
             ),
             # The snapshot's read of the hosts each retried job failed on.
             models.Index(fields=["job"], condition=Q(host_failed=True), name="lease_host_failed"),
+            # When each host's last lease ended (`host_choice: spread`): one probe per host,
+            # however long the lease history.
+            models.Index(
+                fields=["host", "-released_at"],
+                condition=Q(released_at__isnull=False),
+                name="lease_host_last_released",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -320,15 +320,19 @@ class QueueOrder:
     quota_ids: frozenset[int]
 
 
-def queue_order_ids() -> QueueOrder:
+def queue_order_ids(
+    *, policy: planner.Policy | None = None, now: datetime | None = None
+) -> QueueOrder:
     """Every queued job id in consideration order, computed by the planner from every row.
 
-    O(queued jobs): the reference the queue pages' paged reads (jobs/scheduling/queue.py) are
-    tested against, not what a page reads.
+    O(queued jobs). Under the default policy it is the reference the queue pages' paged reads
+    (jobs/scheduling/queue.py) are tested against; under a size, aging or fair-share order no
+    index holds the order, and the queue pages read it from here.
     """
     # Maintenance jobs first: the tick leases them before any test job.
     maintenance = Job.objects.queued().exclude(kind=JobKind.TEST).order_by("id")
-    policy, now = SchedulerSettings.load().policy(), timezone.now()
+    policy = policy or SchedulerSettings.load().policy()
+    now = now or timezone.now()
     states = snapshot.queued_job_states(policy=policy)
     suite_ids = {s.suite_id for s in states if s.suite_id is not None}
     suites = snapshot.suite_states(

@@ -4,7 +4,8 @@
   their audit trail. A change of them is logged in the lab's change log (0004) like any other
   write the plan depends on: the next tick plans again instead of finding the lab unchanged.
 - Job.preemptible, and `preempted` as a lease's release reason.
-- `job_finished_by_name`: a job name's last finished runs, for `ordering: size`'s medians.
+- `job_finished_by_name`: a job name's last finished runs, for `ordering: size`'s medians;
+  `lease_host_last_released`: each host's last release, for `host_choice: spread`.
 - OwnerUsage, fair share's host-seconds per owner, kept by a trigger on lease release: it
   decays the owner's total to the release time with the half-life set then and adds the
   lease's host-seconds. Verify and repair jobs and manual reservations count for nobody.
@@ -298,6 +299,14 @@ class Migration(migrations.Migration):
                     ("fair_share_half_life_hours__lte", 8760),
                 ),
                 name="scheduler_settings_half_life_range",
+            ),
+        ),
+        migrations.AddIndex(
+            model_name="lease",
+            index=models.Index(
+                condition=models.Q(("released_at__isnull", False)),
+                fields=["host", "-released_at"],
+                name="lease_host_last_released",
             ),
         ),
         migrations.RunPython(create_triggers, drop_triggers),

@@ -6,14 +6,13 @@ docs/scheduling.md#preemption. The planner decides who is stopped for whom
 
 from __future__ import annotations
 
-from collections import Counter
 from datetime import datetime
 
-from django.db.models import F
+from django.db.models import Case, F, Value, When
 from django.db.models.functions import Greatest
 
 from hosts.audit import SCHEDULER
-from jobs import transitions
+from jobs import selectors, transitions
 from jobs.choices import ACTIVE_JOB_STATUSES, JobKind, JobStatus, ReleaseReason
 from jobs.models import Lease, Suite
 from jobs.scheduling import planner
@@ -90,12 +89,8 @@ def _spare_hosts(suite_ids: set[int]) -> dict[int, int]:
     )
     if not minimums:
         return {}
-    held = Counter(
-        Lease.objects.active()
-        .filter(job__suite_id__in=list(minimums))
-        .values_list("job__suite_id", flat=True)
-    )
-    return {suite_id: held[suite_id] - minimum for suite_id, minimum in minimums.items()}
+    held = selectors.suite_hosts_held(list(minimums))
+    return {suite_id: held.get(suite_id, 0) - minimum for suite_id, minimum in minimums.items()}
 
 
 def _stop(chosen: list[Preemption], *, now: datetime) -> list[dict]:
@@ -127,22 +122,27 @@ def _stop(chosen: list[Preemption], *, now: datetime) -> list[dict]:
         at=now,
         message=said,
     )
-    stopped = []
-    for lease in leases:
-        p = by_job[lease.job_id]
-        message = (
-            f"preempted on {lease.host.hostname} for job {p.job.name} (#{p.job.id}, priority "
-            f"{p.job.priority}); requeued without using a retry"
+    messages = {
+        lease.job_id: (
+            f"preempted on {lease.host.hostname} for job {by_job[lease.job_id].job.name} "
+            f"(#{by_job[lease.job_id].job.id}, priority {by_job[lease.job_id].job.priority}); "
+            "requeued without using a retry"
         )
-        # The lease that ends counted an attempt; preemption takes it back.
-        transitions.move_jobs(
-            [lease.job_id],
-            to=JobStatus.QUEUED,
-            mover=Mover.SCHEDULER,
-            at=now,
-            message=message,
-            attempts=Greatest(F("attempts") - 1, 0),
-        )
-        stopped.append({"job": lease.job.name, "host": lease.host.hostname, "for": p.job.name})
+        for lease in leases
+    }
+    # One UPDATE for every victim, each with its own message. The lease that ends counted an
+    # attempt; preemption takes it back.
+    transitions.move_jobs(
+        list(messages),
+        to=JobStatus.QUEUED,
+        mover=Mover.SCHEDULER,
+        at=now,
+        message=Case(*(When(pk=job_id, then=Value(text)) for job_id, text in messages.items())),
+        attempts=Greatest(F("attempts") - 1, 0),
+    )
+    stopped = [
+        {"job": lease.job.name, "host": lease.host.hostname, "for": by_job[lease.job_id].job.name}
+        for lease in leases
+    ]
     request_tick(f"preemption freed {len(stopped)} host(s)")
     return stopped

@@ -28,9 +28,10 @@ from django.utils import timezone
 from django.utils.functional import cached_property
 
 from hosts.models import Host
+from jobs import selectors
 from jobs.choices import ACTIVE_JOB_STATUSES, JobKind
 from jobs.models import Job, Lease, SchedulerSettings, Suite, decode_labels
-from jobs.scheduling import planner, snapshot
+from jobs.scheduling import planner
 from jobs.scheduling.snapshot import id_list
 from schedsite.counting import RowCount, bounded_count
 
@@ -78,49 +79,18 @@ def queue_head() -> QueueHead:
 
 
 def _policy_head(policy: planner.Policy, now: datetime) -> QueueHead:
-    """The whole queue in the order the tick takes it under a size or aging policy.
-
-    The tick's own snapshot functions and planner order, on every queued job: what the tick
-    would consider, not an approximation of it in SQL.
-    """
-    maintenance = list(
-        Job.objects.queued().exclude(kind=JobKind.TEST).order_by("id").values_list("id", flat=True)
-    )
-    states = snapshot.queued_job_states(policy=policy)
-    suite_ids = {s.suite_id for s in states if s.suite_id is not None}
-    suites = snapshot.suite_states(suite_ids, held=_suites_held(suite_ids))
-    usage = (
-        snapshot.owner_usage(now=now, half_life_hours=policy.fair_share_half_life_hours)
-        if policy.fair_share
-        else {}
-    )
-    order = planner.consideration_order(
-        jobs=states, suites=suites, policy=policy, now=now, usage=usage
-    )
-    quota = planner.quota_candidates(jobs=states, suites=suites, policy=policy, now=now)
+    """The whole queue in the order the tick takes it under a size, aging or fair-share order:
+    the planner's own order on every queued job (selectors.queue_order_ids), not an
+    approximation of it in SQL."""
+    order = selectors.queue_order_ids(policy=policy, now=now)
     return QueueHead(
-        ids=[*maintenance, *order],
-        quota_ids=frozenset(quota),
+        ids=order.ids,
+        quota_ids=order.quota_ids,
         keys=[],
         policy=policy,
         now=now,
         complete=True,
     )
-
-
-def _suites_held(suite_ids: set[int]) -> dict[int, int]:
-    """Hosts each suite's jobs hold through active leases."""
-    if not suite_ids:
-        return {}
-    rows = (
-        Lease.objects.active()
-        .filter(job__suite_id__in=id_list(suite_ids))
-        .order_by()
-        .values("job__suite_id")
-        .annotate(n=Count("pk"))
-        .values_list("job__suite_id", "n")
-    )
-    return dict(rows)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,6 @@ end of the drain, and at the instant submissions stopped, and that no job was lo
 from __future__ import annotations
 
 import argparse
-import logging
 import random
 import statistics
 import sys
@@ -410,17 +409,9 @@ def main() -> None:
     from bench import dbload
 
     shape = Shape(**{name: getattr(args, name) for name, _, _ in SHAPE_OPTIONS})
-    dbload.setup_django(args.db, fresh=True)
+    dbload.setup_simulation(args.db)
     from django.core.management import call_command
-    from django.db import connection
     from django.utils import timezone
-
-    # A throwaway database: waiting for each of the day's commits to reach the disk would
-    # measure the disk, not the loop. One line per tick would bury the report.
-    with connection.cursor() as cursor:
-        cursor.execute("SET synchronous_commit TO off")
-    logging.getLogger("schedsite").setLevel(logging.WARNING)
-    logging.getLogger("django-q").setLevel(logging.WARNING)
 
     results = []
     for seed in args.seeds:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import math
 import os
 import random
@@ -343,16 +342,11 @@ def run_here(shape: Shape, args: argparse.Namespace) -> list[dict]:
     """Every policy × seed in this process, on one throwaway database flushed between runs."""
     from bench import dbload
 
-    dbload.setup_django(args.db, fresh=True)
+    dbload.setup_simulation(args.db)
     from django.core.management import call_command
     from django.db import connection
     from django.utils import timezone
 
-    # A throwaway database: see bench.labday.
-    with connection.cursor() as cursor:
-        cursor.execute("SET synchronous_commit TO off")
-    logging.getLogger("schedsite").setLevel(logging.WARNING)
-    logging.getLogger("django-q").setLevel(logging.WARNING)
     runs = []
     try:
         for seed in args.seeds:

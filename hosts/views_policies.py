@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
+from django.urls import reverse, reverse_lazy
 from django.utils.text import capfirst
 from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
@@ -65,20 +66,10 @@ def save_policy(request: HttpRequest, form: HealthPolicyForm, save: Save) -> tup
         return None, exc.status_code
 
 
-def answer(
-    request: HttpRequest, context: dict[str, Any], *, message: str, ok: bool, status: int
-) -> HttpResponse:
-    """The list's body and a toast with htmx; without, back to the list, or the page at fault."""
-    return form_answer(
-        request,
-        context,
-        fragment=LIST_BODY,
-        page=LIST_PAGE,
-        fallback=reverse("hosts:policy_list"),
-        message=message,
-        ok=ok,
-        status=status,
-    )
+# The page's body and a toast with htmx; without, back to the page, or the page at fault.
+answer = partial(
+    form_answer, fragment=LIST_BODY, page=LIST_PAGE, fallback=reverse_lazy("hosts:policy_list")
+)
 
 
 @ui_login_required

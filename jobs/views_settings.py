@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.urls import reverse
+from django.urls import reverse, reverse_lazy
 from django.utils import timezone
 from django.utils.text import capfirst
 from django.views.decorators.http import require_http_methods
@@ -56,28 +57,18 @@ def refused(request: HttpRequest, form: SchedulerSettingsForm, exc: ServiceError
             "these are the current values. Make your change again if it still applies."
         )
         context = settings_context(request, conflict=message)
-        return answer(request, context, message, ok=False, status=exc.status_code)
+        return answer(request, context, message=message, ok=False, status=exc.status_code)
     # A hidden field (the version) shows nothing: its error goes above the form.
     shown = exc.field in form.fields and not form.fields[exc.field].widget.is_hidden
     form.add_error(exc.field if shown else None, capfirst(exc.message))
     context = settings_context(request, form)
-    return answer(request, context, NOT_SAVED, ok=False, status=exc.status_code)
+    return answer(request, context, message=NOT_SAVED, ok=False, status=exc.status_code)
 
 
-def answer(
-    request: HttpRequest, context: dict[str, Any], message: str, *, ok: bool, status: int
-) -> HttpResponse:
-    """The page's body and a toast with htmx; without, back to the page, or the page at fault."""
-    return form_answer(
-        request,
-        context,
-        fragment=BODY,
-        page=PAGE,
-        fallback=reverse("jobs:scheduler_settings"),
-        message=message,
-        ok=ok,
-        status=status,
-    )
+# The page's body and a toast with htmx; without, back to the page, or the page at fault.
+answer = partial(
+    form_answer, fragment=BODY, page=PAGE, fallback=reverse_lazy("jobs:scheduler_settings")
+)
 
 
 @ui_login_required
@@ -91,7 +82,7 @@ def scheduler_settings(request: HttpRequest) -> HttpResponse:
     form = SchedulerSettingsForm(request.POST)
     if not form.is_valid():
         context = settings_context(request, form)
-        return answer(request, context, NOT_SAVED, ok=False, status=400)
+        return answer(request, context, message=NOT_SAVED, ok=False, status=400)
     try:
         saved = services.update_scheduler_settings(
             request.user,
@@ -105,4 +96,4 @@ def scheduler_settings(request: HttpRequest) -> HttpResponse:
         message = "Nothing to save: the scheduler settings already have these values."
     else:
         message = f"Saved the scheduler settings (version {saved.version})."
-    return answer(request, settings_context(request), message, ok=True, status=200)
+    return answer(request, settings_context(request), message=message, ok=True, status=200)

@@ -160,7 +160,13 @@ def form_answer(
     success, or the page again with the errors next to the fields when it was refused."""
     if ok or getattr(request, "htmx", False):
         return action_response(
-            request, fragment, context, message=message, ok=ok, status=status, fallback=fallback
+            request,
+            fragment,
+            context,
+            message=message,
+            ok=ok,
+            status=status,
+            fallback=str(fallback),
         )
     return render(request, page, context, status=status)
 

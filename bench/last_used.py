@@ -1,7 +1,7 @@
 """What `host_choice: spread` reads each tick: when every host's last lease ended.
 
 Loads 10,000 hosts and a lease history (released leases, `--history` per host on average),
-then times the snapshot's read (`snapshot._hosts_last_used`) against the grouped MAX over the
+then times the snapshot's read (`snapshot.hosts_last_used`) against the grouped MAX over the
 whole history it replaced. min / median of `--repeats`.
 
     python -m bench.last_used --hosts 10000 --history 100 --repeats 5
@@ -68,12 +68,12 @@ def main() -> None:
             )
             return dict(rows)
 
-        assert grouped() == snapshot._hosts_last_used()
+        assert grouped() == snapshot.hosts_last_used()
         result = {
             "cores": os.cpu_count(),
             "hosts": args.hosts,
             "released_leases": args.hosts * args.history,
-            "per_host_probe": _timed(snapshot._hosts_last_used, args.repeats),
+            "per_host_probe": _timed(snapshot.hosts_last_used, args.repeats),
             "grouped_max": _timed(grouped, args.repeats),
         }
     finally:

@@ -274,6 +274,9 @@ LEASE_TTL = env_int("LEASE_TTL", 600)  # seconds a lease lives without a heartbe
 WORKER_OFFLINE_TIMEOUT = env_int("WORKER_OFFLINE_TIMEOUT", 120)  # seconds since last heartbeat
 JOB_DEFAULT_TIMEOUT = env_int("JOB_DEFAULT_TIMEOUT", 3600)  # seconds a job may run
 TICK_HISTORY = env_int("TICK_HISTORY", 2000)  # SchedulerTick rows kept
+# The scheduler keeps the lab it read between ticks and re-reads only the rows the change log
+# names; it reads the whole lab again after this many ticks (docs/performance.md).
+SCHEDULER_WHOLE_READ_EVERY = env_int("SCHEDULER_WHOLE_READ_EVERY", 500)
 TICK_INTERVAL_MINUTES = env_int("TICK_INTERVAL_MINUTES", 1)  # the safety-net schedule
 # A tick request still pending after this long was lost with its cluster: the next one resends it.
 TICK_REQUEST_STALE_SECONDS = env_int("TICK_REQUEST_STALE_SECONDS", 5)

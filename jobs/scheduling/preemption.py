@@ -33,8 +33,10 @@ def preemption_phase(
     preemptible job holds a host; none when it is off.
     """
     policy = snap.policy
+    if not policy.preemption:
+        return []
     waiting = [job for job in snap.jobs if job.id in plan.wait_reasons]
-    if not policy.preemption or not waiting:
+    if not waiting:
         return []
     victims, spare = candidates(exclude_hosts=leased_now)
     if not victims:

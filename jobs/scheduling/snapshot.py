@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import statistics
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -12,9 +11,8 @@ from django.db import connection
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.db.models.expressions import RawSQL
 
-from hosts.choices import HostStatus
 from hosts.models import Host, Worker
-from hosts.querysets import online_cutoff, seen_online, worker_capacity
+from hosts.querysets import online_cutoff
 from jobs.choices import JobKind, JobStatus
 from jobs.models import Job, Lease, OwnerUsage, Suite, decode_labels
 from jobs.scheduling import planner
@@ -35,97 +33,6 @@ class Snapshot:
     usage: dict[int, float] = field(default_factory=dict)  # owner -> host-seconds (fair share)
     hosts_by_id: dict[int, planner.HostState] = field(default_factory=dict)
     jobs_by_id: dict[int, planner.JobState] = field(default_factory=dict)
-
-
-def scheduler_snapshot(
-    *,
-    now: datetime,
-    policy: planner.Policy = planner.DEFAULT_POLICY,
-    with_sizes: bool = False,
-    with_last_used: bool = False,
-    with_usage: bool = False,
-) -> Snapshot:
-    """Read hosts, queued jobs and suites as plain planner data.
-
-    Every host, schedulable or not, with the facts the planner's `host_is_schedulable`
-    decides on: a pinned job's wait reason names what keeps its host from it. What only a
-    policy needs is read only under it: job sizes for `size` and `dynsize`, when each host was
-    last used for `spread`, owners' usage for fair share (`with_sizes`, `with_last_used`,
-    `with_usage`: read them anyway, for a what-if plan under other settings). Workers with a
-    capacity come with the jobs each runs now.
-    """
-    workers: dict[int, tuple[str, bool, bool]] = {}  # id -> (name, paused, offline)
-    limits: dict[int, int] = {}  # worker id -> capacity, for the workers that have one
-    for wid, name, paused, last_seen, max_jobs, concurrency in Worker.objects.values_list(
-        "id", "name", "paused", "last_seen", "max_jobs", "runner_concurrency"
-    ):
-        workers[wid] = (name, paused, not seen_online(last_seen, now))
-        limit = worker_capacity(max_jobs, concurrency)
-        if limit is not None:
-            limits[wid] = limit
-    labels: dict[int, set[str]] = {}
-    for host_id, name in Host.labels.through.objects.values_list("host_id", "label__name"):
-        labels.setdefault(host_id, set()).add(name)
-    lease_rows = list(
-        Lease.objects.active().values_list("host_id", "job_id", "job__priority", "job__suite_id")
-    )
-    leased = {host_id: (job_id, prio) for host_id, job_id, prio, _suite in lease_rows}
-    held = Counter(suite_id for _h, _j, _p, suite_id in lease_rows if suite_id is not None)
-    last_used = _hosts_last_used() if with_last_used or policy.host_choice == "spread" else {}
-
-    # Hosts of one class share one frozenset: less memory, and the planner's dict lookups
-    # on label sets compare by identity first.
-    label_sets: dict[frozenset[str], frozenset[str]] = {}
-    hosts: list[planner.HostState] = []
-    running: Counter[int] = Counter()  # worker id -> hosts a job lease holds
-    for hid, hostname, status, locked, lock_reason, build, worker_id in Host.objects.values_list(
-        "id", "hostname", "status", "locked", "lock_reason", "current_build", "worker_id"
-    ):
-        worker, paused, offline = workers.get(worker_id, ("", False, False))
-        lease = leased.get(hid)
-        if lease and lease[0] is not None and worker_id is not None:
-            running[worker_id] += 1  # a manual reservation runs nothing on the runner
-        host_labels = frozenset(labels.get(hid, ()))
-        hosts.append(
-            planner.HostState(
-                id=hid,
-                hostname=hostname,
-                labels=label_sets.setdefault(host_labels, host_labels),
-                current_build=build,
-                ready=status == HostStatus.READY,
-                locked=locked,
-                lock_reason=lock_reason,
-                worker_paused=paused,
-                worker_offline=offline,
-                leased=lease is not None,
-                lease_priority=lease[1] if lease and lease[0] is not None else None,
-                worker=worker,
-                last_used=last_used.get(hid),
-            )
-        )
-
-    jobs = queued_job_states(ready_at=now, policy=policy, with_sizes=with_sizes)
-    suites = suite_states({j.suite_id for j in jobs if j.suite_id is not None}, held=held)
-    return Snapshot(
-        hosts=hosts,
-        jobs=jobs,
-        suites=suites,
-        policy=policy,
-        now=now,
-        usage=(
-            owner_usage(now=now, half_life_hours=policy.fair_share_half_life_hours)
-            if policy.fair_share or with_usage
-            else {}
-        ),
-        workers={
-            workers[wid][0]: planner.WorkerLoad(limit=limit, running=running[wid])
-            for wid, limit in limits.items()
-        },
-        suite_names={suite.id: suite.name for suite in suites},
-        leased_count=len(lease_rows),
-        hosts_by_id={h.id: h for h in hosts},
-        jobs_by_id={j.id: j for j in jobs},
-    )
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -171,9 +78,9 @@ def queued_job_states(
     queued = Job.objects.queued().filter(kind=JobKind.TEST)
     if ready_at is not None:
         queued = queued.exclude(not_before__gt=ready_at)
-    avoid = _failed_hosts_of_queued_jobs()
+    avoid = failed_hosts_of_queued_jobs()
     sized = with_sizes or policy.ordering != "fifo"
-    queued, fields, moment, seconds = _job_columns(queued, sized=sized)
+    queued, fields, moment, seconds = job_columns(queued, sized=sized)
     moments: dict[object, datetime] = {}  # one datetime per distinct submission time
     rows = queued.values_list(*fields)
     medians: dict[str, float] = {}
@@ -214,8 +121,8 @@ def queued_job_states(
     return jobs
 
 
-def _job_columns(
-    queued: QuerySet[Job], *, sized: bool
+def job_columns(
+    queued: QuerySet[Job], *, sized: bool, with_not_before: bool = False
 ) -> tuple[
     QuerySet[Job], list[str], Callable[[object], datetime], Callable[[object], float | None]
 ]:
@@ -231,6 +138,8 @@ def _job_columns(
         fields.append("submitted_at")
         if sized:
             fields.append("estimated_duration")
+        if with_not_before:
+            fields.append("not_before")
         return queued, fields, lambda at: at, lambda d: d.total_seconds() if d else None  # type: ignore[attr-defined,return-value]
     table = Job._meta.db_table
     epoch_us = RawSQL(f'(EXTRACT(EPOCH FROM "{table}"."submitted_at") * 1000000)::bigint', ())
@@ -240,6 +149,10 @@ def _job_columns(
         estimate = RawSQL(f'EXTRACT(EPOCH FROM "{table}"."estimated_duration")::float', ())
         queued = queued.annotate(estimate_s=estimate)
         fields.append("estimate_s")
+    if with_not_before:
+        not_before = RawSQL(f'(EXTRACT(EPOCH FROM "{table}"."not_before") * 1000000)::bigint', ())
+        queued = queued.annotate(not_before_us=not_before)
+        fields.append("not_before_us")
     return (
         queued,
         fields,
@@ -302,19 +215,21 @@ def owner_usage(*, now: datetime, half_life_hours: int) -> dict[int, float]:
     return usage
 
 
-def _hosts_last_used() -> dict[int, datetime]:
-    """When each host's last lease ended, for `host_choice: spread`: one query, one probe of
-    the index `lease_host_last_released` per host, whatever the lease history's length."""
+def hosts_last_used(ids: Iterable[int] | None = None) -> dict[int, datetime]:
+    """When each host's (or these hosts') last lease ended, for `host_choice: spread`: one
+    query, one probe of the index `lease_host_last_released` per host, whatever the lease
+    history's length."""
     last = (
         Lease.objects.filter(host=OuterRef("pk"), released_at__isnull=False)
         .order_by("-released_at")
         .values("released_at")[:1]
     )
-    rows = Host.objects.annotate(last=Subquery(last)).values_list("pk", "last")
+    hosts = Host.objects.order_by() if ids is None else Host.objects.filter(pk__in=id_list(ids))
+    rows = hosts.annotate(last=Subquery(last)).values_list("pk", "last")
     return {host_id: at for host_id, at in rows if at is not None}
 
 
-def _failed_hosts_of_queued_jobs() -> dict[int, frozenset[int]]:
+def failed_hosts_of_queued_jobs() -> dict[int, frozenset[int]]:
     """The hosts each queued (retried) job failed on before, by job id."""
     failed: dict[int, set[int]] = {}
     rows = Lease.objects.filter(host_failed=True, job__status=JobStatus.QUEUED).values_list(
@@ -348,6 +263,19 @@ class LabChanges:
 
     written: bool  # a statement wrote what the plan reads since the last tick looked
     fingerprint: str  # what changes with no write at all: workers going offline, backoffs ending
+    # Per logged table, the rows its statements named (host ids for a host's labels and
+    # leases); None where one named none (a TRUNCATE, a label, a suite: re-read it whole).
+    changed: Mapping[str, frozenset[int] | None] = field(default_factory=dict)
+
+    def then(self, later: LabChanges) -> LabChanges:
+        """These changes and those taken `later` in the same tick, with this fingerprint."""
+        changed = dict(self.changed)
+        for source, rows in later.changed.items():
+            before = changed.get(source, frozenset())
+            changed[source] = None if rows is None or before is None else before | rows
+        return LabChanges(
+            written=self.written or later.written, fingerprint=self.fingerprint, changed=changed
+        )
 
 
 def lab_changes(*, now: datetime) -> LabChanges | None:
@@ -359,7 +287,8 @@ def lab_changes(*, now: datetime) -> LabChanges | None:
     The tick takes the log's rows with one DELETE: each row is either committed before the
     DELETE (taken now, and its write is visible to the snapshot read after it) or committed
     later (left for the next tick, which plans again). So a write can at worst make an
-    unneeded plan, never hide a change. Heartbeats write none of these.
+    unneeded plan, never hide a change. Heartbeats write none of these. Each row names the
+    rows its statement changed, so that the tick re-reads only those (labstate.LabState).
 
     Two things change with no write: a worker going offline (runners heartbeat their worker
     every few seconds, so workers are compared by content: paused, online at this tick's
@@ -371,18 +300,28 @@ def lab_changes(*, now: datetime) -> LabChanges | None:
         return None
     job = Job._meta.db_table
     sql = (
-        f"WITH taken AS (DELETE FROM {LAB_CHANGE_TABLE} RETURNING 1) "
-        "SELECT (SELECT count(*) FROM taken), md5(concat_ws('|', "
+        f"WITH taken AS (DELETE FROM {LAB_CHANGE_TABLE} RETURNING source, ids), "
+        "by_source AS (SELECT source, bool_or(ids IS NULL) AS whole, "
+        "array_agg(DISTINCT x) FILTER (WHERE x IS NOT NULL) AS named "
+        "FROM taken LEFT JOIN LATERAL unnest(taken.ids) AS x ON true GROUP BY source) "
+        "SELECT b.source, b.whole, b.named, f.digest FROM (SELECT md5(concat_ws('|', "
         f"(SELECT count(*) FROM {job} WHERE status = 'queued' AND not_before > %s), "
         "(SELECT count(*) || ':' || coalesce(sum(hashint8extended(t.id, t.paused::int * 2 + "
         "(t.last_seen IS NOT NULL AND t.last_seen >= %s)::int + 4 * hashtext("
         "coalesce(t.max_jobs, -1) || '/' || coalesce(t.runner_concurrency, -1))::bigint)), 0) "
-        f"FROM {Worker._meta.db_table} t)))"
+        f"FROM {Worker._meta.db_table} t))) AS digest) f LEFT JOIN by_source b ON true"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [now, online_cutoff(now)])
-        taken, value = cursor.fetchone()
-    return LabChanges(written=taken > 0, fingerprint=f"{FINGERPRINT_VERSION}:{value}")
+        rows = cursor.fetchall()
+    changed = {
+        source: None if whole else frozenset(named or ())
+        for source, whole, named, _digest in rows
+        if source is not None
+    }
+    return LabChanges(
+        written=bool(changed), fingerprint=f"{FINGERPRINT_VERSION}:{rows[0][3]}", changed=changed
+    )
 
 
 def job_state(job: Job) -> planner.JobState:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
+from operator import attrgetter
 
 from django.conf import settings
 from django.db import IntegrityError, OperationalError, connection, transaction
@@ -21,7 +23,7 @@ from hosts.models import Host, HostEvent
 from jobs import selectors, transitions
 from jobs.choices import JobKind, JobStatus
 from jobs.models import IdempotencyKey, Job, SchedulerSettings, SchedulerTick
-from jobs.scheduling import leasing, planner, snapshot
+from jobs.scheduling import labstate, leasing, planner, snapshot
 from jobs.scheduling.expiry import job_timeout_overdue, lease_expire_overdue
 from jobs.scheduling.fanout import fanout_phase
 from jobs.scheduling.maintenance import maintenance_phase
@@ -52,6 +54,9 @@ class TickSummary:
     # Jobs stopped for higher ones (docs/scheduling.md#preemption): {"job", "host", "for"}
     preempted: list[dict] = field(default_factory=list)
     unchanged: bool = False  # nothing had changed since the previous tick: its plan stands
+    # It refreshed the lab the previous tick read by the rows the change log named, instead of
+    # reading it whole (jobs/scheduling/labstate.py).
+    refreshed: bool = False
 
     def as_dict(self) -> dict:
         data = asdict(self)
@@ -151,6 +156,8 @@ def _log_tick(summary: TickSummary, *, trigger: str) -> None:
 
 def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
     start = time.perf_counter()
+    # This process's lab from its last tick; a tick that rolls back does not give it back.
+    state = labstate.take()
     with transaction.atomic():
         _acquire_tick_lock()
         now = now or timezone.now()
@@ -165,11 +172,25 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
         if changes is None or changes.written:
             # It reads hosts, their labels and fan-out jobs, all in the change log: with nothing
             # written since the last tick it would find nothing to do.
-            fanout_phase(now=now)
-        elif _tick_unchanged(summary, fingerprint=fingerprint, trigger=trigger, start=start):
-            return summary
+            fanout = fanout_phase(now=now)
+            if changes is not None and (fanout.added or fanout.skipped):
+                changes = changes.then(snapshot.lab_changes(now=now))  # the jobs it wrote
+        else:
+            previous = _tick_unchanged(
+                summary, fingerprint=fingerprint, trigger=trigger, start=start
+            )
+            if previous is not None:
+                if state is not None and state.tick_id == previous:
+                    _keep_on_commit(state, summary)
+                return summary
         policy = SchedulerSettings.load().policy()
-        snap = snapshot.scheduler_snapshot(now=now, policy=policy)
+        if changes is None:  # no change log (SQLite): every tick reads the lab whole
+            snap = labstate.scheduler_snapshot(now=now, policy=policy)
+        else:
+            state, summary.refreshed = labstate.for_tick(
+                state, changes.changed, now=now, policy=policy
+            )
+            snap = state.snapshot(now=now, policy=policy)
         plan_start = time.perf_counter()
         result = planner.plan(
             hosts=snap.hosts,
@@ -195,7 +216,7 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
         reasons = _reasons_by_class(result)
         summary.duration_ms = (time.perf_counter() - start) * 1000
         queued_after = len(snap.jobs) - len(made)
-        oldest = min((j.submitted_at for j in snap.jobs), default=None)
+        oldest = min(map(attrgetter("submitted_at"), snap.jobs), default=None)
         # The snapshot's schedulable hosts (one rule with Host.objects.schedulable) less those
         # the plan just leased: the lab as this tick leaves it.
         capacity = _lab_capacity(schedulable=summary.hosts_free - len(made))
@@ -214,19 +235,30 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
             wait_reasons=reasons,
             **capacity,
         )
+        if changes is not None:
+            _keep_on_commit(state, summary)
         fault_point("tick.before_commit")
     return summary
 
 
-def _tick_unchanged(summary: TickSummary, *, fingerprint: str, trigger: str, start: float) -> bool:
-    """Record a tick that keeps the previous plan if the lab is unchanged; True if it did."""
+def _keep_on_commit(state: labstate.LabState, summary: TickSummary) -> None:
+    """Keep the lab this tick read for the next one, if and once the tick commits."""
+    assert summary.tick_id is not None
+    transaction.on_commit(functools.partial(labstate.keep, state, tick_id=summary.tick_id))
+
+
+def _tick_unchanged(
+    summary: TickSummary, *, fingerprint: str, trigger: str, start: float
+) -> int | None:
+    """Record a tick that keeps the previous plan if the lab is unchanged; return that plan's
+    tick id if it did, None if the lab must be planned."""
     if summary.expired or summary.timed_out or summary.jobs_expired or summary.leases:
-        return False
+        return None
     previous = SchedulerTick.objects.defer("wait_reasons").order_by("-id").first()
     if previous is None or previous.fingerprint != fingerprint:
-        return False
+        return None
     if previous.hosts_schedulable is None:
-        return False  # recorded before ticks counted the lab's capacity: nothing to copy
+        return None  # recorded before ticks counted the lab's capacity: nothing to copy
     # The planner is a pure function of what the digest covers, so it would return the same
     # plan, and that plan leased nothing (a lease changes the digest). The previous tick's
     # counts and wait reasons therefore still describe the lab: copy them. The reasons are
@@ -257,7 +289,7 @@ def _tick_unchanged(summary: TickSummary, *, fingerprint: str, trigger: str, sta
         unchanged=True,
         **capacity,
     )
-    return True
+    return previous.pk
 
 
 def _record(summary: TickSummary, *, trigger: str, fingerprint: str, **fields: object) -> None:

@@ -14,9 +14,10 @@ from datetime import datetime
 
 from jobs.models import Job, SchedulerSettings, Suite
 from jobs.scheduling import planner
+from jobs.scheduling.labstate import scheduler_snapshot
 from jobs.scheduling.planner.preemption import Preemption, Victim, preemptions
 from jobs.scheduling.preemption import candidates
-from jobs.scheduling.snapshot import Snapshot, run_time_medians, scheduler_snapshot
+from jobs.scheduling.snapshot import Snapshot, run_time_medians
 
 # The proposed suite and its jobs have no ids yet: negative ids keep them apart from every
 # saved row in the planner's dicts, and the answer names them by their index instead. The

@@ -14,7 +14,7 @@ from hosts.models import Host, Worker
 from jobs import selectors
 from jobs.choices import JobStatus, ReleaseReason
 from jobs.models import Job, Lease
-from jobs.scheduling import snapshot
+from jobs.scheduling import labstate
 from jobs.scheduling.planner import host_is_schedulable
 
 pytestmark = pytest.mark.django_db
@@ -97,7 +97,7 @@ def test_every_reader_of_the_schedulable_rule_gives_the_same_answer(
     # The SQL rule: counts, filters and the tick's re-check under lock.
     assert Host.objects.schedulable(now).filter(pk=host.pk).exists() is expected
     # The planner's rule, on the facts the tick's snapshot reads.
-    assert snapshot.scheduler_snapshot(now=now).hosts_by_id[host.pk].schedulable is expected
+    assert labstate.scheduler_snapshot(now=now).hosts_by_id[host.pk].schedulable is expected
     # The API's `schedulable` field.
     host = Host.objects.select_related("worker").get(pk=host.pk)
     assert HostSerializer(context={"now": now}).get_schedulable(host) is expected

@@ -9,10 +9,11 @@ runs them in turn.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
+from operator import attrgetter
 
-from jobs.scheduling.planner.explanations import Explainer, explain_waits
+from jobs.scheduling.planner.explanations import Explainer, WaitReasons, explain_waits
 from jobs.scheduling.planner.matching import Matching, assign_hosts, job_classes
 from jobs.scheduling.planner.ordering import (
     DEFAULT_POLICY,
@@ -41,6 +42,8 @@ from jobs.scheduling.planner.types import (
     WorkerLoad,
     host_is_schedulable,
 )
+
+_LABELS, _PIN, _SUITE = attrgetter("labels"), attrgetter("pinned_host_id"), attrgetter("suite_id")
 
 # This package must never import Django: the property tests, the benchmarks and any
 # what-if simulator run it on plain data.
@@ -103,19 +106,22 @@ def plan(
         worker_busy=busy,
     )
 
-    class_ids, job_class = job_classes(jobs, matching)
+    # One pass over the queue: the jobs of each (labels, pin, suite), in order of first
+    # appearance. Jobs alike in these are alike to the matching and to the wait reasons, so
+    # the rest of the plan works per class and touches single jobs only as it leases them.
+    alike = Counter(zip(map(_LABELS, jobs), map(_PIN, jobs), map(_SUITE, jobs), strict=True))
+    class_ids = job_classes(alike, matching)
     build_of = {suite.id: suite.build for suite in suites}
     # Hosts each capped suite may still take this tick; held hosts count against the cap.
     room = {s.id: s.max_duts - s.held for s in suites if s.max_duts is not None}
     leased: list[tuple[JobState, int, str]] = []  # (job, job class, build), in lease order
     leased_ids: set[int] = set()
 
-    def lease(job: JobState) -> bool:
+    def lease(job: JobState, j: int) -> bool:
         """Keep the job if it can be matched together with every job kept so far."""
         left = room.get(job.suite_id)
         if left is not None and left <= 0:
             return False
-        j = job_class[job.id]
         build = build_of.get(job.suite_id, "")
         if not matching.add(j, build):
             return False
@@ -125,16 +131,7 @@ def plan(
         leased_ids.add(job.id)
         return True
 
-    by_suite = jobs_by_suite(jobs)
-    for suite in quota_suites(suites, policy, now):
-        # The quota counts hosts actually leased, not jobs tried: a job no host can take must
-        # not use up the suite's minimum, its next job may fit (Autotest's min-DUT rule).
-        need = suite.min_duts - suite.held
-        for job in by_suite.get(suite.id, ()):
-            if not need or not matching.free or room.get(suite.id, 1) <= 0:
-                break
-            if lease(job):
-                need -= 1
+    _quota_phase(quota_suites(suites, policy, now), jobs, matching, room, class_ids, lease)
 
     dead = matching.dead
     for job in main_phase_order(jobs, policy, now, usage):
@@ -142,8 +139,9 @@ def plan(
             break  # every schedulable host is leased: the rest can only wait
         # A dead class cannot take a host for the rest of the tick (see Matching.add), so its
         # jobs are skipped without a call; in a full lab that is nearly every job.
-        if job.id not in leased_ids and not dead[job_class[job.id]]:
-            lease(job)
+        j = class_ids[job.labels, job.pinned_host_id]
+        if not dead[j] and job.id not in leased_ids:
+            lease(job, j)
 
     assignments = assign_hosts(matching, leased, hosts_by_id)
 
@@ -152,14 +150,41 @@ def plan(
         for name, started in matching.at_capacity().items()
     }
     leased_hosts = frozenset(a.host_id for a in assignments)
-    explainer = Explainer(hosts, matching, suite_by_id, room, full, leased_hosts)
-    waiting = [job for job in jobs if job.id not in leased_ids]
-    wait_reasons, by_class = explain_waits(waiting, job_class, explainer)
+    explainer = Explainer(hosts_by_id, matching, suite_by_id, room, full, leased_hosts)
+    for job, _j, _build in leased:
+        alike[job.labels, job.pinned_host_id, job.suite_id] -= 1
+    waiting = [key for key, count in alike.items() if count > 0]
+    by_class = explain_waits(waiting, class_ids, explainer)
 
     labels_keys = {j: labels_key_of(labels) for (labels, _pin), j in class_ids.items()}
     class_reasons = {
         class_key_from(labels_keys[j], matching.pinned[j], suite_id): reason
         for (j, suite_id), reason in by_class.items()
     }
+    wait_reasons = WaitReasons(jobs, leased_ids, class_ids, by_class)
 
     return Plan(assignments=assignments, wait_reasons=wait_reasons, class_reasons=class_reasons)
+
+
+def _quota_phase(
+    short: list[SuiteState],
+    jobs: list[JobState],
+    matching: Matching,
+    room: Mapping[int, int],
+    class_ids: Mapping[tuple[frozenset[str], int | None], int],
+    lease: Callable[[JobState, int], bool],
+) -> None:
+    """Lease each suite short of its min_duts its first jobs (by id) that fit, up to it."""
+    if not short:
+        return
+    short_ids = {suite.id for suite in short}
+    by_suite = jobs_by_suite(job for job in jobs if job.suite_id in short_ids)
+    for suite in short:
+        # The quota counts hosts actually leased, not jobs tried: a job no host can take must
+        # not use up the suite's minimum, its next job may fit (Autotest's min-DUT rule).
+        need = suite.min_duts - suite.held
+        for job in by_suite.get(suite.id, ()):
+            if not need or not matching.free or room.get(suite.id, 1) <= 0:
+                break
+            if lease(job, class_ids[job.labels, job.pinned_host_id]):
+                need -= 1

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
 from jobs.scheduling.planner.matching import Matching, bit_indexes
@@ -142,7 +142,7 @@ class Explainer:
 
     def __init__(
         self,
-        hosts: Sequence[HostState],
+        hosts_by_id: Mapping[int, HostState],
         matching: Matching,
         suite_by_id: Mapping[int, SuiteState],
         room: Mapping[int, int],
@@ -153,9 +153,9 @@ class Explainer:
         self.suite_by_id = suite_by_id
         self.room = room  # hosts each capped suite could still take after this tick
         self.capacity = _Capacity(full, leased_hosts)
-        self.hosts_by_id = {host.id: host for host in hosts}
+        self.hosts_by_id = hosts_by_id
         tallies: dict[frozenset[str], _Tally] = defaultdict(lambda: _Tally(self.capacity))
-        for host in hosts:
+        for host in hosts_by_id.values():
             tallies[host.labels].add(host)
         self.groups = list(tallies.items())
         self.group_bits: dict[str, int] = defaultdict(int)  # label -> groups carrying it
@@ -166,22 +166,23 @@ class Explainer:
         self.availability_of: dict[int, WaitReason] = {}  # per job class
         self.suite_full_of: dict[int, WaitReason] = {}  # per suite
 
-    def explain(self, job: JobState, j: int) -> WaitReason:
-        """Return the reason a job of class j still waits; equal for its whole class."""
+    def explain(
+        self, labels: frozenset[str], pinned_host_id: int | None, suite_id: int | None, j: int
+    ) -> WaitReason:
+        """Return the reason the jobs of class j (these labels and pin) in a suite still wait."""
         # Order matters: a job no host could ever take says so first; then the suite cap, which
         # blocks it whatever the hosts do; then the state of the matching hosts.
         if j not in self.structural_of:
-            self.structural_of[j] = self.structural(job)
+            self.structural_of[j] = self.structural(labels, pinned_host_id)
         reason = self.structural_of[j]
         if reason is not None:
             return reason
-        suite_id = job.suite_id
         if suite_id is not None and self.room.get(suite_id, 1) <= 0:
             if suite_id not in self.suite_full_of:
                 self.suite_full_of[suite_id] = self.suite_full(self.suite_by_id[suite_id])
             return self.suite_full_of[suite_id]
         if j not in self.availability_of:
-            self.availability_of[j] = self.availability(job, j)
+            self.availability_of[j] = self.availability(labels, pinned_host_id, j)
         return self.availability_of[j]
 
     def suite_full(self, suite: SuiteState) -> WaitReason:
@@ -193,17 +194,17 @@ class Explainer:
             {"suite": suite.name, "suite_id": suite.id, "held": holds, "max_duts": suite.max_duts},
         )
 
-    def structural(self, job: JobState) -> WaitReason | None:
-        """Return the reason no host could ever take the job as it stands, if there is one."""
-        if job.pinned_host_id is not None:
-            host = self.hosts_by_id.get(job.pinned_host_id)
+    def structural(self, labels: frozenset[str], pinned_host_id: int | None) -> WaitReason | None:
+        """Return the reason no host could ever take such a job as it stands, if there is one."""
+        if pinned_host_id is not None:
+            host = self.hosts_by_id.get(pinned_host_id)
             if host is None:
                 return WaitReason(
                     "pinned_host_missing",
-                    f"Pinned host #{job.pinned_host_id} does not exist",
-                    {"host_id": job.pinned_host_id},
+                    f"Pinned host #{pinned_host_id} does not exist",
+                    {"host_id": pinned_host_id},
                 )
-            missing = sorted(job.labels - host.labels)
+            missing = sorted(labels - host.labels)
             if missing:
                 return WaitReason(
                     "pinned_host_lacks_labels",
@@ -212,19 +213,17 @@ class Explainer:
                     {"host": host.hostname, "missing_labels": missing},
                 )
             return None
-        if self.tally(job.labels).total:
+        if self.tally(labels).total:
             return None
-        missing = sorted(label for label in job.labels if label not in self.group_bits)
-        labels = sorted(job.labels)
-        if not labels:
+        missing = sorted(label for label in labels if label not in self.group_bits)
+        names = sorted(labels)
+        if not names:
             message = "The lab has no hosts"
         elif missing:
             message = f"No host has {'label' if len(missing) == 1 else 'labels'} {_names(missing)}"
         else:
-            message = f"No host has all of {_names(labels)} together"
-        return WaitReason(
-            "no_matching_host", message, {"labels": labels, "missing_labels": missing}
-        )
+            message = f"No host has all of {_names(names)} together"
+        return WaitReason("no_matching_host", message, {"labels": names, "missing_labels": missing})
 
     def tally(self, labels: frozenset[str]) -> _Tally:
         """Count every host (usable or not) carrying all the labels, by state."""
@@ -236,11 +235,13 @@ class Explainer:
             total.merge(self.groups[g][1])
         return total
 
-    def availability(self, job: JobState, j: int) -> WaitReason:
-        """Return why hosts that could take the job did not (busy, locked, ... or outranked)."""
-        if job.pinned_host_id is not None:
-            return self._pinned(self.hosts_by_id[job.pinned_host_id])
-        tally = self.tally(job.labels)
+    def availability(
+        self, labels: frozenset[str], pinned_host_id: int | None, j: int
+    ) -> WaitReason:
+        """Return why hosts that could take such a job did not (busy, locked, ... or outranked)."""
+        if pinned_host_id is not None:
+            return self._pinned(self.hosts_by_id[pinned_host_id])
+        tally = self.tally(labels)
         if not tally.counts["free"]:
             message = tally.say(
                 tally.total,
@@ -304,15 +305,54 @@ class Explainer:
 
 
 def explain_waits(
-    waiting: Iterable[JobState], job_class: Mapping[int, int], explainer: Explainer
-) -> tuple[dict[int, WaitReason], dict[tuple[int, int | None], WaitReason]]:
-    """Say why each waiting job waits; jobs of one class in one suite share one reason."""
+    waiting: Iterable[tuple[frozenset[str], int | None, int | None]],
+    class_ids: Mapping[tuple[frozenset[str], int | None], int],
+    explainer: Explainer,
+) -> dict[tuple[int, int | None], WaitReason]:
+    """Say why the jobs of each waiting (labels, pin, suite) wait: one reason per class, suite."""
     by_class: dict[tuple[int, int | None], WaitReason] = {}
-    wait_reasons: dict[int, WaitReason] = {}
-    for job in waiting:
-        key = (job_class[job.id], job.suite_id)
-        reason = by_class.get(key)
-        if reason is None:
-            reason = by_class[key] = explainer.explain(job, key[0])
-        wait_reasons[job.id] = reason
-    return wait_reasons, by_class
+    for labels, pin, suite_id in waiting:
+        j = class_ids[labels, pin]
+        by_class[j, suite_id] = explainer.explain(labels, pin, suite_id, j)
+    return by_class
+
+
+class WaitReasons(Mapping[int, WaitReason]):
+    """Each waiting job's reason, its class's, looked up when asked (job id -> reason).
+
+    A tick stores the reasons per class; only the what-if plans and preemption ask per job, so
+    the job index is built on first use, not on every tick.
+    """
+
+    def __init__(
+        self,
+        jobs: Sequence[JobState],
+        leased: Set[int],
+        class_ids: Mapping[tuple[frozenset[str], int | None], int],
+        by_class: Mapping[tuple[int, int | None], WaitReason],
+    ) -> None:
+        self._jobs, self._leased, self._class_ids, self._by_class = (
+            jobs,
+            leased,
+            class_ids,
+            by_class,
+        )
+        self._waiting: dict[int, JobState] | None = None
+
+    def _index(self) -> dict[int, JobState]:
+        if self._waiting is None:
+            self._waiting = {job.id: job for job in self._jobs if job.id not in self._leased}
+        return self._waiting
+
+    def __getitem__(self, job_id: int) -> WaitReason:
+        job = self._index()[job_id]
+        return self._by_class[self._class_ids[job.labels, job.pinned_host_id], job.suite_id]
+
+    def __contains__(self, job_id: object) -> bool:
+        return job_id in self._index()
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._index())
+
+    def __len__(self) -> int:
+        return len(self._index())

@@ -391,15 +391,15 @@ def _place_on_builds(
 
 
 def job_classes(
-    jobs: Iterable[JobState], matching: Matching
-) -> tuple[dict[tuple[frozenset[str], int | None], int], dict[int, int]]:
-    """Give jobs that need the same hosts (labels and pin) one job class of the matching."""
+    alike: Iterable[tuple[frozenset[str], int | None, int | None]], matching: Matching
+) -> dict[tuple[frozenset[str], int | None], int]:
+    """Give jobs that need the same hosts (labels and pin) one job class of the matching.
+
+    `alike`: each (labels, pin, suite) of the queue, in order of first appearance; classes are
+    numbered in that order.
+    """
     class_ids: dict[tuple[frozenset[str], int | None], int] = {}
-    job_class: dict[int, int] = {}
-    for job in jobs:
-        key = (job.labels, job.pinned_host_id)
-        j = class_ids.get(key)
-        if j is None:
-            j = class_ids[key] = matching.job_class(*key)
-        job_class[job.id] = j
-    return class_ids, job_class
+    for labels, pin, _suite in alike:
+        if (labels, pin) not in class_ids:
+            class_ids[labels, pin] = matching.job_class(labels, pin)
+    return class_ids

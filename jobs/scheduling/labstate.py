@@ -1,0 +1,431 @@
+"""The lab as the scheduler last read it, kept in its process and refreshed from the change log.
+
+A tick at 100,000 queued jobs spent most of its time reading every queued job and every host
+again although a handful had changed. `LabState` holds what the planner reads — every host
+with its labels and active lease, every queued test job, the workers — as planner values. A
+whole read builds it (`LabState.read`); after that, a tick applies the rows the change log
+names (`refresh`) and reads only those. The database stays the source of truth: the state is
+only used by the process that wrote the previous tick, and is read whole again on start, after
+another process ticked, after a tick rolled back, when the log cannot say which rows changed,
+and every `SCHEDULER_WHOLE_READ_EVERY` ticks (docs/performance.md#the-incremental-tick).
+`snapshot.scheduler_snapshot` is the whole read, and the reference the tests compare with.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from datetime import datetime
+
+from django.conf import settings
+from django.db import connection
+
+from hosts.choices import HostStatus
+from hosts.models import Host, Worker
+from hosts.querysets import seen_online, worker_capacity
+from jobs.choices import JobKind
+from jobs.models import Job, Lease, SchedulerTick, decode_labels
+from jobs.scheduling import planner
+from jobs.scheduling.snapshot import (
+    Snapshot,
+    failed_hosts_of_queued_jobs,
+    hosts_last_used,
+    id_list,
+    job_columns,
+    owner_usage,
+    run_time_medians,
+    suite_states,
+)
+
+# The tables whose log rows name what changed (jobs/migrations/0007_lab_change_ids.py).
+HOSTS, HOST_LABELS, JOBS, LEASES = "hosts_host", "hosts_host_labels", "jobs_job", "jobs_lease"
+# A label renamed or deleted changes the hosts that carry it, and its log row names none.
+LABELS = "hosts_label"
+
+_HostRow = tuple[str, str, bool, str, str, int | None, frozenset[str]]  # hostname … labels
+_Lease = tuple[int | None, int | None, int | None]  # job, its priority, its suite (None: reserved)
+
+
+class LabState:
+    """Hosts, workers and queued test jobs as planner values, refreshable by row."""
+
+    def __init__(self, *, with_last_used: bool) -> None:
+        self.tick_id: int | None = None  # the tick whose snapshot this is, once it committed
+        self.refreshes = 0  # ticks refreshed by row since the last whole read
+        self.with_last_used = with_last_used  # keeps each host's last release (spread)
+        self.workers: dict[int, tuple[str, bool, bool]] = {}  # id -> name, paused, offline
+        self.limits: dict[int, int] = {}  # worker id -> capacity, for those that have one
+        self.rows: dict[int, _HostRow] = {}
+        self.leases: dict[int, _Lease] = {}  # host id -> its active lease
+        self.host_of_job: dict[int, int] = {}  # job id -> the host its active lease is on
+        self.last_used: dict[int, datetime] = {}
+        self.hosts: dict[int, planner.HostState] = {}  # by hostname, as the whole read
+        self.hosts_of_worker: dict[int | None, set[int]] = {}
+        self.jobs: dict[int, planner.JobState] = {}  # queued test jobs a tick may lease, by id
+        self.backoff: dict[int, tuple[planner.JobState, datetime]] = {}  # and their not_before
+        self.estimates: dict[int, float] = {}  # job id -> estimated seconds, where set
+        self.avoid: dict[int, frozenset[int]] = {}
+        self.suite_jobs: Counter[int] = Counter()  # suite id -> its jobs in `jobs`
+        self._labels: dict[frozenset[str], frozenset[str]] = {}  # one frozenset per label set
+        self._label_keys: dict[str, frozenset[str]] = {}
+        self._jobs_in_order = True
+        self._hosts_in_order = True
+
+    # --- building and refreshing --------------------------------------------------------------
+
+    @classmethod
+    def read(cls, *, now: datetime, with_last_used: bool = False) -> LabState:
+        """Read the whole lab."""
+        state = cls(with_last_used=with_last_used)
+        state._read_workers(now)
+        state._read_hosts(None)
+        state.avoid = failed_hosts_of_queued_jobs()
+        state._read_jobs(None, now=now)
+        return state
+
+    def refresh(self, changed: Mapping[str, frozenset[int] | None], *, now: datetime) -> bool:
+        """Apply what the change log names; False if it cannot say (then read the lab whole).
+
+        `changed`: per logged table, the rows its statements named (`snapshot.lab_changes`);
+        None where a statement named none (a TRUNCATE).
+        """
+        if LABELS in changed or any(
+            changed.get(t, ()) is None for t in (HOSTS, HOST_LABELS, JOBS, LEASES)
+        ):
+            return False
+        job_ids = changed.get(JOBS) or frozenset()
+        host_ids = set(changed.get(HOSTS) or ()) | set(changed.get(HOST_LABELS) or ())
+        host_ids |= changed.get(LEASES) or frozenset()
+        # A job holding a host gives the host its priority and counts against its suite's cap.
+        host_ids.update(self.host_of_job[j] for j in job_ids if j in self.host_of_job)
+        moved_workers = self._read_workers(now)
+        if host_ids:
+            self._read_hosts(host_ids)
+        for wid in moved_workers:
+            for hid in self.hosts_of_worker.get(wid, ()):
+                if hid not in host_ids:
+                    self._put_host_state(hid)
+        avoid = failed_hosts_of_queued_jobs()
+        if avoid != self.avoid:
+            stale = {
+                j for j in avoid.keys() | self.avoid.keys() if avoid.get(j) != self.avoid.get(j)
+            }
+            self.avoid = avoid
+            job_ids = job_ids | {j for j in stale if j in self.jobs or j in self.backoff}
+        if job_ids:
+            self._read_jobs(job_ids, now=now)
+        self.refreshes += 1
+        return True
+
+    def _read_workers(self, now: datetime) -> set[int]:
+        """Read every worker (a few hundred rows); return those whose hosts' facts changed."""
+        workers: dict[int, tuple[str, bool, bool]] = {}
+        limits: dict[int, int] = {}
+        for wid, name, paused, last_seen, max_jobs, concurrency in Worker.objects.values_list(
+            "id", "name", "paused", "last_seen", "max_jobs", "runner_concurrency"
+        ).order_by():
+            workers[wid] = (name, paused, not seen_online(last_seen, now))
+            limit = worker_capacity(max_jobs, concurrency)
+            if limit is not None:
+                limits[wid] = limit
+        moved = {
+            wid
+            for wid in workers.keys() | self.workers.keys()
+            if workers.get(wid) != self.workers.get(wid)
+        }
+        self.workers, self.limits = workers, limits
+        return moved
+
+    def _read_hosts(self, ids: Iterable[int] | None) -> None:
+        """Read hosts (all, or these) with their labels, active leases and last release."""
+        hosts = Host.objects.all()  # by hostname, as Host's Meta orders
+        links = Host.labels.through.objects.order_by()
+        leases = Lease.objects.active().order_by()
+        if ids is not None:
+            ids = list(ids)
+            hosts = hosts.filter(pk__in=id_list(ids))
+            links = links.filter(host_id__in=id_list(ids))
+            leases = leases.filter(host_id__in=id_list(ids))
+        labels: dict[int, set[str]] = {}
+        for host_id, name in links.values_list("host_id", "label__name"):
+            labels.setdefault(host_id, set()).add(name)
+        found: dict[int, _Lease] = {
+            host_id: (job_id, prio, suite_id)
+            for host_id, job_id, prio, suite_id in leases.values_list(
+                "host_id", "job_id", "job__priority", "job__suite_id"
+            )
+        }
+        rows = {
+            hid: (
+                hostname,
+                status,
+                locked,
+                reason,
+                build,
+                worker_id,
+                self._label_set(labels.get(hid, ())),
+            )
+            for hid, hostname, status, locked, reason, build, worker_id in hosts.values_list(
+                "id", "hostname", "status", "locked", "lock_reason", "current_build", "worker_id"
+            )
+        }
+        if self.with_last_used:
+            if ids is None:
+                self.last_used = hosts_last_used()
+            else:
+                for hid in ids:
+                    self.last_used.pop(hid, None)
+                self.last_used.update(hosts_last_used(ids))
+        for hid in rows.keys() if ids is None else ids:
+            self._put_lease(hid, found.get(hid))
+            old = self.rows.get(hid)
+            row = rows.get(hid)
+            if old is not None and (row is None or row[5] != old[5]):
+                self.hosts_of_worker[old[5]].discard(hid)
+            if row is None:  # deleted
+                self.rows.pop(hid, None)
+                self.hosts.pop(hid, None)
+                continue
+            if ids is not None and (old is None or row[0] != old[0]):
+                self._hosts_in_order = False  # a new or renamed host
+            self.rows[hid] = row
+            self.hosts_of_worker.setdefault(row[5], set()).add(hid)
+            self._put_host_state(hid)
+
+    def _put_lease(self, host_id: int, lease: _Lease | None) -> None:
+        old = self.leases.pop(host_id, None)
+        if old is not None and old[0] is not None and self.host_of_job.get(old[0]) == host_id:
+            del self.host_of_job[old[0]]
+        if lease is not None:
+            self.leases[host_id] = lease
+            if lease[0] is not None:
+                self.host_of_job[lease[0]] = host_id
+
+    def _put_host_state(self, hid: int) -> None:
+        hostname, status, locked, reason, build, worker_id, labels = self.rows[hid]
+        worker, paused, offline = self.workers.get(worker_id, ("", False, False))
+        lease = self.leases.get(hid)
+        self.hosts[hid] = planner.HostState(
+            id=hid,
+            hostname=hostname,
+            labels=labels,
+            current_build=build,
+            ready=status == HostStatus.READY,
+            locked=locked,
+            lock_reason=reason,
+            worker_paused=paused,
+            worker_offline=offline,
+            leased=lease is not None,
+            lease_priority=lease[1] if lease and lease[0] is not None else None,
+            worker=worker,
+            last_used=self.last_used.get(hid),
+        )
+
+    def _label_set(self, names: Iterable[str]) -> frozenset[str]:
+        # Hosts of one class share one frozenset: less memory, and the planner's dict lookups
+        # on label sets compare by identity first.
+        labels = frozenset(names)
+        return self._labels.setdefault(labels, labels)
+
+    def _read_jobs(self, ids: Iterable[int] | None, *, now: datetime) -> None:
+        """Read queued test jobs (all, or these): the rest of `ids` left the queue."""
+        queued = Job.objects.queued().filter(kind=JobKind.TEST)  # by id, as Job's Meta orders
+        if ids is not None:
+            ids = list(ids)
+            queued = queued.filter(pk__in=id_list(ids))
+            for jid in ids:
+                self._drop_job(jid)
+        queued, fields, moment, seconds = job_columns(queued, sized=True, with_not_before=True)
+        moments: dict[object, datetime] = {}  # one datetime per distinct submission time
+        for (
+            jid,
+            name,
+            suite_id,
+            priority,
+            key,
+            pinned,
+            owner,
+            submitted,
+            estimate,
+            not_before,
+        ) in queued.values_list(*fields):
+            labels = self._label_keys.get(key)
+            if labels is None:
+                labels = self._label_keys[key] = frozenset(decode_labels(key))
+            at = moments.get(submitted)
+            if at is None:
+                at = moments[submitted] = moment(submitted)
+            job = planner.JobState(
+                id=jid,
+                name=name,
+                suite_id=suite_id,
+                priority=priority,
+                submitted_at=at,
+                labels=labels,
+                pinned_host_id=pinned,
+                avoid_hosts=self.avoid.get(jid, frozenset()),
+                owner=owner,
+            )
+            size = seconds(estimate)
+            if size is not None:
+                self.estimates[jid] = size
+            not_before = moment(not_before) if not_before is not None else None
+            if not_before is not None and not_before > now:
+                self.backoff[jid] = (job, not_before)
+            else:
+                self._put_job(job)
+
+    def _put_job(self, job: planner.JobState) -> None:
+        if self.jobs and self._jobs_in_order and job.id < next(reversed(self.jobs)):
+            self._jobs_in_order = False
+        self.jobs[job.id] = job
+        if job.suite_id is not None:
+            self.suite_jobs[job.suite_id] += 1
+
+    def _drop_job(self, jid: int) -> None:
+        self.backoff.pop(jid, None)
+        self.estimates.pop(jid, None)
+        job = self.jobs.pop(jid, None)
+        if job is not None and job.suite_id is not None:
+            self.suite_jobs[job.suite_id] -= 1
+            if not self.suite_jobs[job.suite_id]:
+                del self.suite_jobs[job.suite_id]
+
+    # --- what a tick plans from ---------------------------------------------------------------
+
+    def snapshot(
+        self,
+        *,
+        now: datetime,
+        policy: planner.Policy = planner.DEFAULT_POLICY,
+        with_sizes: bool = False,
+        with_usage: bool = False,
+    ) -> Snapshot:
+        """The planner's input at `now`: retries whose backoff ended join the queue."""
+        for jid, (job, not_before) in list(self.backoff.items()):
+            if not_before <= now:
+                del self.backoff[jid]
+                self._put_job(job)
+        if not self._jobs_in_order:
+            self.jobs = dict(sorted(self.jobs.items()))
+            self._jobs_in_order = True
+        if not self._hosts_in_order:
+            self.hosts = dict(sorted(self.hosts.items(), key=lambda item: item[1].hostname))
+            self._hosts_in_order = True
+        jobs = list(self.jobs.values())
+        sized = with_sizes or policy.ordering != "fifo"
+        if sized:
+            jobs = self._sized(jobs)
+        held: Counter[int] = Counter()
+        running: Counter[int] = Counter()  # worker id -> hosts a job lease holds
+        for hid, (job_id, _prio, suite_id) in self.leases.items():
+            if suite_id is not None:
+                held[suite_id] += 1
+            if job_id is not None:  # a manual reservation runs nothing on the runner
+                worker_id = self.rows[hid][5]
+                if worker_id is not None:
+                    running[worker_id] += 1
+        suites = suite_states(self.suite_jobs, held=held)
+        hosts = list(self.hosts.values())
+        return Snapshot(
+            hosts=hosts,
+            jobs=jobs,
+            suites=suites,
+            policy=policy,
+            now=now,
+            usage=(
+                owner_usage(now=now, half_life_hours=policy.fair_share_half_life_hours)
+                if policy.fair_share or with_usage
+                else {}
+            ),
+            workers={
+                self.workers[wid][0]: planner.WorkerLoad(limit=limit, running=running[wid])
+                for wid, limit in self.limits.items()
+            },
+            suite_names={suite.id: suite.name for suite in suites},
+            leased_count=len(self.leases),
+            hosts_by_id=self.hosts,
+            jobs_by_id=self.jobs if not sized else {j.id: j for j in jobs},
+        )
+
+    def _sized(self, jobs: list[planner.JobState]) -> list[planner.JobState]:
+        """The jobs with their expected run time: the estimate, else their name's median."""
+        medians = run_time_medians({j.name for j in jobs if j.id not in self.estimates})
+        return [replace(j, size_s=self.estimates.get(j.id, medians.get(j.name))) for j in jobs]
+
+
+def scheduler_snapshot(
+    *,
+    now: datetime,
+    policy: planner.Policy = planner.DEFAULT_POLICY,
+    with_sizes: bool = False,
+    with_last_used: bool = False,
+    with_usage: bool = False,
+) -> Snapshot:
+    """Read hosts, queued jobs and suites whole, as plain planner data: the reference read.
+
+    Every host, schedulable or not, with the facts the planner's `host_is_schedulable`
+    decides on: a pinned job's wait reason names what keeps its host from it. What only a
+    policy needs is read only under it: job sizes for `size` and `dynsize`, when each host was
+    last used for `spread`, owners' usage for fair share (`with_sizes`, `with_last_used`,
+    `with_usage`: read them anyway, for a what-if plan under other settings). Workers with a
+    capacity come with the jobs each runs now.
+    """
+    state = LabState.read(now=now, with_last_used=with_last_used or policy.host_choice == "spread")
+    return state.snapshot(now=now, policy=policy, with_sizes=with_sizes, with_usage=with_usage)
+
+
+# --- the state kept between ticks ---------------------------------------------------------------
+
+_kept: LabState | None = None
+
+
+def take() -> LabState | None:
+    """Take the state the last tick of this process left, if any (a tick owns it meanwhile)."""
+    global _kept
+    state, _kept = _kept, None
+    return state
+
+
+def keep(state: LabState, *, tick_id: int) -> None:
+    """Keep `state` as of tick `tick_id`, once that tick committed."""
+    global _kept
+    state.tick_id = tick_id
+    _kept = state
+
+
+def forget() -> None:
+    """Drop the kept state: the next tick reads the lab whole."""
+    global _kept
+    _kept = None
+
+
+def for_tick(
+    state: LabState | None,
+    changed: Mapping[str, frozenset[int] | None],
+    *,
+    now: datetime,
+    policy: planner.Policy,
+) -> tuple[LabState, bool]:
+    """The lab for a tick that plans: `state` refreshed if it can be, else a whole read.
+
+    Returns the state and whether it was refreshed by row. Under a size ordering every tick
+    reads whole: sizes follow other jobs' run times, which the log does not name.
+    """
+    spread = policy.host_choice == "spread"
+    if (
+        state is not None
+        and connection.vendor == "postgresql"
+        and policy.ordering == "fifo"
+        and (state.with_last_used or not spread)
+        and state.refreshes < settings.SCHEDULER_WHOLE_READ_EVERY
+        and state.tick_id == _latest_tick_id()
+        and state.refresh(changed, now=now)
+    ):
+        return state, True
+    return LabState.read(now=now, with_last_used=spread), False
+
+
+def _latest_tick_id() -> int | None:
+    return SchedulerTick.objects.order_by("-id").values_list("id", flat=True).first()

@@ -31,9 +31,10 @@ from jobs.scheduling import whatif
 from jobs.scheduling.queue import aging_of, queue_jobs, queue_place, queue_select
 from jobs.views_resubmit import clone_form, clone_source, suite_queued
 from notifications.services import notify_channels_check, suite_notify_set
-from schedsite import roles
+from schedsite import links, roles
 from schedsite.counting import RowCount
 from schedsite.errors import InvalidInput, LimitExceeded, ServiceError
+from schedsite.links import route_url
 from schedsite.ui.htmx import (
     action_response,
     clean_query,
@@ -76,9 +77,16 @@ def queue(request: HttpRequest) -> HttpResponse:
     positions = selection.positions([job.pk for job in jobs])
     tick = selectors.latest_tick()
     reasons = selectors.wait_reasons_for(jobs, tick)
+    # Each route reversed once per page, not once per row (schedsite/links.py).
+    job_url = route_url("jobs:job_detail")
+    suite_url = route_url("jobs:suite_detail")
+    host_url = route_url("hosts:host_detail", links.NAMES)
     rows = [
         {
             "job": job,
+            "url": job_url(job.pk),
+            "suite_url": suite_url(job.suite_id) if job.suite_id else "",
+            "host_url": host_url(job.host.hostname) if job.host_id else "",
             "position": positions.get(job.pk),
             "reason": reasons.get(job.pk),
             "quota": job.pk in selection.quota_ids,

@@ -13,7 +13,7 @@ from hosts.choices import HostStatus
 from hosts.models import HealthPolicy, Host, HostEvent, Worker
 from hosts.services import CAPACITY_MOST, POLICY_LIMITS
 from hosts.validators import NAME_VALIDATORS, label_validator, policy_name_validator
-from jobs.api.fields import LabelListField, RelatedName
+from jobs.api.fields import IdentityURL, LabelListField, RelatedName
 from jobs.api.serializers import (
     MAX_ID,
     ActiveLeaseMixin,
@@ -21,6 +21,7 @@ from jobs.api.serializers import (
     LeaseReleaseInputSerializer,
 )
 from jobs.scheduling.planner import host_is_schedulable
+from schedsite import links
 from schedsite.api_fields import StrictBooleanField, StrictCharField, StrictIntegerField
 from schedsite.roles import RUNNER_GROUP
 
@@ -210,7 +211,7 @@ class HostEventSerializer(serializers.ModelSerializer):
 
 
 class HostSerializer(ActiveLeaseMixin, serializers.ModelSerializer):
-    url = serializers.HyperlinkedIdentityField(view_name="api:host-detail", lookup_field="hostname")
+    url = IdentityURL(view_name="api:host-detail", lookup_field="hostname", accepts=links.NAMES)
     worker = RelatedName("worker.name")
     labels = serializers.SerializerMethodField()
     locked_by = RelatedName("locked_by.username")

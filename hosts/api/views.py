@@ -18,6 +18,7 @@ from hosts import inventory, services
 from hosts.api import serializers as s
 from hosts.filtersets import HostFilterSet, WorkerFilterSet
 from hosts.models import HealthPolicy, Host, HostEvent, Worker
+from hosts.selectors import with_label_names
 from jobs import selectors
 from jobs import services as job_services
 from jobs.api.serializers import LeaseSerializer, RunnerLeaseSerializer
@@ -214,9 +215,20 @@ class HostViewSet(InventoryViewSet):
     }
 
     def get_queryset(self) -> QuerySet[Host]:
-        return Host.objects.select_related("worker", "locked_by").prefetch_related(
-            "labels", selectors.active_lease_prefetch(of_host=True)
-        )
+        hosts = Host.objects.select_related("worker", "locked_by")
+        if self._lists_labels_itself():
+            return hosts.prefetch_related(selectors.active_lease_prefetch(of_host=True))
+        return hosts.prefetch_related("labels", selectors.active_lease_prefetch(of_host=True))
+
+    def _lists_labels_itself(self) -> bool:
+        # A page of the list reads its label names in one query (paginate_queryset).
+        return self.action == "list" and self.paginator is not None
+
+    def paginate_queryset(self, queryset: QuerySet[Host]) -> list[Host] | None:
+        page = super().paginate_queryset(queryset)
+        if page is not None and self._lists_labels_itself():
+            with_label_names(page)
+        return page
 
     def get_serializer_class(self) -> type[Serializer]:
         # The list shows hosts; everything else answers with one host in detail.

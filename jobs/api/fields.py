@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.request import Request
 
 from jobs.choices import Priority
+from schedsite import links
 from schedsite.api_fields import StrictCharField, StrictIntegerField
 
 MAX_LABELS = 64
@@ -20,6 +23,35 @@ class RelatedName(serializers.CharField):
 
     def __init__(self, source: str, **kwargs: Any) -> None:
         super().__init__(source=source, read_only=True, allow_null=True, **kwargs)
+
+
+class IdentityURL(serializers.HyperlinkedIdentityField):
+    """An object's own API URL, reversed once per list instead of once per row.
+
+    The URL DRF builds for one placeholder (absolute, with `?format=` kept as DRF keeps it) is
+    split around it, and each row's id or name is formatted in; a value the route might treat
+    differently still goes through DRF's reverse (schedsite/links.py).
+    """
+
+    def __init__(self, *, accepts: re.Pattern[str] = links.IDS, **kwargs: Any) -> None:
+        self.accepts = accepts
+        self._split: tuple[Request | None, str | None, str, str] | None = None
+        super().__init__(**kwargs)
+
+    def get_url(
+        self, obj: Any, view_name: str, request: Request | None, format: str | None
+    ) -> str | None:
+        if hasattr(obj, "pk") and obj.pk in (None, ""):
+            return None
+        value = links.format_value(getattr(obj, self.lookup_field), self.accepts)
+        if value is None:
+            return super().get_url(obj, view_name, request, format)
+        split = self._split
+        if split is None or split[0] is not request or split[1] != format:
+            placeholder = {self.lookup_url_kwarg: links.PLACEHOLDER}
+            url = self.reverse(view_name, kwargs=placeholder, request=request, format=format)
+            split = self._split = (request, format, *links.split_url(url))
+        return split[2] + value + split[3]
 
 
 class Seconds(serializers.IntegerField):

@@ -17,6 +17,7 @@ from hosts.choices import EventKind, HostStatus
 from hosts.models import Host, HostEvent
 from jobs import selectors
 from jobs.api.fields import (
+    IdentityURL,
     RelatedName,
     Seconds,
 )
@@ -42,7 +43,7 @@ def lease_kind(lease: Lease) -> str:
 class ActiveLeaseSerializer(serializers.ModelSerializer):
     """The lease holding a host or job right now."""
 
-    url = serializers.HyperlinkedIdentityField(view_name="api:lease-detail")
+    url = IdentityURL(view_name="api:lease-detail")
     host = serializers.CharField(source="host.hostname")
     job_name = RelatedName("job.name")
     holder = RelatedName("holder.username")
@@ -150,7 +151,7 @@ class WaitReasonSerializer(serializers.Serializer):
 
 
 class JobSerializer(ActiveLeaseMixin, serializers.ModelSerializer):
-    url = serializers.HyperlinkedIdentityField(view_name="api:job-detail")
+    url = IdentityURL(view_name="api:job-detail")
     suite_name = RelatedName("suite.name")
     labels = serializers.ListField(child=serializers.CharField(), read_only=True)
     host = RelatedName("host.hostname", help_text="Pinned host.")
@@ -487,7 +488,7 @@ class QueueEntrySerializer(serializers.ModelSerializer):
 
     position = serializers.SerializerMethodField(help_text="1 = considered first.")
     job = serializers.IntegerField(source="id", read_only=True)
-    url = serializers.HyperlinkedIdentityField(view_name="api:job-detail")
+    url = IdentityURL(view_name="api:job-detail")
     labels = serializers.ListField(child=serializers.CharField(), read_only=True)
     host = RelatedName("host.hostname", help_text="Pinned host.")
     suite_name = RelatedName("suite.name")

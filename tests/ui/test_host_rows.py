@@ -1,0 +1,79 @@
+"""The host table's rows, made once per page, show what the per-row template lookups showed."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.template import Context, Template
+from django.urls import reverse
+
+from hosts import services as host_services
+from hosts.models import Host
+from hosts.views import host_list_queryset, host_queryset, host_rows
+from jobs import services
+from tests import factories as f
+
+pytestmark = pytest.mark.django_db
+
+# The label cell as the row template rendered it, one {% url %} and filter per label.
+LABELS_BEFORE = Template(
+    "{% for label in names %}"
+    '<a class="chip" href="{% url \'hosts:host_list\' %}?label={{ label|urlencode }}" '
+    'title="Hosts with {{ label }}">{{ label }}</a>{% endfor %}'
+)
+
+
+@pytest.fixture
+def lab(sam):  # noqa: ANN001, ANN201
+    """Hosts with every kind of row: labels that need quoting, none, a job, a reservation."""
+    rack = f.worker("rack-1.lab")
+    f.host("dut1.lab", ["board:eve", "pool:cq", "k=v+w", "a/b", "z.9"], worker=rack)
+    f.host("dut2", ["board:eve"], worker=rack)
+    f.host("dut3-no-labels", [])
+    f.host("dut4", ["board:zork"], worker=rack)
+    host_services.host_lock(host=Host.objects.get(hostname="dut4"), by=sam, reason="flaky")
+    f.suite("s1", [["board:eve", "pool:cq"]], owner=sam)
+    f.job("solo", ["board:eve"], owner=sam)
+    services.scheduler_tick()
+    services.lease_reserve(
+        host=Host.objects.get(hostname="dut3-no-labels"),
+        holder=sam,
+        duration=timedelta(hours=1),
+        reason="flashing",
+    )
+
+
+def test_each_row_has_the_labels_links_and_lease_the_template_looked_up(lab):
+    rows = host_rows(list(host_list_queryset()))
+    reference = {host.pk: host for host in host_queryset()}
+    assert len(rows) == 4
+    kinds = set()
+    for host in rows:
+        before = reference[host.pk]
+        assert host.label_names == sorted(label.name for label in before.labels.all())
+        assert host.row_labels == LABELS_BEFORE.render(Context({"names": before.label_names}))
+        assert host.row_url == reverse("hosts:host_detail", args=[before.hostname])
+        worker = before.worker
+        assert host.row_worker_url == (
+            reverse("hosts:worker_detail", args=[worker.name]) if worker else ""
+        )
+        lease = before.active_leases[0] if before.active_leases else None
+        assert host.row_lease == lease
+        suite_id = lease.job.suite_id if lease and lease.job_id else None
+        assert host.row_suite_url == (
+            reverse("jobs:suite_detail", args=[suite_id]) if suite_id else ""
+        )
+        kinds.add("job" if lease and lease.job_id else "reservation" if lease else "free")
+    assert kinds == {"job", "reservation", "free"}, "the lab lost a kind of row"
+
+
+def test_the_api_lists_the_labels_the_host_page_shows(lab, sam_client):
+    listed = sam_client.get("/api/hosts/").json()["results"]
+    for row in listed:
+        one = sam_client.get(f"/api/hosts/{row['hostname']}/").json()
+        assert row["labels"] == one["labels"]
+        assert row["url"] == one["url"]
+        assert {k: v for k, v in row.items() if k in one} == {
+            k: v for k, v in one.items() if k in row
+        }

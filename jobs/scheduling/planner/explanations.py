@@ -162,6 +162,7 @@ class Explainer:
         for g, (labels, _tally) in enumerate(self.groups):
             for label in labels:
                 self.group_bits[label] |= 1 << g
+        self.tallies: dict[int, _Tally] = {}  # by the host groups they count
         self.structural_of: dict[int, WaitReason | None] = {}  # per job class
         self.availability_of: dict[int, WaitReason] = {}  # per job class
         self.suite_full_of: dict[int, WaitReason] = {}  # per suite
@@ -226,13 +227,16 @@ class Explainer:
         return WaitReason("no_matching_host", message, {"labels": names, "missing_labels": missing})
 
     def tally(self, labels: frozenset[str]) -> _Tally:
-        """Count every host (usable or not) carrying all the labels, by state."""
+        """Count every host (usable or not) carrying all the labels, by state (do not change
+        it: label sets that match the same hosts share one)."""
         bits = (1 << len(self.groups)) - 1
         for label in labels:
             bits &= self.group_bits.get(label, 0)
-        total = _Tally(self.capacity)
-        for g in bit_indexes(bits):
-            total.merge(self.groups[g][1])
+        total = self.tallies.get(bits)
+        if total is None:
+            total = self.tallies[bits] = _Tally(self.capacity)
+            for g in bit_indexes(bits):
+                total.merge(self.groups[g][1])
         return total
 
     def availability(

@@ -10,6 +10,7 @@ from django.db import connection
 from django.utils import timezone
 
 from hosts.models import Host, HostEvent, Worker
+from schedsite.pgarrays import bigint_array, text_array
 
 Actor = AbstractBaseUser | AnonymousUser | str | None
 SCHEDULER = "scheduler"
@@ -94,12 +95,83 @@ def record_many(events: Sequence[HostEvent]) -> None:
     if connection.vendor != "postgresql":
         HostEvent.objects.bulk_create(events)
         return
+    fields = [HostEvent._meta.get_field(name).attname for name, _ in _BULK_COLUMNS]
+    _insert_columns([[getattr(e, field) for e in events] for field in fields])
+
+
+def record_alike(
+    kind: str,
+    *,
+    actor: Actor,
+    at: datetime,
+    host_ids: Sequence[int],
+    subjects: Sequence[str],
+    messages: Sequence[str],
+    lease_ids: Sequence[int | None],
+    job_ids: Sequence[int | None],
+) -> None:
+    """Write many host events of one kind, by one actor, at one time (a tick's leases).
+
+    The same rows as `record_many` of `entry`s, without building a model instance for each:
+    a cold tick writes 10,000 of them, and the instances took 0.2 s.
+    """
+    if connection.vendor != "postgresql":
+        record_many(
+            [
+                entry(
+                    kind,
+                    actor=actor,
+                    host_id=h,
+                    subject=s,
+                    at=at,
+                    message=m,
+                    lease_id=lease,
+                    job_id=j,
+                )
+                for h, s, m, lease, j in zip(
+                    host_ids, subjects, messages, lease_ids, job_ids, strict=True
+                )
+            ]
+        )
+        return
+    n = len(host_ids)
+    name = actor_name(actor)
+    _insert_columns(
+        [
+            host_ids,
+            [None] * n,
+            subjects,
+            [kind] * n,
+            [name] * n,
+            [""] * n,
+            [""] * n,
+            messages,
+            lease_ids,
+            job_ids,
+            [at] * n,
+        ]
+    )
+
+
+def _insert_columns(columns: Sequence[Sequence[object]]) -> None:
+    """INSERT the events given column by column, in _BULK_COLUMNS' order, in one statement."""
+    if not columns[0]:
+        return
     # One INSERT ... SELECT FROM unnest(arrays): a cold tick writes 10,000 lease events, and
-    # bulk_create spends most of a second building and binding one parameter per cell.
+    # bulk_create spends most of a second building and binding one parameter per cell. Each
+    # array is bound as one literal (schedsite/pgarrays.py).
     fields = [HostEvent._meta.get_field(name) for name, _ in _BULK_COLUMNS]
-    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+    names = ", ".join(connection.ops.quote_name(field.column) for field in fields)
     arrays = ", ".join(f"%s::{kind}[]" for _, kind in _BULK_COLUMNS)
     table = connection.ops.quote_name(HostEvent._meta.db_table)
-    sql = f"INSERT INTO {table} ({columns}) SELECT * FROM unnest({arrays})"
+    sql = f"INSERT INTO {table} ({names}) SELECT * FROM unnest({arrays})"
+    params = []
+    for (_name, kind), values in zip(_BULK_COLUMNS, columns, strict=True):
+        if kind == "bigint":
+            params.append(bigint_array(values))  # type: ignore[arg-type]
+        elif kind == "timestamptz":
+            params.append(text_array(at.isoformat() for at in values))  # type: ignore[union-attr]
+        else:
+            params.append(text_array(values))  # type: ignore[arg-type]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [[getattr(e, field.attname) for e in events] for field in fields])
+        cursor.execute(sql, params)

@@ -66,10 +66,11 @@ class LabState:
         self.backoff: dict[int, tuple[planner.JobState, datetime]] = {}  # and their not_before
         self.estimates: dict[int, float] = {}  # job id -> estimated seconds, where set
         self.avoid: dict[int, frozenset[int]] = {}
-        self.suite_jobs: Counter[int] = Counter()  # suite id -> its jobs in `jobs`
+        self.suite_jobs: dict[int, int] = {}  # suite id -> its jobs in `jobs`
         self._labels: dict[frozenset[str], frozenset[str]] = {}  # one frozenset per label set
         self._label_keys: dict[str, frozenset[str]] = {}
         self._jobs_in_order = True
+        self._last_job_id = 0  # the highest id put in `jobs`, while they are in order
         self._hosts_in_order = True
 
     # --- building and refreshing --------------------------------------------------------------
@@ -277,19 +278,24 @@ class LabState:
                 self._put_job(job)
 
     def _put_job(self, job: planner.JobState) -> None:
-        if self.jobs and self._jobs_in_order and job.id < next(reversed(self.jobs)):
-            self._jobs_in_order = False
+        if job.id < self._last_job_id:
+            self._jobs_in_order = False  # the whole read gives them by id: only a refresh
+        else:
+            self._last_job_id = job.id
         self.jobs[job.id] = job
-        if job.suite_id is not None:
-            self.suite_jobs[job.suite_id] += 1
+        suite_id = job.suite_id
+        if suite_id is not None:
+            self.suite_jobs[suite_id] = self.suite_jobs.get(suite_id, 0) + 1
 
     def _drop_job(self, jid: int) -> None:
         self.backoff.pop(jid, None)
         self.estimates.pop(jid, None)
         job = self.jobs.pop(jid, None)
         if job is not None and job.suite_id is not None:
-            self.suite_jobs[job.suite_id] -= 1
-            if not self.suite_jobs[job.suite_id]:
+            left = self.suite_jobs[job.suite_id] - 1
+            if left:
+                self.suite_jobs[job.suite_id] = left
+            else:
                 del self.suite_jobs[job.suite_id]
 
     # --- what a tick plans from ---------------------------------------------------------------
@@ -310,6 +316,7 @@ class LabState:
         if not self._jobs_in_order:
             self.jobs = dict(sorted(self.jobs.items()))
             self._jobs_in_order = True
+            self._last_job_id = next(reversed(self.jobs), 0)
         if not self._hosts_in_order:
             self.hosts = dict(sorted(self.hosts.items(), key=lambda item: item[1].hostname))
             self._hosts_in_order = True

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import connection
 
 from jobs.models import Lease
+from schedsite.pgarrays import bigint_array
 
 
 def _columns(model: type, *names: str) -> str:
@@ -47,5 +48,6 @@ def insert_leases(pairs: Iterable[tuple[int, int]], *, now: datetime) -> dict[in
         f"RETURNING {_columns(Lease, 'host', 'id')}"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [now, expires, [h for h, _ in pairs], [j for _, j in pairs]])
+        hosts, jobs = bigint_array(h for h, _ in pairs), bigint_array(j for _, j in pairs)
+        cursor.execute(sql, [now, expires, hosts, jobs])
         return dict(cursor.fetchall())

@@ -16,6 +16,7 @@ from hosts.querysets import online_cutoff
 from jobs.choices import JobKind, JobStatus
 from jobs.models import Job, Lease, OwnerUsage, Suite, decode_labels
 from jobs.scheduling import planner
+from schedsite.pgarrays import bigint_array
 
 
 @dataclass
@@ -246,10 +247,9 @@ def id_list(ids: Iterable[int]) -> list[int] | RawSQL:
     A tick that leases 10,000 hosts filters by 10,000 ids several times; as separate
     placeholders each statement costs tens of milliseconds just to build and parse.
     """
-    ids = list(ids)
     if connection.vendor == "postgresql":
-        return RawSQL("SELECT unnest(%s::bigint[])", (ids,))
-    return ids
+        return RawSQL("SELECT unnest(%s::bigint[])", (bigint_array(ids),))
+    return list(ids)
 
 
 FINGERPRINT_VERSION = "4"

@@ -19,7 +19,7 @@ from django.utils import timezone
 from hosts import audit
 from hosts.audit import SCHEDULER
 from hosts.choices import EventKind, HostStatus
-from hosts.models import Host, HostEvent
+from hosts.models import Host
 from jobs import selectors, transitions
 from jobs.choices import JobKind, JobStatus
 from jobs.models import IdempotencyKey, Job, SchedulerSettings, SchedulerTick
@@ -355,7 +355,7 @@ def _apply(
     hosts = snap.hosts_by_id
     suites = snap.suite_names
     made: list[dict] = []
-    events: list[HostEvent] = []
+    messages: list[str] = []
     for a in kept:
         job, host = jobs[a.job_id], hosts[a.host_id]
         suite_name = suites.get(job.suite_id) if job.suite_id else None
@@ -368,21 +368,21 @@ def _apply(
                 "kind": JobKind.TEST,
             }
         )
-        events.append(
-            audit.entry(
-                EventKind.LEASED,
-                actor=SCHEDULER,
-                host_id=host.id,
-                subject=host.hostname,
-                lease_id=lease_of_host.get(host.id),
-                job_id=job.id,
-                at=now,
-                message=f"leased to job {job.name}"
-                + (f" of suite {suite_name}" if suite_name else "")
-                + f" (priority {job.priority})",
-            )
+        messages.append(
+            f"leased to job {job.name}"
+            + (f" of suite {suite_name}" if suite_name else "")
+            + f" (priority {job.priority})"
         )
-    audit.record_many(events)
+    audit.record_alike(
+        EventKind.LEASED,
+        actor=SCHEDULER,
+        at=now,
+        host_ids=[a.host_id for a in kept],
+        subjects=[lease["host"] for lease in made],
+        messages=messages,
+        lease_ids=[lease_of_host.get(a.host_id) for a in kept],
+        job_ids=[a.job_id for a in kept],
+    )
     return made
 
 

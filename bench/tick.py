@@ -61,6 +61,8 @@ def _run_tick(label: str, profile: str | None) -> dict[str, object]:
         "leased": len(summary.leases),
         # None on code without the steady-state check (a baseline run of an older commit).
         "unchanged": getattr(summary, "unchanged", None),
+        # Whether it refreshed the lab by the rows the change log named (None: older code).
+        "refreshed": getattr(summary, "refreshed", None),
     }
 
 
@@ -106,6 +108,7 @@ def _churn(sizes: list[int], repeats: int) -> dict[str, dict[str, object]]:
             "min_ms": times[0],
             "queries": ticks[-1]["queries"],
             "leased": ticks[-1]["leased"],
+            "refreshed": sum(1 for t in ticks if t["refreshed"]),
             "runs": len(ticks),
         }
     return out

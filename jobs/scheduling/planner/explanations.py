@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
@@ -52,29 +52,37 @@ def _names(labels: Iterable[str]) -> str:
     return ", ".join(sorted(labels))
 
 
+# What _blocker says keeps a host from work, and "free".
+_STATES = ("free", "locked", "paused", "offline", "not_ready", "busy", "reserved", "capacity")
+
+
 @dataclass(slots=True)
 class _Tally:
     """Hosts counted by what keeps them from taking work."""
 
     capacity: _Capacity = field(default_factory=_Capacity)
     total: int = 0
-    counts: Counter[str] = field(default_factory=Counter)
+    # By what keeps them from work (_blocker), or "free"; every key present.
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_STATES, 0))
     max_priority: int | None = None  # highest priority among jobs running on busy hosts
-    on_full_workers: Counter[str] = field(default_factory=Counter)  # free hosts, by worker
+    on_full_workers: dict[str, int] = field(default_factory=dict)  # free hosts, by worker
 
     def add(self, host: HostState) -> None:
         self.total += 1
         blocker = _blocker(host, self.capacity)
         self.counts[blocker or "free"] += 1
         if blocker == "capacity":
-            self.on_full_workers[host.worker] += 1
+            self.on_full_workers[host.worker] = self.on_full_workers.get(host.worker, 0) + 1
         if host.leased and host.lease_priority is not None:
             self._see_priority(host.lease_priority)
 
     def merge(self, other: _Tally) -> None:
         self.total += other.total
-        self.counts.update(other.counts)
-        self.on_full_workers.update(other.on_full_workers)
+        counts = self.counts
+        for state, n in other.counts.items():
+            counts[state] += n
+        for worker, n in other.on_full_workers.items():
+            self.on_full_workers[worker] = self.on_full_workers.get(worker, 0) + n
         if other.max_priority is not None:
             self._see_priority(other.max_priority)
 

@@ -1,5 +1,9 @@
 """The lab's change log names the rows it changed, so that a tick re-reads only those.
 
+A tick no longer deletes the rows it takes: it stamps them with its take number (`taken`, from
+the sequence `scheduler_lab_take`), so that a scheduler process whose lab is older can read
+what other processes' ticks took since; rows are dropped some takes later.
+
 Each log row (0004) gains `ids`: for `hosts_host` and `jobs_job` the ids of the rows a
 statement wrote; for `hosts_host_labels` and `jobs_lease` the hosts whose labels or leases it
 changed. The tick keeps the lab it read in memory between ticks and reads again only what the
@@ -14,7 +18,9 @@ from django.db import migrations
 
 # The rows a statement changed, by the column that names them (TG_ARGV[0]).
 ROWS_CHANGED = """
-ALTER TABLE scheduler_lab_change ADD COLUMN ids bigint[];
+ALTER TABLE scheduler_lab_change ADD COLUMN ids bigint[], ADD COLUMN taken bigint;
+CREATE INDEX scheduler_lab_change_taken ON scheduler_lab_change (taken);
+CREATE SEQUENCE scheduler_lab_take;
 CREATE FUNCTION scheduler_rows_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
@@ -119,7 +125,9 @@ def _backward_sql() -> str:
         "OR o.suite_id IS DISTINCT FROM n.suite_id) THEN "
         "INSERT INTO scheduler_lab_change (source) VALUES (TG_TABLE_NAME); END IF; "
         "RETURN NULL; END $$;"
-        "ALTER TABLE scheduler_lab_change DROP COLUMN ids;"
+        "DROP SEQUENCE scheduler_lab_take;"
+        "DELETE FROM scheduler_lab_change WHERE taken IS NOT NULL;"
+        "ALTER TABLE scheduler_lab_change DROP COLUMN ids, DROP COLUMN taken;"
     )
     return "\n".join(sql)
 

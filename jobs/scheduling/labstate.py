@@ -4,11 +4,12 @@ A tick at 100,000 queued jobs spent most of its time reading every queued job an
 again although a handful had changed. `LabState` holds what the planner reads — every host
 with its labels and active lease, every queued test job, the workers — as planner values. A
 whole read builds it (`LabState.read`); after that, a tick applies the rows the change log
-names (`refresh`) and reads only those. The database stays the source of truth: the state is
-only used by the process that wrote the previous tick, and is read whole again on start, after
-another process ticked, after a tick rolled back, when the log cannot say which rows changed,
-and every `SCHEDULER_WHOLE_READ_EVERY` ticks (docs/performance.md#the-incremental-tick).
-`snapshot.scheduler_snapshot` is the whole read, and the reference the tests compare with.
+names (`refresh`) and reads only those. The database stays the source of truth: a process
+whose lab is older than other processes' ticks (django-q runs tasks in several workers) also
+re-reads the rows those ticks took from the log; the lab is read whole on start, after a tick
+rolled back, when the log cannot say which rows changed or no longer holds them, and every
+`SCHEDULER_WHOLE_READ_EVERY` ticks (docs/performance.md#the-incremental-tick).
+`scheduler_snapshot` is the whole read, and the reference the tests compare with.
 """
 
 from __future__ import annotations
@@ -19,15 +20,16 @@ from dataclasses import replace
 from datetime import datetime
 
 from django.conf import settings
-from django.db import connection
 
 from hosts.choices import HostStatus
 from hosts.models import Host, Worker
 from hosts.querysets import seen_online, worker_capacity
 from jobs.choices import JobKind
-from jobs.models import Job, Lease, SchedulerTick, decode_labels
+from jobs.models import Job, Lease, decode_labels
 from jobs.scheduling import planner
 from jobs.scheduling.snapshot import (
+    LOG_KEPT_TAKES,
+    LabChanges,
     Snapshot,
     failed_hosts_of_queued_jobs,
     hosts_last_used,
@@ -51,7 +53,7 @@ class LabState:
     """Hosts, workers and queued test jobs as planner values, refreshable by row."""
 
     def __init__(self, *, with_last_used: bool) -> None:
-        self.tick_id: int | None = None  # the tick whose snapshot this is, once it committed
+        self.take: int | None = None  # the change log's take this lab is as of, once committed
         self.refreshes = 0  # ticks refreshed by row since the last whole read
         self.with_last_used = with_last_used  # keeps each host's last release (spread)
         self.workers: dict[int, tuple[str, bool, bool]] = {}  # id -> name, paused, offline
@@ -395,10 +397,10 @@ def take() -> LabState | None:
     return state
 
 
-def keep(state: LabState, *, tick_id: int) -> None:
-    """Keep `state` as of tick `tick_id`, once that tick committed."""
+def keep(state: LabState, *, take: int | None) -> None:
+    """Keep `state` as of the change log's take `take` (call once that tick committed)."""
     global _kept
-    state.tick_id = tick_id
+    state.take = take
     _kept = state
 
 
@@ -410,29 +412,26 @@ def forget() -> None:
 
 def for_tick(
     state: LabState | None,
-    changed: Mapping[str, frozenset[int] | None],
+    changes: LabChanges,
     *,
     now: datetime,
     policy: planner.Policy,
 ) -> tuple[LabState, bool]:
     """The lab for a tick that plans: `state` refreshed if it can be, else a whole read.
 
-    Returns the state and whether it was refreshed by row. Under a size ordering every tick
-    reads whole: sizes follow other jobs' run times, which the log does not name.
+    Returns the state and whether it was refreshed by row. `changes` must have been taken
+    `since` the state's take. Under a size ordering every tick reads whole: sizes follow other
+    jobs' run times, which the log does not name.
     """
     spread = policy.host_choice == "spread"
     if (
         state is not None
-        and connection.vendor == "postgresql"
+        and state.take is not None
+        and state.take >= changes.take - LOG_KEPT_TAKES  # the log still has what it missed
         and policy.ordering == "fifo"
         and (state.with_last_used or not spread)
         and state.refreshes < settings.SCHEDULER_WHOLE_READ_EVERY
-        and state.tick_id == _latest_tick_id()
-        and state.refresh(changed, now=now)
+        and state.refresh(changes.changed, now=now)
     ):
         return state, True
     return LabState.read(now=now, with_last_used=spread), False
-
-
-def _latest_tick_id() -> int | None:
-    return SchedulerTick.objects.order_by("-id").values_list("id", flat=True).first()

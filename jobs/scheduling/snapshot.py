@@ -257,13 +257,20 @@ FINGERPRINT_VERSION = "4"
 LAB_CHANGE_TABLE = "scheduler_lab_change"
 
 
+# Taken log rows are kept this many takes (about one a tick) for the scheduler processes whose
+# lab is older; one further behind reads the lab whole.
+LOG_KEPT_TAKES = 1000
+
+
 @dataclass(frozen=True)
 class LabChanges:
     """What the tick knows, without reading the queue, about whether its input changed."""
 
     written: bool  # a statement wrote what the plan reads since the last tick looked
     fingerprint: str  # what changes with no write at all: workers going offline, backoffs ending
-    # Per logged table, the rows its statements named (host ids for a host's labels and
+    take: int = 0  # this take's number: the log rows it took are stamped with it
+    # Per logged table, the rows named by the statements taken now and, for a lab as of an
+    # earlier take (`since`), by those other ticks took since (host ids for a host's labels and
     # leases); None where one named none (a TRUNCATE, a label, a suite: re-read it whole).
     changed: Mapping[str, frozenset[int] | None] = field(default_factory=dict)
 
@@ -274,21 +281,26 @@ class LabChanges:
             before = changed.get(source, frozenset())
             changed[source] = None if rows is None or before is None else before | rows
         return LabChanges(
-            written=self.written or later.written, fingerprint=self.fingerprint, changed=changed
+            written=self.written or later.written,
+            fingerprint=self.fingerprint,
+            take=max(self.take, later.take),
+            changed=changed,
         )
 
 
-def lab_changes(*, now: datetime) -> LabChanges | None:
+def lab_changes(*, now: datetime, since: int | None = None) -> LabChanges | None:
     """Whether the planner's input may have changed since the last tick; None if unknown here.
 
     Triggers log every statement that writes a host, a label, a suite, a job while or when it
     is queued (or the priority and suite of one holding a host), and a lease taken, moved or
     released: whichever code path made it, no service has to remember to bump a version.
-    The tick takes the log's rows with one DELETE: each row is either committed before the
-    DELETE (taken now, and its write is visible to the snapshot read after it) or committed
-    later (left for the next tick, which plans again). So a write can at worst make an
-    unneeded plan, never hide a change. Heartbeats write none of these. Each row names the
-    rows its statement changed, so that the tick re-reads only those (labstate.LabState).
+    The tick takes the log's new rows with one UPDATE that stamps them with its take number:
+    each row is either committed before that statement (taken now, and its write is visible to
+    the snapshot read after it) or committed later (left for the next tick, which plans again).
+    So a write can at worst make an unneeded plan, never hide a change. Heartbeats write none of
+    these. Each row names the rows its statement changed, so that the tick re-reads only those
+    (labstate.LabState); `since`, the take a process's lab is as of, adds the rows other ticks
+    took after it. Rows taken LOG_KEPT_TAKES takes ago are dropped.
 
     Two things change with no write: a worker going offline (runners heartbeat their worker
     every few seconds, so workers are compared by content: paused, online at this tick's
@@ -299,12 +311,22 @@ def lab_changes(*, now: datetime) -> LabChanges | None:
     if connection.vendor != "postgresql":
         return None
     job = Job._meta.db_table
+    log = LAB_CHANGE_TABLE
+    # One statement: every part sees the log as it was before it, so `seen` holds only rows
+    # earlier ticks took and `taken` only those no tick had.
     sql = (
-        f"WITH taken AS (DELETE FROM {LAB_CHANGE_TABLE} RETURNING source, ids), "
-        "by_source AS (SELECT source, bool_or(ids IS NULL) AS whole, "
+        "WITH take AS (SELECT nextval('scheduler_lab_take') AS n), "
+        f"taken AS (UPDATE {log} SET taken = (SELECT n FROM take) WHERE taken IS NULL "
+        "RETURNING source, ids), "
+        f"seen AS (SELECT source, ids FROM {log} WHERE taken > %s), "
+        f"dropped AS (DELETE FROM {log} WHERE taken <= (SELECT n FROM take) - %s), "
+        "rows AS (SELECT source, ids, true AS new FROM taken "
+        "UNION ALL SELECT source, ids, false FROM seen), "
+        "by_source AS (SELECT source, bool_or(new) AS new, bool_or(ids IS NULL) AS whole, "
         "array_agg(DISTINCT x) FILTER (WHERE x IS NOT NULL) AS named "
-        "FROM taken LEFT JOIN LATERAL unnest(taken.ids) AS x ON true GROUP BY source) "
-        "SELECT b.source, b.whole, b.named, f.digest FROM (SELECT md5(concat_ws('|', "
+        "FROM rows LEFT JOIN LATERAL unnest(rows.ids) AS x ON true GROUP BY source) "
+        "SELECT b.source, b.new, b.whole, b.named, f.digest, (SELECT n FROM take) "
+        "FROM (SELECT md5(concat_ws('|', "
         f"(SELECT count(*) FROM {job} WHERE status = 'queued' AND not_before > %s), "
         "(SELECT count(*) || ':' || coalesce(sum(hashint8extended(t.id, t.paused::int * 2 + "
         "(t.last_seen IS NOT NULL AND t.last_seen >= %s)::int + 4 * hashtext("
@@ -312,15 +334,18 @@ def lab_changes(*, now: datetime) -> LabChanges | None:
         f"FROM {Worker._meta.db_table} t))) AS digest) f LEFT JOIN by_source b ON true"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [now, online_cutoff(now)])
+        cursor.execute(sql, [since, LOG_KEPT_TAKES, now, online_cutoff(now)])
         rows = cursor.fetchall()
     changed = {
         source: None if whole else frozenset(named or ())
-        for source, whole, named, _digest in rows
+        for source, _new, whole, named, _digest, _take in rows
         if source is not None
     }
     return LabChanges(
-        written=bool(changed), fingerprint=f"{FINGERPRINT_VERSION}:{rows[0][3]}", changed=changed
+        written=any(new for _source, new, *_rest in rows),
+        fingerprint=f"{FINGERPRINT_VERSION}:{rows[0][4]}",
+        take=rows[0][5],
+        changed=changed,
     )
 
 

@@ -167,7 +167,7 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
         summary.jobs_expired, summary.leases = maintenance_phase(now=now)
         # Taken before the snapshot, so the plan sees at least every change the log held: a
         # write landing in between only makes the next tick plan again, never skip wrongly.
-        changes = snapshot.lab_changes(now=now)
+        changes = snapshot.lab_changes(now=now, since=state.take if state else None)
         fingerprint = changes.fingerprint if changes is not None else ""
         if changes is None or changes.written:
             # It reads hosts, their labels and fan-out jobs, all in the change log: with nothing
@@ -175,21 +175,15 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
             fanout = fanout_phase(now=now)
             if changes is not None and (fanout.added or fanout.skipped):
                 changes = changes.then(snapshot.lab_changes(now=now))  # the jobs it wrote
-        else:
-            previous = _tick_unchanged(
-                summary, fingerprint=fingerprint, trigger=trigger, start=start
-            )
-            if previous is not None:
-                if state is not None and state.tick_id == previous:
-                    _keep_on_commit(state, summary)
-                return summary
+        elif _tick_unchanged(summary, fingerprint=fingerprint, trigger=trigger, start=start):
+            if state is not None:  # still as of its take: what other ticks took is yet to read
+                transaction.on_commit(functools.partial(labstate.keep, state, take=state.take))
+            return summary
         policy = SchedulerSettings.load().policy()
         if changes is None:  # no change log (SQLite): every tick reads the lab whole
             snap = labstate.scheduler_snapshot(now=now, policy=policy)
         else:
-            state, summary.refreshed = labstate.for_tick(
-                state, changes.changed, now=now, policy=policy
-            )
+            state, summary.refreshed = labstate.for_tick(state, changes, now=now, policy=policy)
             snap = state.snapshot(now=now, policy=policy)
         plan_start = time.perf_counter()
         result = planner.plan(
@@ -236,29 +230,22 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
             **capacity,
         )
         if changes is not None:
-            _keep_on_commit(state, summary)
+            # Kept for the next tick only if this one commits: a rolled-back tick gave its log
+            # rows back, and the state it refreshed from them is wrong.
+            transaction.on_commit(functools.partial(labstate.keep, state, take=changes.take))
         fault_point("tick.before_commit")
     return summary
 
 
-def _keep_on_commit(state: labstate.LabState, summary: TickSummary) -> None:
-    """Keep the lab this tick read for the next one, if and once the tick commits."""
-    assert summary.tick_id is not None
-    transaction.on_commit(functools.partial(labstate.keep, state, tick_id=summary.tick_id))
-
-
-def _tick_unchanged(
-    summary: TickSummary, *, fingerprint: str, trigger: str, start: float
-) -> int | None:
-    """Record a tick that keeps the previous plan if the lab is unchanged; return that plan's
-    tick id if it did, None if the lab must be planned."""
+def _tick_unchanged(summary: TickSummary, *, fingerprint: str, trigger: str, start: float) -> bool:
+    """Record a tick that keeps the previous plan if the lab is unchanged; True if it did."""
     if summary.expired or summary.timed_out or summary.jobs_expired or summary.leases:
-        return None
+        return False
     previous = SchedulerTick.objects.defer("wait_reasons").order_by("-id").first()
     if previous is None or previous.fingerprint != fingerprint:
-        return None
+        return False
     if previous.hosts_schedulable is None:
-        return None  # recorded before ticks counted the lab's capacity: nothing to copy
+        return False  # recorded before ticks counted the lab's capacity: nothing to copy
     # The planner is a pure function of what the digest covers, so it would return the same
     # plan, and that plan leased nothing (a lease changes the digest). The previous tick's
     # counts and wait reasons therefore still describe the lab: copy them. The reasons are
@@ -289,7 +276,7 @@ def _tick_unchanged(
         unchanged=True,
         **capacity,
     )
-    return previous.pk
+    return True
 
 
 def _record(summary: TickSummary, *, trigger: str, fingerprint: str, **fields: object) -> None:

@@ -17,7 +17,7 @@ AWKWARD = [
     "NULL",
     'say "hi"',
     "back\\slash",
-    "\\\"",
+    '\\"',
     "a,b",
     "{braces}",
     "  spaced  ",

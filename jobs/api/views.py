@@ -16,12 +16,13 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from jobs import job_history, resubmit, selectors, services
+from jobs import job_history, recovery, resubmit, selectors, services
 from jobs.api import idempotency
 from jobs.api import plan_serializers as plan_s
 from jobs.api import serializers as s
 from jobs.api import settings_serializers as settings_s
 from jobs.api import submit_serializers as submit
+from jobs.choices import JobStatus
 from jobs.filtersets import JobFilterSet, LeaseFilterSet, SuiteFilterSet
 from jobs.models import Job, Lease, SchedulerSettings, SchedulerSettingsChange, SchedulerTick, Suite
 from jobs.scheduling import whatif
@@ -240,12 +241,19 @@ class JobViewSet(ReadViewSet):
         serializer.is_valid(raise_exception=True)
         return serializer.validated_data
 
-    def _runner_lease(self, lease_id: int | None) -> Lease:
+    def _runner_lease(self, lease_id: int | None, data: dict) -> Lease:
         """The lease the caller acts through, with its job and host: the one named, or (staff
         only) the job's own. One query when the lease is named."""
         leases = Lease.objects.select_related(
             "host__worker", "job__suite", "job__owner", "job__host"
         )
+        if self.action == "complete":
+            # What the job's end goes on to read, read here in the same query: whether its
+            # owner has notification settings (else no suite-finished check after commit), and
+            # for a failed test the host's last results (its failure streak).
+            leases = leases.select_related("job__owner__notification_settings")
+            if data["result"] == JobStatus.FAILED and data.get("host_ok", True):
+                leases = recovery.with_earlier_results(leases)
         if lease_id is not None:
             lease = leases.filter(pk=lease_id, job_id=self._job_id()).first()
             if lease is None:
@@ -273,7 +281,7 @@ class JobViewSet(ReadViewSet):
     def change(self, service: Callable[..., Job]) -> Response:
         """One runner-protocol step: the checked body, the lease it acts through, its job."""
         data = self._protocol_input()
-        lease = self._runner_lease(data.pop("lease", None))
+        lease = self._runner_lease(data.pop("lease", None), data)
         job = service(lease=lease, by=self.request.user, **data)
         # The service leaves the job and the lease as it wrote them: no second read.
         job.active_leases = [lease] if lease.released_at is None else []

@@ -238,9 +238,12 @@ async def warm_up(lab: Lab, port: int, web_workers: int) -> None:
         await asyncio.gather(*calls)
 
 
-async def drive(lab: Lab, port: int, args: argparse.Namespace) -> tuple[Stats, float]:
+async def drive(
+    lab: Lab, port: int, args: argparse.Namespace, cpu: CpuClock
+) -> tuple[Stats, float]:
     """Offer the load for args.seconds; return the stats and the seconds it took."""
     await warm_up(lab, port, args.web_workers)
+    cpu.start()
     stats = Stats()
     started = time.monotonic()
     until = started + args.seconds
@@ -261,7 +264,93 @@ async def drive(lab: Lab, port: int, args: argparse.Namespace) -> tuple[Stats, f
             launched += 1
         await asyncio.sleep(0.005)
     await asyncio.gather(*beats, *pairs)
+    cpu.stop()
     return stats, time.monotonic() - started
+
+
+# --- where the CPU went ---------------------------------------------------------------------
+
+TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _proc_times(pid: int) -> tuple[int, float]:
+    """(parent pid, seconds of CPU: the process's own and its reaped children's) from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
+    return int(fields[1]), (utime + stime + cutime + cstime) / TICK
+
+
+def server_cpu(master: int) -> float:
+    """CPU seconds of gunicorn so far: the master, its live workers, and the workers it reaped
+    (a recycled worker's time is in the master's children's)."""
+    total = _proc_times(master)[1]
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and entry.name != str(master):
+            try:
+                parent, seconds = _proc_times(int(entry.name))
+            except (OSError, ValueError, IndexError):
+                continue  # gone meanwhile, or not ours to read
+            if parent == master:
+                total += seconds
+    return total
+
+
+def database_cpu(db: str) -> dict[int, float]:
+    """CPU seconds of each PostgreSQL backend connected to the database `db`, by pid."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            title = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            if title.startswith("postgres: ") and f" {db} " in title:
+                found[int(entry.name)] = _proc_times(int(entry.name))[1]
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def machine_busy() -> float:
+    """CPU seconds every core of the machine spent not idle (any process: other work too)."""
+    values = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = values[3] + values[4]  # idle and iowait
+    return (sum(values[:8]) - idle) / TICK
+
+
+@dataclass
+class CpuClock:
+    """CPU seconds spent during the load by the server, by this client, and by the machine."""
+
+    server_pid: int | None = None
+    db: str = ""
+    marks: dict[str, tuple[float, float, float, dict[int, float]]] = field(default_factory=dict)
+
+    def _now(self) -> tuple[float, float, float, dict[int, float]]:
+        if not Path("/proc/stat").exists():
+            return 0.0, time.process_time(), 0.0, {}
+        server = server_cpu(self.server_pid) if self.server_pid else 0.0
+        return server, time.process_time(), machine_busy(), database_cpu(self.db)
+
+    def start(self) -> None:
+        self.marks["start"] = self._now()
+
+    def stop(self) -> None:
+        self.marks["stop"] = self._now()
+
+    def seconds(self) -> dict[str, float]:
+        if "stop" not in self.marks:
+            return {}
+        (s0, c0, b0, d0), (s1, c1, b1, d1) = self.marks["start"], self.marks["stop"]
+        server, client, busy = s1 - s0, c1 - c0, b1 - b0
+        # Backends that lived through the load (the web workers keep their connections).
+        database = sum(seconds - d0.get(pid, 0.0) for pid, seconds in d1.items())
+        return {
+            "server": round(server, 1),  # gunicorn: master and workers
+            "client": round(client, 1),  # this load generator, on the same cores
+            "database": round(database, 1),  # the benchmark database's PostgreSQL backends
+            # Redis, the rest of PostgreSQL, and whatever else ran on the machine meanwhile
+            "rest_of_machine": round(max(0.0, busy - server - client - database), 1),
+        }
 
 
 # --- the run --------------------------------------------------------------------------------
@@ -299,6 +388,9 @@ def main() -> None:
         "--in-process", type=int, default=200, help="calls per endpoint timed in-process first"
     )
     parser.add_argument("--redis-url", default="", help="REDIS_URL for the server (cache)")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="GUNICORN_THREADS (gthread workers when > 1)"
+    )
     parser.add_argument("--db", default="bench_protocol", help="database to (re)create: bench_*")
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     args = parser.parse_args()
@@ -319,10 +411,13 @@ def main() -> None:
     args.web_workers = web_workers = args.web_workers or _configured_workers()
     port = free_port()
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"{args.db}-gunicorn.log"
+    if args.threads:
+        os.environ["GUNICORN_THREADS"] = str(args.threads)  # start_server passes the environment
     load_before = os.getloadavg()[0]
     server = start_server(args.db, port, web_workers, log)
+    cpu = CpuClock(server.pid, args.db)
     try:
-        stats, elapsed = asyncio.run(drive(lab, port, args))
+        stats, elapsed = asyncio.run(drive(lab, port, args, cpu))
     finally:
         stop_process_group(server)
         dbload.drop_database(args.db)
@@ -330,12 +425,18 @@ def main() -> None:
         "hosts": args.hosts,
         "workers": args.workers,
         "web_workers": web_workers,
+        "threads": args.threads or int(os.environ.get("GUNICORN_THREADS", "1")),
         "cpus": os.cpu_count(),
         "cache": "redis" if args.redis_url else "database",
         "offered_rps": round(args.workers / args.beat_interval + 2 * args.pairs_per_second, 1),
         "answered_rps": round(_answered(stats) / elapsed, 1),
         "load_before": round(load_before, 1),
         "load_after": round(os.getloadavg()[0], 1),
+        # CPU seconds during the load, and per answered request: the client shares the cores.
+        "cpu_s": cpu.seconds(),
+        "server_cpu_ms_per_request": round(
+            1000 * cpu.seconds().get("server", 0) / max(1, _answered(stats)), 2
+        ),
         "p99_target_ms": P99_TARGET_MS,
         "in_process": in_process,  # CPU and wall ms per call, one at a time
         "endpoints": summary(stats, elapsed),

@@ -11,6 +11,10 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.contrib.postgres.expressions import ArraySubquery
+from django.db import connection
+from django.db.models import OuterRef, QuerySet
+from django.db.models.functions import JSONObject
 
 from hosts import audit
 from hosts.audit import SCHEDULER, Actor
@@ -87,20 +91,67 @@ def retry_or_end(
     return retried, ended
 
 
-def check_failure_streak(host: Host, *, by: Actor, at: datetime) -> bool:
+def with_earlier_results(leases: QuerySet[Lease]) -> QuerySet[Lease]:
+    """The leases, each with its host's last completed job leases before it read along.
+
+    For `check_failure_streak` after the lease completes: the runner protocol reads its lease in
+    one query, and a failed test's streak then costs no statement of its own. PostgreSQL only
+    (elsewhere the check reads them itself).
+    """
+    streak = settings.HOST_FAILURE_STREAK
+    if streak <= 0 or connection.vendor != "postgresql":
+        return leases
+    row = JSONObject(
+        kind="job__kind", status="job__status", suite="job__suite_id", job="job_id",
+        released_at="released_at", id="id",
+    )  # fmt: skip
+    earlier = (
+        _completed_job_leases()
+        .filter(host_id=OuterRef("host_id"))
+        .exclude(pk=OuterRef("pk"))
+        .values(row=row)[:streak]
+    )
+    return leases.annotate(earlier_results=ArraySubquery(earlier))
+
+
+def _completed_job_leases() -> QuerySet[Lease]:
+    completed = Lease.objects.filter(job__isnull=False, release_reason=ReleaseReason.COMPLETED)
+    return completed.order_by("-released_at", "-id")
+
+
+def _last_results(host: Host, streak: int, lease: Lease | None) -> list[tuple]:
+    """(kind, status, suite id, job id) of the host's last `streak` completed job leases."""
+    earlier = getattr(lease, "earlier_results", None)
+    if lease is None or earlier is None or lease.released_at is None:
+        rows = _completed_job_leases().filter(host=host)
+        columns = ("job__kind", "job__status", "job__suite_id", "job_id")
+        return list(rows.values_list(*columns)[:streak])
+    # The lease just completed, and those its host completed before, as read with it: ordered
+    # as the query would order them now, its own job's status as it is now (a job can come back
+    # to a host it failed on before).
+    job = lease.job
+    rows = [(lease.released_at, lease.pk, job.kind, job.status, job.suite_id, job.pk)]
+    for row in earlier:
+        status = job.status if row["job"] == job.pk else row["status"]
+        at = datetime.fromisoformat(row["released_at"])
+        rows.append((at, row["id"], row["kind"], status, row["suite"], row["job"]))
+    rows.sort(key=lambda row: (row[0], row[1]), reverse=True)
+    return [row[2:] for row in rows[:streak]]
+
+
+def check_failure_streak(
+    host: Host, *, by: Actor, at: datetime, lease: Lease | None = None
+) -> bool:
     """Send a host to repair when its last test jobs all failed, from two suites or more.
 
     Runners do not always notice a broken DUT; every test failing on it, whoever submitted
-    them, is the sign. A verify or repair in between breaks the streak.
+    them, is the sign. A verify or repair in between breaks the streak. `lease`: the job lease
+    that just completed, read `with_earlier_results` or not.
     """
     streak = settings.HOST_FAILURE_STREAK
     if streak <= 0:
         return False
-    last = list(
-        Lease.objects.filter(host=host, job__isnull=False, release_reason=ReleaseReason.COMPLETED)
-        .order_by("-released_at", "-id")
-        .values_list("job__kind", "job__status", "job__suite_id", "job_id")[:streak]
-    )
+    last = _last_results(host, streak, lease)
     if len(last) < streak or any(
         kind != JobKind.TEST or status != JobStatus.FAILED for kind, status, _s, _j in last
     ):

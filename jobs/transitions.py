@@ -194,6 +194,18 @@ def move_jobs(
 
     A queryset must not filter on the status: after the move it names the jobs ended.
     """
+    return _move_jobs(jobs, to=to, mover=mover, at=at, fields=fields)
+
+
+def _move_jobs(
+    jobs: QuerySet[Job] | Iterable[int] | RawSQL,
+    *,
+    to: str,
+    mover: Mover,
+    at: datetime,
+    fields: dict[str, object],
+    known: Sequence[Job] = (),
+) -> int:
     # One UPDATE however many rows: the tick leases thousands of jobs at a time.
     if not isinstance(jobs, QuerySet | RawSQL):
         jobs = list(jobs)
@@ -203,7 +215,7 @@ def move_jobs(
     )
     if moved and to in TERMINAL_JOB_STATUSES:
         ended = rows.filter(status=to, finished_at=at)
-        send = partial(jobs_ended.send, sender=Job, jobs=ended, status=to)
+        send = partial(jobs_ended.send, sender=Job, jobs=ended, status=to, known=tuple(known))
         transaction.on_commit(send, robust=True)
     return moved
 
@@ -213,7 +225,7 @@ def move_job(job: Job, *, to: str, mover: Mover, at: datetime, **fields: object)
 
     The instance is updated to match the row, so a caller can answer without reading it again.
     """
-    if move_jobs([job.pk], to=to, mover=mover, at=at, **fields):
+    if _move_jobs([job.pk], to=to, mover=mover, at=at, fields=fields, known=[job]):
         for name, value in {"status": to, **_job_times(to, at), **fields}.items():
             setattr(job, name, value)
         return

@@ -7,7 +7,7 @@ or the same host reaching repair_failed changes nothing (docs/notifications.md#e
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -136,12 +136,41 @@ def suite_finished(suite: Suite, *, at: datetime) -> bool:
     return _announce(EventKind.SUITE_FINISHED, key, suite_payload(suite), at, [recipient])
 
 
-def on_jobs_ended(*, jobs: QuerySet[Job], **_kwargs: object) -> None:
+def may_announce(job: Job) -> bool:
+    """False when the job as its sender read it rules out a suite-finished notification.
+
+    It does when the job has no suite, its suite no owner, or the owner no notification
+    settings, as far as the relations read with the job tell (nothing here queries): the runner
+    protocol reads the job with its owner's settings, so its `complete` needs no query after
+    commit for the many owners who have none (docs/performance.md#the-runner-protocol).
+    """
+    if job.suite_id is None:
+        return False
+    if not Job.suite.is_cached(job):
+        return True
+    owner_id = job.suite.owner_id
+    if owner_id is None:
+        return False
+    # The suite's owner is nearly always the job's, which the protocol reads already.
+    if Suite.owner.is_cached(job.suite):
+        owner = job.suite.owner
+    elif job.owner_id == owner_id and Job.owner.is_cached(job):
+        owner = job.owner
+    else:
+        return True
+    settings_read = type(owner).notification_settings.is_cached(owner)
+    return not settings_read or hasattr(owner, "notification_settings")
+
+
+def on_jobs_ended(*, jobs: QuerySet[Job], known: Sequence[Job] = (), **_kwargs: object) -> None:
     """Receiver of jobs_ended (after commit): announce each suite that has no job left to run.
 
     One query when there is nothing to announce, the usual case (a job ends while others of its
-    suite still run, or its owner has no notification settings): it runs on every job's end.
+    suite still run, or its owner has no notification settings): it runs on every job's end —
+    none when the jobs `known` to the sender (all it ended) say none of them can announce.
     """
+    if known and not any(may_announce(job) for job in known):
+        return
     unfinished = Job.objects.filter(suite_id=OuterRef("pk"), status__in=UNFINISHED_JOB_STATUSES)
     last_end = (
         Job.objects.filter(suite_id=OuterRef("pk"))

@@ -209,7 +209,8 @@ CONTENT_SECURITY_POLICY = {
 if os.environ.get("REDIS_URL"):
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            # Django's, with one Redis client per pool, not per operation (schedsite/cache.py).
+            "BACKEND": "schedsite.cache.RedisCache",
             "LOCATION": os.environ["REDIS_URL"],
         }
     }

@@ -31,6 +31,7 @@ from schedsite.api_fields import (
     StrictCharField,
     StrictIntegerField,
 )
+from schedsite.api_serializers import FieldsBuiltOnce
 
 # --- leases ---------------------------------------------------------------------------------
 
@@ -204,6 +205,22 @@ class JobSerializer(ActiveLeaseMixin, serializers.ModelSerializer):
         if leases is None:  # not prefetched (a freshly changed job): read it
             leases = list(job.leases.active().select_related("host", "holder"))
         return self.lease_data(leases[0] if leases else None)
+
+
+class ProtocolActiveLeaseSerializer(FieldsBuiltOnce, ActiveLeaseSerializer):
+    """ActiveLeaseSerializer, fields built once: the lease in a runner's `start` answer."""
+
+
+class ProtocolJobSerializer(FieldsBuiltOnce, JobSerializer):
+    """JobSerializer, field for field, for the answers of `start` and `complete`.
+
+    Built once per process rather than per call (schedsite.api_serializers): the runner protocol
+    answers a job a hundred times a second in a big lab.
+    """
+
+    @cached_property
+    def _lease_serializer(self) -> ActiveLeaseSerializer:
+        return ProtocolActiveLeaseSerializer(context=self.context)
 
 
 class JobStartInputSerializer(serializers.Serializer):

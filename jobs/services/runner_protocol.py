@@ -137,7 +137,7 @@ def _complete(
         why = f"runner reported the host broken after job {job.name}"
         transitions.mark_needs_repair([lease.host_id], mover=RUNNER, by=by, why=why, at=at)
     elif result == JobStatus.FAILED:
-        recovery.check_failure_streak(lease.host, by=by, at=at)
+        recovery.check_failure_streak(lease.host, by=by, at=at, lease=lease)
     return job
 
 

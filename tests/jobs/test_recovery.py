@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import random
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import pytest
@@ -18,6 +19,7 @@ from jobs import recovery, selectors, services
 from jobs.choices import JobKind, JobStatus
 from jobs.models import Job, Lease
 from tests import factories as f
+from tests.api.conftest import token_client
 from tests.factories import run, tick
 
 pytestmark = pytest.mark.django_db
@@ -283,13 +285,36 @@ def test_a_host_whose_repairs_keep_failing_ends_repair_failed_and_is_left_alone(
 # --- bad-host detection -----------------------------------------------------------------------
 
 
-def fail_on_h1(*jobs: Job, worker: Worker, at: datetime) -> None:
-    """Lease each job in turn on h1 (the only host) and fail it on a healthy-looking host."""
-    for job in jobs:
-        tick(at, worker)
-        job.refresh_from_db()
-        assert host_of(job) == "h1"
-        run(job, JobStatus.FAILED, at=at)
+FailOnH1 = Callable[..., None]
+
+
+@pytest.fixture(params=["service", "api"])
+def fail_on_h1(request: pytest.FixtureRequest) -> FailOnH1:
+    """Lease each job in turn on h1 (the only host) and fail it on a healthy-looking host.
+
+    By the service, or as a runner does, through the API: that path reads the host's last
+    results along with the lease, in the same query (recovery.with_earlier_results).
+    """
+    client = None
+    if request.param == "api":
+        client = token_client(request.getfixturevalue("sam"))
+
+    def fail(*jobs: Job, worker: Worker, at: datetime) -> None:
+        for job in jobs:
+            tick(at, worker)
+            job.refresh_from_db()
+            assert host_of(job) == "h1"
+            # Completed as they happen, in order: the host's trail orders them by that time.
+            if client is None:
+                run(job, JobStatus.FAILED)
+                continue
+            lease = Lease.objects.active().get(job=job).pk
+            for step, body in (("start", {}), ("complete", {"result": "failed"})):
+                url = f"/api/jobs/{job.pk}/{step}/"
+                response = client.post(url, {"lease": lease, **body}, format="json")
+                assert response.status_code == 200, response.content
+
+    return fail
 
 
 @pytest.fixture
@@ -299,7 +324,7 @@ def lone() -> Worker:
     return worker
 
 
-def test_three_failed_tests_from_two_suites_send_the_host_to_repair(lone):
+def test_three_failed_tests_from_two_suites_send_the_host_to_repair(lone, fail_on_h1):
     a, b = f.suite("A", 2), f.suite("B", 1)
     jobs = [*a.jobs.order_by("id"), *b.jobs.all()]
 
@@ -310,7 +335,7 @@ def test_three_failed_tests_from_two_suites_send_the_host_to_repair(lone):
     assert "3 test jobs in a row from 2 suites failed on it" in event.message
 
 
-def test_three_failed_tests_from_one_suite_leave_the_host_ready(lone):
+def test_three_failed_tests_from_one_suite_leave_the_host_ready(lone, fail_on_h1):
     suite = f.suite("A", 3)
 
     fail_on_h1(*suite.jobs.order_by("id"), worker=lone, at=timezone.now())
@@ -318,7 +343,7 @@ def test_three_failed_tests_from_one_suite_leave_the_host_ready(lone):
     assert status("h1") == HostStatus.READY
 
 
-def test_a_passed_verify_breaks_the_failure_streak(lone):
+def test_a_passed_verify_breaks_the_failure_streak(lone, fail_on_h1):
     now = timezone.now()
     fail_on_h1(f.job("J1"), worker=lone, at=now)
     fail_on_h1(f.job("J2"), worker=lone, at=now)
@@ -326,7 +351,7 @@ def test_a_passed_verify_breaks_the_failure_streak(lone):
     host_services.host_set_status(host=host, status=HostStatus.NEEDS_VERIFY, by="sam")
     tick(now, lone)
     (verify,) = maintenance(JobKind.VERIFY, "h1")
-    run(verify, JobStatus.PASSED, at=now)
+    run(verify, JobStatus.PASSED)
 
     fail_on_h1(f.job("J3"), worker=lone, at=now)
     fail_on_h1(f.job("J4"), worker=lone, at=now)

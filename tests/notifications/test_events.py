@@ -13,12 +13,13 @@ from hosts.choices import HostStatus
 from hosts.models import Host, Worker
 from jobs import services
 from jobs.choices import JobKind, JobStatus
-from jobs.models import Job, Suite
+from jobs.models import Job, Lease, Suite
 from notifications import events
 from notifications.choices import Channel, DeliveryStatus, EventKind
 from notifications.models import Delivery, Event
 from notifications.tasks import sweep
 from tests import factories as f
+from tests.api.conftest import token_client
 from tests.factories import run, tick
 from tests.notifications.conftest import subscribe
 
@@ -58,6 +59,34 @@ def test_a_suite_finishing_mails_its_owner_once(rack, alice, django_capture_on_c
     with django_capture_on_commit_callbacks(execute=True):
         events.on_jobs_ended(jobs=Job.objects.filter(suite=suite))
     assert len(mail.outbox) == 1 and len(finished_events()) == 1
+
+
+@pytest.mark.parametrize("subscribed", [True, False])
+def test_a_suite_finished_through_the_runner_api_mails_an_owner_who_asked(
+    rack, alice, sam, subscribed, django_capture_on_commit_callbacks
+):
+    # The runner's `complete` reads the owner's settings with the lease: the check after commit
+    # is skipped only for an owner who has none.
+    if subscribed:
+        subscribe(alice)
+    suite = f.suite("api", 2, owner=alice)
+    client = token_client(sam)
+    t0 = timezone.now()
+    with django_capture_on_commit_callbacks(execute=True):
+        tick(t0, rack)
+    for job in suite.jobs.order_by("id"):
+        lease = Lease.objects.active().get(job=job).pk
+        for step, body in (("start", {}), ("complete", {"result": "passed"})):
+            with django_capture_on_commit_callbacks(execute=True):
+                answer = client.post(
+                    f"/api/jobs/{job.pk}/{step}/", {"lease": lease, **body}, format="json"
+                )
+            assert answer.status_code == 200, answer.content
+
+    assert [m.subject for m in mail.outbox] == (
+        ["[schedsite] Suite api completed: 2 passed, 0 failed"] if subscribed else []
+    )
+    assert len(finished_events()) == (1 if subscribed else 0)
 
 
 def test_a_suite_whose_last_job_expires_in_the_queue_is_announced(

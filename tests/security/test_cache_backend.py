@@ -55,3 +55,19 @@ def test_the_cull_drops_expired_rows_and_then_the_oldest_past_max_entries(db_cac
 def test_migrate_installs_the_cull_schedule() -> None:
     schedule = Schedule.objects.get(name=cache_module.CULL_SCHEDULE)
     assert schedule.func == cache_module.CULL_FUNC and schedule.repeats == -1
+
+
+def test_the_redis_cache_reuses_one_client_and_counts_like_djangos(settings) -> None:  # noqa: ANN001
+    redis = pytest.importorskip("redis")
+    url = "redis://127.0.0.1:6379/11"
+    try:
+        redis.Redis.from_url(url).ping()
+    except redis.ConnectionError:
+        pytest.skip("no Redis on 127.0.0.1:6379")
+    settings.CACHES = {"default": {"BACKEND": "schedsite.cache.RedisCache", "LOCATION": url}}
+    cache = caches["default"]
+    cache.set("throttle_runner_1", [1.0, 2.0], 60)
+    assert cache.get("throttle_runner_1") == [1.0, 2.0]
+    assert cache._cache.get_client() is cache._cache.get_client(write=True)
+    cache.delete("throttle_runner_1")
+    assert cache.get("throttle_runner_1") is None

@@ -1,0 +1,114 @@
+"""Hot queries compiled to SQL once per process, then run with other values.
+
+Turning a `select_related` queryset into SQL costs more CPU in Django than PostgreSQL takes to
+run it: about 1 ms for the runner protocol's lease read, 0.5 ms for the token lookup, on calls
+that cost 5–7 ms in all (docs/performance.md#the-runner-protocol). A `PreparedQuery` builds its
+queryset once per thread with placeholder values, keeps the compiled SQL, the compiler that
+knows how to turn its rows into model instances and its converters, and on each run swaps the
+real values into the parameters and lets Django's own iterable build the instances
+(select_related, annotations, prefetches).
+
+Only for querysets whose SQL does not depend on the values: each value must be an `int` or a
+`str` that ends up as one parameter of its own (an exact lookup), never a list, a None or an
+expression; `prepare` checks that each placeholder comes out as exactly one parameter.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from django.db import DEFAULT_DB_ALIAS
+from django.db.models import Model, QuerySet
+from django.db.models.sql.compiler import SQLCompiler
+
+M = TypeVar("M", bound=Model)
+
+# PostgreSQL's bigint: an int outside it matches no row (Django answers such a lookup with an
+# empty result; the prepared SQL must not send it).
+BIGINT = (-(2**63), 2**63 - 1)
+
+
+def _placeholder(kind: type, index: int) -> object:
+    if kind is int:
+        return -987_654_321_000 - index
+    if kind is str:
+        return f"\x1fprepared-{index}\x1f"
+    raise TypeError(f"a prepared query takes int or str values, not {kind.__name__}")
+
+
+@dataclass(frozen=True)
+class _Compiled(Generic[M]):
+    queryset: QuerySet[M]
+    compiler: SQLCompiler
+    sql: str
+    params: tuple
+    slots: tuple[int, ...]  # for each value, the index of its parameter
+    converters: dict  # what Django turns each column's value with, found once too
+
+
+class PreparedQuery(Generic[M]):
+    """A queryset of `build(*values)`, compiled on its first run for each `variant`."""
+
+    def __init__(
+        self,
+        build: Callable[..., QuerySet[M]],
+        *kinds: type,
+        variant: Callable[[], Hashable] = lambda: None,
+    ) -> None:
+        # `variant`: whatever else the SQL depends on (a setting baked into a LIMIT, say).
+        self._build, self._kinds, self._variant = build, kinds, variant
+        # Per thread: a compiler holds the thread's connection (gthread workers have several).
+        self._local = threading.local()
+
+    def all(self, *values: Any, using: str = DEFAULT_DB_ALIAS) -> list[M]:
+        """The rows of build(*values), as instances."""
+        if len(values) != len(self._kinds):
+            raise TypeError(f"expected {len(self._kinds)} values, got {len(values)}")
+        for kind, value in zip(self._kinds, values, strict=True):
+            if type(value) is not kind:
+                raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
+            if kind is int and not BIGINT[0] <= value <= BIGINT[1]:
+                return []
+        cache = getattr(self._local, "compiled", None)
+        if cache is None:
+            cache = self._local.compiled = {}
+        key = (using, self._variant())
+        compiled = cache.get(key)
+        if compiled is None:
+            compiled = cache[key] = self._prepare(using)
+        params = list(compiled.params)
+        for slot, value in zip(compiled.slots, values, strict=True):
+            params[slot] = value
+        compiler = copy.copy(compiled.compiler)
+        compiler.as_sql = lambda *_args, **_kwargs: (compiled.sql, tuple(params))
+        compiler.get_converters = lambda _expressions: compiled.converters
+        queryset = compiled.queryset._chain()
+        queryset.query.get_compiler = lambda *_args, **_kwargs: compiler
+        return list(queryset)
+
+    def first(self, *values: Any, using: str = DEFAULT_DB_ALIAS) -> M | None:
+        """The one row of build(*values) (a lookup by a unique key), or None."""
+        rows = self.all(*values, using=using)
+        return rows[0] if rows else None
+
+    def _prepare(self, using: str) -> _Compiled[M]:
+        placeholders = [_placeholder(kind, i) for i, kind in enumerate(self._kinds)]
+        queryset = self._build(*placeholders).using(using)
+        compiler = queryset.query.get_compiler(using=using)
+        sql, params = compiler.as_sql()
+        slots = []
+        for placeholder in placeholders:
+            found = [i for i, param in enumerate(params) if param == placeholder]
+            if len(found) != 1:
+                raise ValueError(
+                    f"a prepared value must be one parameter of the SQL ({len(found)} found)"
+                )
+            slots.append(found[0])
+        converters = compiler.get_converters(
+            [col[0] for col in compiler.select[: compiler.col_count]]
+        )
+        return _Compiled(queryset, compiler, sql, tuple(params), tuple(slots), converters)

@@ -1,0 +1,81 @@
+"""The runner protocol answers what the job's own page says, byte for byte, however it is built.
+
+`start` and `complete` answer from the lease as read once, compiled once per process
+(schedsite.prepared), and a serializer whose fields are built once (schedsite.api_serializers):
+neither may change a byte of the answer scripts read.
+"""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework import serializers
+
+from jobs.api.serializers import JobSerializer, ProtocolJobSerializer
+from jobs.models import Job
+from schedsite.api_serializers import FieldsBuiltOnce
+from schedsite.prepared import PreparedQuery
+from tests.api.conftest import active_lease
+
+pytestmark = pytest.mark.django_db
+
+
+def test_start_and_complete_answer_what_the_jobs_page_says(runner_client, lab):
+    job, lease = lab.leased, active_lease(lab.leased)
+    for step, body in (("start", {}), ("complete", {"result": "failed", "message": "boom"})):
+        answer = runner_client.post(
+            f"/api/jobs/{job.pk}/{step}/", {"lease": lease.pk, **body}, format="json"
+        )
+        page = runner_client.get(f"/api/jobs/{job.pk}/")
+        assert answer.status_code == page.status_code == 200, answer.content
+        assert answer.content == page.content
+    assert answer.json()["status"] == "failed" and answer.json()["lease"] is None
+
+
+def test_a_started_job_answers_with_its_lease(runner_client, lab):
+    job, lease = lab.leased, active_lease(lab.leased)
+    answer = runner_client.post(f"/api/jobs/{job.pk}/start/", {"lease": lease.pk}, format="json")
+    body = answer.json()
+    assert (body["status"], body["lease"]["id"], body["suite_name"]) == ("running", lease.pk, "S")
+    assert body["owner"] == "alice" and body["lease"]["host"] == lease.host.hostname
+
+
+def test_each_answer_binds_fields_of_its_own(lab):
+    first = ProtocolJobSerializer(lab.leased, context={"request": None})
+    second = ProtocolJobSerializer(lab.running, context={"request": None})
+    for name in ("name", "labels", "wait_reason"):
+        assert first.fields[name] is not second.fields[name]
+        assert first.fields[name].parent is first and second.fields[name].parent is second
+    assert list(first.fields) == list(JobSerializer(lab.leased).fields)
+
+
+def test_a_nested_serializer_is_not_built_once():
+    class Nested(serializers.Serializer):
+        x = serializers.IntegerField()
+
+    class Outer(FieldsBuiltOnce, serializers.Serializer):
+        inner = Nested()
+
+    with pytest.raises(TypeError, match="nested serializer"):
+        Outer().fields  # noqa: B018 — building them is the point
+
+
+def test_a_prepared_query_runs_with_each_value_and_finds_nothing_out_of_range(lab):
+    by_id = PreparedQuery(lambda pk: Job.objects.select_related("suite").filter(pk=pk), int)
+    found = [by_id.first(job.pk) for job in (lab.running, lab.leased, lab.queued)]
+    assert [job.name for job in found] == [lab.running.name, lab.leased.name, lab.queued.name]
+    assert found[0].suite.name == "S" and found[2].suite is None
+    assert by_id.first(2**70) is None and by_id.first(-1) is None
+
+
+def test_a_prepared_value_must_be_one_parameter(lab):
+    twice = PreparedQuery(lambda pk: Job.objects.filter(pk=pk) | Job.objects.filter(id=pk), int)
+    with pytest.raises(ValueError, match="one parameter"):
+        twice.first(lab.running.pk)
+    with pytest.raises(TypeError):
+        PreparedQuery(lambda pk: Job.objects.filter(pk=pk), int).first("1")
+
+
+def test_a_job_id_past_bigint_is_a_404_not_a_500(runner_client, lab):
+    lease = active_lease(lab.leased)
+    answer = runner_client.post(f"/api/jobs/{2**64}/start/", {"lease": lease.pk}, format="json")
+    assert answer.status_code == 404

@@ -61,6 +61,8 @@ class LabState:
         self.rows: dict[int, _HostRow] = {}
         self.leases: dict[int, _Lease] = {}  # host id -> its active lease
         self.host_of_job: dict[int, int] = {}  # job id -> the host its active lease is on
+        self.held: dict[int, int] = {}  # suite id -> hosts its jobs' active leases hold
+        self.running: dict[int, int] = {}  # worker id -> its hosts a job's lease holds
         self.last_used: dict[int, datetime] = {}
         self.hosts: dict[int, planner.HostState] = {}  # by hostname, as the whole read
         self.hosts_of_worker: dict[int | None, set[int]] = {}
@@ -68,7 +70,7 @@ class LabState:
         self.backoff: dict[int, tuple[planner.JobState, datetime]] = {}  # and their not_before
         self.estimates: dict[int, float] = {}  # job id -> estimated seconds, where set
         self.avoid: dict[int, frozenset[int]] = {}
-        self.suite_jobs: dict[int, int] = {}  # suite id -> its jobs in `jobs`
+        self.suite_jobs: dict[int, int] = Counter()  # suite id -> its jobs in `jobs`
         self._labels: dict[frozenset[str], frozenset[str]] = {}  # one frozenset per label set
         self._label_keys: dict[str, frozenset[str]] = {}
         self._jobs_in_order = True
@@ -181,6 +183,7 @@ class LabState:
                     self.last_used.pop(hid, None)
                 self.last_used.update(hosts_last_used(ids))
         for hid in rows.keys() if ids is None else ids:
+            self._count(hid, -1)
             self._put_lease(hid, found.get(hid))
             old = self.rows.get(hid)
             row = rows.get(hid)
@@ -193,8 +196,20 @@ class LabState:
             if ids is not None and (old is None or row[0] != old[0]):
                 self._hosts_in_order = False  # a new or renamed host
             self.rows[hid] = row
+            self._count(hid, +1)
             self.hosts_of_worker.setdefault(row[5], set()).add(hid)
             self._put_host_state(hid)
+
+    def _count(self, hid: int, sign: int) -> None:
+        """Count the host's lease for (or, with -1, no longer for) its suite's and worker's."""
+        lease, row = self.leases.get(hid), self.rows.get(hid)
+        if lease is None or row is None:
+            return
+        job, _priority, suite = lease
+        if suite is not None:
+            _add(self.held, suite, sign)
+        if job is not None and row[5] is not None:  # a reservation runs nothing on the runner
+            _add(self.running, row[5], sign)
 
     def _put_lease(self, host_id: int, lease: _Lease | None) -> None:
         old = self.leases.pop(host_id, None)
@@ -241,6 +256,9 @@ class LabState:
                 self._drop_job(jid)
         queued, fields, moment, seconds = job_columns(queued, sized=True, with_not_before=True)
         moments: dict[object, datetime] = {}  # one datetime per distinct submission time
+        label_keys, avoid, JobState = self._label_keys, self.avoid, planner.JobState  # noqa: N806
+        ready: list[planner.JobState] = []
+        # 100,000 rows on a whole read: the loop body is kept to lookups and one constructor.
         for (
             jid,
             name,
@@ -253,30 +271,38 @@ class LabState:
             estimate,
             not_before,
         ) in queued.values_list(*fields):
-            labels = self._label_keys.get(key)
+            labels = label_keys.get(key)
             if labels is None:
-                labels = self._label_keys[key] = frozenset(decode_labels(key))
+                labels = label_keys[key] = frozenset(decode_labels(key))
             at = moments.get(submitted)
             if at is None:
                 at = moments[submitted] = moment(submitted)
-            job = planner.JobState(
-                id=jid,
-                name=name,
-                suite_id=suite_id,
-                priority=priority,
-                submitted_at=at,
-                labels=labels,
-                pinned_host_id=pinned,
-                avoid_hosts=self.avoid.get(jid, frozenset()),
-                owner=owner,
+            # Positional, in JobState's field order: id, name, suite, priority, submitted_at,
+            # labels, pinned host, avoided hosts, size (None: the snapshot sets it), owner.
+            job = JobState(
+                jid,
+                name,
+                suite_id,
+                priority,
+                at,
+                labels,
+                pinned,
+                avoid.get(jid, _NONE),
+                None,
+                owner,
             )
-            size = seconds(estimate)
-            if size is not None:
-                self.estimates[jid] = size
-            not_before = moment(not_before) if not_before is not None else None
-            if not_before is not None and not_before > now:
-                self.backoff[jid] = (job, not_before)
+            if estimate is not None:
+                self.estimates[jid] = seconds(estimate)
+            if not_before is not None and (until := moment(not_before)) > now:
+                self.backoff[jid] = (job, until)
             else:
+                ready.append(job)
+        if ids is None:  # into an empty state, by id: in bulk
+            self.jobs = {job.id: job for job in ready}
+            self.suite_jobs = Counter(job.suite_id for job in ready if job.suite_id is not None)
+            self._last_job_id = ready[-1].id if ready else 0
+        else:
+            for job in ready:
                 self._put_job(job)
 
     def _put_job(self, job: planner.JobState) -> None:
@@ -326,16 +352,7 @@ class LabState:
         sized = with_sizes or policy.ordering != "fifo"
         if sized:
             jobs = self._sized(jobs)
-        held: Counter[int] = Counter()
-        running: Counter[int] = Counter()  # worker id -> hosts a job lease holds
-        for hid, (job_id, _prio, suite_id) in self.leases.items():
-            if suite_id is not None:
-                held[suite_id] += 1
-            if job_id is not None:  # a manual reservation runs nothing on the runner
-                worker_id = self.rows[hid][5]
-                if worker_id is not None:
-                    running[worker_id] += 1
-        suites = suite_states(self.suite_jobs, held=held)
+        suites = suite_states(self.suite_jobs, held=self.held)
         hosts = list(self.hosts.values())
         return Snapshot(
             hosts=hosts,
@@ -349,7 +366,9 @@ class LabState:
                 else {}
             ),
             workers={
-                self.workers[wid][0]: planner.WorkerLoad(limit=limit, running=running[wid])
+                self.workers[wid][0]: planner.WorkerLoad(
+                    limit=limit, running=self.running.get(wid, 0)
+                )
                 for wid, limit in self.limits.items()
             },
             suite_names={suite.id: suite.name for suite in suites},
@@ -383,6 +402,17 @@ def scheduler_snapshot(
     """
     state = LabState.read(now=now, with_last_used=with_last_used or policy.host_choice == "spread")
     return state.snapshot(now=now, policy=policy, with_sizes=with_sizes, with_usage=with_usage)
+
+
+def _add(counts: dict[int, int], key: int, n: int) -> None:
+    left = counts.get(key, 0) + n
+    if left:
+        counts[key] = left
+    else:
+        del counts[key]
+
+
+_NONE: frozenset[int] = frozenset()
 
 
 # --- the state kept between ticks ---------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
@@ -224,8 +225,10 @@ def class_key(job: JobState) -> str:
     return class_key_from(labels_key_of(job.labels), job.pinned_host_id, job.suite_id)
 
 
+@functools.lru_cache(maxsize=4096)
 def labels_key_of(labels: frozenset[str]) -> str:
-    # JSON keeps any label text unambiguous inside the key.
+    # JSON keeps any label text unambiguous inside the key. Cached: a tick words the reasons of
+    # hundreds of classes, and a lab has far fewer label sets than that over days.
     return json.dumps(sorted(labels), separators=(",", ":"))
 
 

@@ -197,7 +197,7 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
         )
         summary.plan_ms = (time.perf_counter() - plan_start) * 1000
         summary.jobs_considered = len(snap.jobs)
-        summary.hosts_free = sum(1 for h in snap.hosts if h.schedulable)
+        summary.hosts_free = result.hosts_free
         made = _apply(result.assignments, snap=snap, now=now)
         summary.skipped_assignments = len(result.assignments) - len(made)
         summary.leases += made

@@ -94,8 +94,9 @@ def plan(
     suite_by_id = {suite.id: suite for suite in suites}
     hosts_by_id = {host.id: host for host in hosts}
     busy = Counter(host.worker for host in hosts if host.leased and host.worker)
+    free = [host for host in hosts if host.schedulable]
     matching = Matching(
-        [host for host in hosts if host.schedulable],
+        free,
         builds={suite.build for suite in suites if suite.build},
         host_choice=policy.host_choice,
         worker_room={
@@ -163,7 +164,12 @@ def plan(
     }
     wait_reasons = WaitReasons(jobs, leased_ids, class_ids, by_class)
 
-    return Plan(assignments=assignments, wait_reasons=wait_reasons, class_reasons=class_reasons)
+    return Plan(
+        assignments=assignments,
+        wait_reasons=wait_reasons,
+        class_reasons=class_reasons,
+        hosts_free=len(free),
+    )
 
 
 def _quota_phase(

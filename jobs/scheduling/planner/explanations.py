@@ -222,8 +222,8 @@ class Explainer:
                     {"host": host.hostname, "missing_labels": missing},
                 )
             return None
-        if self.tally(labels).total:
-            return None
+        if self._groups(labels):
+            return None  # some host has every label
         missing = sorted(label for label in labels if label not in self.group_bits)
         names = sorted(labels)
         if not names:
@@ -234,12 +234,17 @@ class Explainer:
             message = f"No host has all of {_names(names)} together"
         return WaitReason("no_matching_host", message, {"labels": names, "missing_labels": missing})
 
-    def tally(self, labels: frozenset[str]) -> _Tally:
-        """Count every host (usable or not) carrying all the labels, by state (do not change
-        it: label sets that match the same hosts share one)."""
+    def _groups(self, labels: frozenset[str]) -> int:
+        """The host groups (bits) whose hosts carry all the labels."""
         bits = (1 << len(self.groups)) - 1
         for label in labels:
             bits &= self.group_bits.get(label, 0)
+        return bits
+
+    def tally(self, labels: frozenset[str]) -> _Tally:
+        """Count every host (usable or not) carrying all the labels, by state (do not change
+        it: label sets that match the same hosts share one)."""
+        bits = self._groups(labels)
         total = self.tallies.get(bits)
         if total is None:
             total = self.tallies[bits] = _Tally(self.capacity)

@@ -140,3 +140,4 @@ class Plan:
     # class_key(job) -> reason, one entry per class of identical waiting jobs; what a tick at
     # 100,000 queued jobs stores instead of rewriting every job (docs/scheduling.md#wait-reasons).
     class_reasons: Mapping[str, WaitReason] = field(default_factory=dict)
+    hosts_free: int = 0  # the schedulable hosts it planned over

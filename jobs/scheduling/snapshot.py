@@ -241,15 +241,24 @@ def failed_hosts_of_queued_jobs() -> dict[int, frozenset[int]]:
     return {job_id: frozenset(hosts) for job_id, hosts in failed.items()}
 
 
+# Up to this many ids bind one placeholder each (`IN (%s, …)`, which PostgreSQL turns into
+# `= ANY(array)` and answers with index probes); more bind one array (`IN (SELECT unnest(…))`,
+# planned as a hash join over the table).
+ID_PLACEHOLDERS_MAX = 1000
+
+
 def id_list(ids: Iterable[int]) -> list[int] | RawSQL:
-    """Return ids for a `pk__in=` filter: one array parameter on PostgreSQL, not one per id.
+    """Return ids for a `pk__in=` filter: one array parameter on PostgreSQL for many ids.
 
     A tick that leases 10,000 hosts filters by 10,000 ids several times; as separate
-    placeholders each statement costs tens of milliseconds just to build and parse.
+    placeholders each statement costs tens of milliseconds just to build and parse. A hundred
+    ids, a tick after a hundred changes, cost less as placeholders: PostgreSQL probes the
+    index for each instead of hashing the whole lease table (0.5 ms against 2 ms).
     """
-    if connection.vendor == "postgresql":
+    ids = list(ids)
+    if connection.vendor == "postgresql" and len(ids) > ID_PLACEHOLDERS_MAX:
         return RawSQL("SELECT unnest(%s::bigint[])", (bigint_array(ids),))
-    return list(ids)
+    return ids
 
 
 FINGERPRINT_VERSION = "4"

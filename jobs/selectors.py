@@ -30,7 +30,7 @@ from hosts.querysets import online_cutoff
 from jobs.choices import JobKind, JobStatus
 from jobs.models import Job, Lease, SchedulerSettings, SchedulerTick, Suite
 from jobs.querysets import UNFINISHED_JOB_STATUSES
-from jobs.scheduling import planner, snapshot
+from jobs.scheduling import labstate, planner, snapshot
 
 # --- wait reasons ---------------------------------------------------------------------------
 
@@ -340,7 +340,7 @@ def queue_order_ids(
     maintenance = Job.objects.queued().exclude(kind=JobKind.TEST).order_by("id")
     policy = policy or SchedulerSettings.load().policy()
     now = now or timezone.now()
-    states = snapshot.queued_job_states(policy=policy)
+    states = labstate.queued_job_states(policy=policy)
     suite_ids = {s.suite_id for s in states if s.suite_id is not None}
     suites = snapshot.suite_states(
         suite_ids, held=suite_hosts_held(list(suite_ids)) if suite_ids else {}

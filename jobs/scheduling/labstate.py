@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.conf import settings
 
@@ -381,6 +381,31 @@ class LabState:
         """The jobs with their expected run time: the estimate, else their name's median."""
         medians = run_time_medians({j.name for j in jobs if j.id not in self.estimates})
         return [replace(j, size_s=self.estimates.get(j.id, medians.get(j.name))) for j in jobs]
+
+
+def queued_job_states(
+    *,
+    ready_at: datetime | None = None,
+    policy: planner.Policy = planner.DEFAULT_POLICY,
+    with_sizes: bool = False,
+) -> list[planner.JobState]:
+    """Read every queued test job as a planner.JobState, by id, lean enough for 100,000.
+
+    With `ready_at`, only those a tick at that moment may lease: not a retry still waiting
+    out its backoff. Maintenance jobs are never the planner's: the tick's maintenance phase
+    leases them first (jobs/scheduling/maintenance.py). Under an ordering by size (or with
+    `with_sizes`), each job's expected run time (`size_s`) is read too: its estimated_duration,
+    else the median run time of the last 20 finished runs of jobs with its name
+    (`run_time_medians`; docs/scheduling.md#policies).
+    """
+    state = LabState(with_last_used=False)
+    state.avoid = failed_hosts_of_queued_jobs()
+    state._read_jobs(None, now=ready_at or _END_OF_TIME)
+    jobs = list(state.jobs.values())
+    return state._sized(jobs) if with_sizes or policy.ordering != "fifo" else jobs
+
+
+_END_OF_TIME = datetime.max.replace(tzinfo=UTC)  # every backoff has ended by then
 
 
 def scheduler_snapshot(

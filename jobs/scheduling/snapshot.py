@@ -14,7 +14,7 @@ from django.db.models.expressions import RawSQL
 from hosts.models import Host, Worker
 from hosts.querysets import online_cutoff
 from jobs.choices import JobKind, JobStatus
-from jobs.models import Job, Lease, OwnerUsage, Suite, decode_labels
+from jobs.models import Job, Lease, OwnerUsage, Suite
 from jobs.scheduling import planner
 from schedsite.pgarrays import bigint_array
 
@@ -59,67 +59,6 @@ def suite_states(suite_ids: Iterable[int], *, held: Mapping[int, int]) -> list[p
             pk__in=id_list(suite_ids)
         ).values_list("id", "name", "priority", "created_at", "min_duts", "max_duts", "build")
     ]
-
-
-def queued_job_states(
-    *,
-    ready_at: datetime | None = None,
-    policy: planner.Policy = planner.DEFAULT_POLICY,
-    with_sizes: bool = False,
-) -> list[planner.JobState]:
-    """Read every queued test job as a planner.JobState, lean enough for 100,000 of them.
-
-    With `ready_at`, only those a tick at that moment may lease: not a retry still waiting
-    out its backoff. Maintenance jobs are never the planner's: the tick's maintenance phase
-    leases them first (jobs/scheduling/maintenance.py). Under an ordering by size (or with
-    `with_sizes`), each job's expected run time (`size_s`) is read too: its estimated_duration,
-    else the median run time of the last 20 finished runs of jobs with its name
-    (`run_time_medians`; docs/scheduling.md#policies).
-    """
-    queued = Job.objects.queued().filter(kind=JobKind.TEST)
-    if ready_at is not None:
-        queued = queued.exclude(not_before__gt=ready_at)
-    avoid = failed_hosts_of_queued_jobs()
-    sized = with_sizes or policy.ordering != "fifo"
-    queued, fields, moment, seconds = job_columns(queued, sized=sized)
-    moments: dict[object, datetime] = {}  # one datetime per distinct submission time
-    rows = queued.values_list(*fields)
-    medians: dict[str, float] = {}
-    if sized:
-        # A job's size: its estimate, else the median run time of its name's last runs.
-        rows = list(rows)
-        medians = run_time_medians({row[1] for row in rows if row[8] is None})
-
-    # Decode each distinct label key once: a lab has hundreds of label sets, not 100,000.
-    label_sets: dict[str, frozenset[str]] = {}
-    jobs = []
-    for jid, name, suite_id, priority, key, pinned, owner, submitted, *estimate in rows:
-        job_labels = label_sets.get(key)
-        if job_labels is None:
-            job_labels = label_sets[key] = frozenset(decode_labels(key))
-        at = moments.get(submitted)
-        if at is None:
-            at = moments[submitted] = moment(submitted)
-        size = None
-        if estimate:
-            size = seconds(estimate[0])
-            if size is None:
-                size = medians.get(name)
-        jobs.append(
-            planner.JobState(
-                id=jid,
-                name=name,
-                suite_id=suite_id,
-                priority=priority,
-                submitted_at=at,
-                labels=job_labels,
-                pinned_host_id=pinned,
-                avoid_hosts=avoid.get(jid, frozenset()),
-                size_s=size,
-                owner=owner,
-            )
-        )
-    return jobs
 
 
 def job_columns(

@@ -70,7 +70,7 @@ class LabState:
         self.backoff: dict[int, tuple[planner.JobState, datetime]] = {}  # and their not_before
         self.estimates: dict[int, float] = {}  # job id -> estimated seconds, where set
         self.avoid: dict[int, frozenset[int]] = {}
-        self.suite_jobs: dict[int, int] = Counter()  # suite id -> its jobs in `jobs`
+        self.suite_jobs: dict[int, int] = {}  # suite id -> its jobs in `jobs`
         self._labels: dict[frozenset[str], frozenset[str]] = {}  # one frozenset per label set
         self._label_keys: dict[str, frozenset[str]] = {}
         self._jobs_in_order = True
@@ -299,7 +299,7 @@ class LabState:
                 ready.append(job)
         if ids is None:  # into an empty state, by id: in bulk
             self.jobs = {job.id: job for job in ready}
-            self.suite_jobs = Counter(job.suite_id for job in ready if job.suite_id is not None)
+            self.suite_jobs = dict(Counter(j.suite_id for j in ready if j.suite_id is not None))
             self._last_job_id = ready[-1].id if ready else 0
         else:
             for job in ready:
@@ -311,20 +311,15 @@ class LabState:
         else:
             self._last_job_id = job.id
         self.jobs[job.id] = job
-        suite_id = job.suite_id
-        if suite_id is not None:
-            self.suite_jobs[suite_id] = self.suite_jobs.get(suite_id, 0) + 1
+        if job.suite_id is not None:
+            _add(self.suite_jobs, job.suite_id, +1)
 
     def _drop_job(self, jid: int) -> None:
         self.backoff.pop(jid, None)
         self.estimates.pop(jid, None)
         job = self.jobs.pop(jid, None)
         if job is not None and job.suite_id is not None:
-            left = self.suite_jobs[job.suite_id] - 1
-            if left:
-                self.suite_jobs[job.suite_id] = left
-            else:
-                del self.suite_jobs[job.suite_id]
+            _add(self.suite_jobs, job.suite_id, -1)
 
     # --- what a tick plans from ---------------------------------------------------------------
 
@@ -430,6 +425,7 @@ def scheduler_snapshot(
 
 
 def _add(counts: dict[int, int], key: int, n: int) -> None:
+    """Add n to a count, dropping it at zero (what suites a snapshot reads comes from keys)."""
     left = counts.get(key, 0) + n
     if left:
         counts[key] = left

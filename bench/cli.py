@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
@@ -26,3 +27,20 @@ def stop_process_group(proc: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+ShapeOptions = tuple[tuple[str, type, str | None], ...]
+
+
+def add_shape_options(
+    parser: argparse.ArgumentParser, options: ShapeOptions, defaults: object
+) -> None:
+    """One --flag per (name, type, help) of a simulation's shape, defaulting to `defaults`'."""
+    for name, kind, text in options:
+        flag = "--" + name.replace("_", "-")
+        parser.add_argument(flag, type=kind, default=getattr(defaults, name), help=text)
+
+
+def shape_from_options(options: ShapeOptions, args: argparse.Namespace, shape: type) -> object:
+    """The simulation's shape from the parsed flags of `add_shape_options`."""
+    return shape(**{name: getattr(args, name) for name, _, _ in options})

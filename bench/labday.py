@@ -29,7 +29,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from bench.cli import print_result
+from bench.cli import add_shape_options, print_result, shape_from_options
 
 BOARDS = ["eve", "kevin", "octopus", "hatch"]
 TESTERS = ["alice", "bob", "carol"]
@@ -395,9 +395,7 @@ SHAPE_OPTIONS = (
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for name, kind, text in SHAPE_OPTIONS:
-        flag = "--" + name.replace("_", "-")
-        parser.add_argument(flag, type=kind, default=getattr(Shape, name), help=text)
+    add_shape_options(parser, SHAPE_OPTIONS, Shape)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1])
     parser.add_argument("--db", default="bench_labday", help="throwaway database (bench_*)")
     parser.add_argument("--json", action="store_true")
@@ -408,7 +406,7 @@ def main() -> None:
         parser.error("--drain-minutes, --staff-rounds-hours: >= 0; --suite-every-minutes: > 0")
     from bench import dbload
 
-    shape = Shape(**{name: getattr(args, name) for name, _, _ in SHAPE_OPTIONS})
+    shape = shape_from_options(SHAPE_OPTIONS, args, Shape)
     dbload.setup_simulation(args.db)
     from django.core.management import call_command
     from django.utils import timezone

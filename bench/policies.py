@@ -26,7 +26,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 
-from bench.cli import print_result
+from bench.cli import add_shape_options, print_result, shape_from_options
 from bench.labday import Run
 
 LABEL = "board:x"
@@ -373,9 +373,7 @@ def run_here(shape: Shape, args: argparse.Namespace) -> list[dict]:
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for name, kind, text in SHAPE_OPTIONS:
-        flag = "--" + name.replace("_", "-")
-        parser.add_argument(flag, type=kind, default=getattr(Shape, name), help=text)
+    add_shape_options(parser, SHAPE_OPTIONS, Shape)
     parser.add_argument("--policies", nargs="+", choices=POLICIES, default=list(POLICIES))
     parser.add_argument("--aging-minutes", type=int, default=2, help="for fifo+aging")
     parser.add_argument("--aging-cap", type=int, default=60, help="for fifo+aging")
@@ -386,7 +384,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.cq_every_minutes <= 0 or args.long_every_minutes <= 0 or args.step <= 0:
         parser.error("--cq-every-minutes, --long-every-minutes, --step: > 0")
-    shape = Shape(**{name: getattr(args, name) for name, _, _ in SHAPE_OPTIONS})
+    shape = shape_from_options(SHAPE_OPTIONS, args, Shape)
     began = time.perf_counter()
     runs = run_children(args, argv) if args.parallel > 1 else run_here(shape, args)
     runs.sort(key=lambda r: (args.policies.index(r["policy"]), r["seed"]))

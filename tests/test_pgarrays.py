@@ -1,4 +1,5 @@
-"""Array literals bind exactly the values they were built from (PostgreSQL)."""
+"""Array literals bind exactly the values they were built from, and id filters built on them
+find the same rows however many ids they carry (PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -51,3 +52,17 @@ def test_bigint_arrays_refuse_anything_but_integers():
 def test_timestamps_bound_as_text_arrays_keep_their_instant():
     at = datetime(2026, 11, 26, 18, 0, 0, 123456, tzinfo=UTC)
     assert _select("SELECT %s::timestamptz[]", text_array([at.isoformat()])) == [at]
+
+
+@pytest.mark.parametrize("extra", [0, 2_000])  # placeholders, or one array past 1,000 ids
+def test_id_filters_find_the_same_rows_as_placeholders_or_as_one_array(extra):
+    from hosts.models import Host
+    from jobs.scheduling.snapshot import ID_PLACEHOLDERS_MAX, id_list
+    from tests import factories as f
+
+    wanted = [f.host(f"h{i}").pk for i in range(3)]
+    f.host("other")
+    ids = wanted + [10**9 + i for i in range(extra)]  # ids no host has
+    assert (len(ids) > ID_PLACEHOLDERS_MAX) == bool(extra)
+    found = Host.objects.filter(pk__in=id_list(ids)).values_list("pk", flat=True)
+    assert sorted(found) == sorted(wanted)

@@ -215,10 +215,17 @@ def _other_cluster_tick() -> None:
         labstate.keep(mine, take=mine.take)
 
 
-@pytest.mark.parametrize("seed", range(8))
-def test_random_event_sequences_plan_as_a_whole_read(seed, monkeypatch):
+# Seeds, each under a host choice: `spread` keeps each host's last release in the lab too, and
+# re-reads it for the hosts the log names; `pack` orders hosts by their workers' load.
+RUNS = [(seed, "affinity") for seed in range(6)] + [(6, "spread"), (7, "spread"), (8, "pack")]
+
+
+@pytest.mark.parametrize(("seed", "host_choice"), RUNS)
+def test_random_event_sequences_plan_as_a_whole_read(seed, host_choice, monkeypatch):
     labstate.forget()
     rng = random.Random(seed)
+    if host_choice != "affinity":
+        services.update_scheduler_settings("sam", reason="test", host_choice=host_choice)
     lab = Lab(rng)
     checker = Checker(monkeypatch)
     crashed = other = leased = 0

@@ -40,3 +40,20 @@ def test_each_job_gets_its_class_reason_and_the_rest_of_the_table_stays_in_the_d
     assert reasons[later.pk]["code"] == "pending_tick"
     whole = [q["sql"] for q in captured if '"wait_reasons"' in q["sql"] and "->" not in q["sql"]]
     assert whole == [], "a query read the whole wait-reason table"
+
+
+def test_where_json_paths_cannot_name_a_class_key_the_table_is_read_whole(monkeypatch):
+    """SQLite (the embedded demo) cannot name a key holding a double quote in a JSON path, and
+    every class key with labels holds some: there the page's reasons come from the whole table.
+    The same jobs get the same reasons either way."""
+    f.host("dut1", ["board:x"], worker=f.worker())
+    f.job("x1", ["board:x"])
+    jobs = [f.job("x2", ["board:x"]), f.job("y", ["board:y"])]
+    services.scheduler_tick()  # x1 takes the host; x2 and y wait
+    by_path = selectors.wait_reasons_for(jobs)
+
+    monkeypatch.setattr(connection, "vendor", "sqlite")
+    whole = selectors.wait_reasons_for(jobs)
+
+    assert whole == by_path
+    assert {reason["code"] for reason in whole.values()} == {"outranked", "no_matching_host"}

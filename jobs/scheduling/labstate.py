@@ -26,9 +26,8 @@ from hosts.models import Host, Worker
 from hosts.querysets import seen_online, worker_capacity
 from jobs.choices import JobKind
 from jobs.models import Job, Lease, decode_labels
-from jobs.scheduling import planner
+from jobs.scheduling import planner, snapshot
 from jobs.scheduling.snapshot import (
-    LOG_KEPT_TAKES,
     LabChanges,
     Snapshot,
     failed_hosts_of_queued_jobs,
@@ -478,7 +477,7 @@ def for_tick(
     if (
         state is not None
         and state.take is not None
-        and state.take >= changes.take - LOG_KEPT_TAKES  # the log still has what it missed
+        and state.take >= changes.take - snapshot.LOG_KEPT_TAKES  # the log has what it missed
         and policy.ordering == "fifo"
         and (state.with_last_used or not spread)
         and state.refreshes < settings.SCHEDULER_WHOLE_READ_EVERY

@@ -94,14 +94,20 @@ def _events(count: int, *, priority: int = 100) -> None:
         )
 
 
-def _churn(sizes: list[int], repeats: int) -> dict[str, dict[str, object]]:
-    """For each N: N completions and N submissions, then a timed tick; `repeats` times."""
+def _churn(
+    sizes: list[int], repeats: int, profile: str | None = None
+) -> dict[str, dict[str, object]]:
+    """For each N: N completions and N submissions, then a timed tick; `repeats` times.
+
+    `profile` profiles the last tick of each N.
+    """
     out: dict[str, dict[str, object]] = {}
     for n in sizes:
         ticks = []
-        for _ in range(repeats):
+        for i in range(repeats):
             _events(n, priority=40)
-            ticks.append(_run_tick(f"churn {n}", None))
+            last = i == repeats - 1
+            ticks.append(_run_tick(f"churn {n}", profile if last else None))
         times = sorted(float(t["ms"]) for t in ticks)  # type: ignore[arg-type]
         out[str(n)] = {
             "median_ms": round(statistics.median(times), 1),
@@ -155,7 +161,7 @@ def main() -> None:
     parser.add_argument(
         "--profile-ticks",
         default="cold,replan,steady,event",
-        help="which ticks --profile profiles (comma-separated)",
+        help="which ticks --profile profiles (comma-separated; churn: the last of each N)",
     )
     parser.add_argument(
         "--churn",
@@ -204,7 +210,9 @@ def main() -> None:
         ]
         _events(1)
         event = _run_tick("event", profile if "event" in args.profile_ticks else None)
-        churn = _churn(args.churn, args.churn_repeats)
+        churn = _churn(
+            args.churn, args.churn_repeats, profile if "churn" in args.profile_ticks else None
+        )
     finally:
         if not args.keep:
             from django.db import connections

@@ -14,10 +14,12 @@ rolled back, when the log cannot say which rows changed or no longer holds them,
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
+from operator import attrgetter
 
 from django.conf import settings
 
@@ -70,6 +72,10 @@ class LabState:
         self.estimates: dict[int, float] = {}  # job id -> estimated seconds, where set
         self.avoid: dict[int, frozenset[int]] = {}
         self.suite_jobs: dict[int, int] = {}  # suite id -> its jobs in `jobs`
+        # `jobs` as planner.group_jobs groups them, and each group's lowest job id; made on the
+        # first refresh (a whole read that plans once does not need them).
+        self.groups: dict[planner.JobGroupKey, list[planner.JobState]] | None = None
+        self._first: dict[planner.JobGroupKey, int] = {}
         self._labels: dict[frozenset[str], frozenset[str]] = {}  # one frozenset per label set
         self._label_keys: dict[str, frozenset[str]] = {}
         self._jobs_in_order = True
@@ -98,6 +104,9 @@ class LabState:
             changed.get(t, ()) is None for t in (HOSTS, HOST_LABELS, JOBS, LEASES)
         ):
             return False
+        if self.groups is None:
+            self.groups = planner.group_jobs(self.jobs.values())
+            self._first = {key: min(map(_ID, group)) for key, group in self.groups.items()}
         job_ids = changed.get(JOBS) or frozenset()
         host_ids = set(changed.get(HOSTS) or ()) | set(changed.get(HOST_LABELS) or ())
         host_ids |= changed.get(LEASES) or frozenset()
@@ -312,13 +321,31 @@ class LabState:
         self.jobs[job.id] = job
         if job.suite_id is not None:
             _add(self.suite_jobs, job.suite_id, +1)
+        if self.groups is not None:
+            key = (job.labels, job.pinned_host_id, job.suite_id)
+            group = self.groups.get(key)
+            if group is None:
+                self.groups[key], self._first[key] = [job], job.id
+            else:
+                insort(group, job, key=planner.job_order_key)
+                self._first[key] = min(self._first[key], job.id)
 
     def _drop_job(self, jid: int) -> None:
         self.backoff.pop(jid, None)
         self.estimates.pop(jid, None)
         job = self.jobs.pop(jid, None)
-        if job is not None and job.suite_id is not None:
+        if job is None:
+            return
+        if job.suite_id is not None:
             _add(self.suite_jobs, job.suite_id, -1)
+        if self.groups is not None:
+            key = (job.labels, job.pinned_host_id, job.suite_id)
+            group = self.groups[key]
+            del group[bisect_left(group, planner.job_order_key(job), key=planner.job_order_key)]
+            if not group:
+                del self.groups[key], self._first[key]
+            elif self._first[key] == jid:
+                self._first[key] = min(map(_ID, group))
 
     # --- what a tick plans from ---------------------------------------------------------------
 
@@ -369,6 +396,11 @@ class LabState:
             leased_count=len(self.leases),
             hosts_by_id=self.hosts,
             jobs_by_id=self.jobs if not sized else {j.id: j for j in jobs},
+            groups=(
+                {key: self.groups[key] for key in sorted(self.groups, key=self._first.__getitem__)}
+                if self.groups is not None and not sized
+                else None
+            ),
         )
 
     def _sized(self, jobs: list[planner.JobState]) -> list[planner.JobState]:
@@ -433,6 +465,7 @@ def _add(counts: dict[int, int], key: int, n: int) -> None:
 
 
 _NONE: frozenset[int] = frozenset()
+_ID = attrgetter("id")
 
 
 # --- the state kept between ticks ---------------------------------------------------------------

@@ -34,6 +34,8 @@ class Snapshot:
     usage: dict[int, float] = field(default_factory=dict)  # owner -> host-seconds (fair share)
     hosts_by_id: dict[int, planner.HostState] = field(default_factory=dict)
     jobs_by_id: dict[int, planner.JobState] = field(default_factory=dict)
+    # The jobs as planner.group_jobs groups them, where the reader keeps them (planner.plan).
+    groups: dict[planner.JobGroupKey, list[planner.JobState]] | None = None
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

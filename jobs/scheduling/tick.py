@@ -194,6 +194,7 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
             now=now,
             workers=snap.workers,
             usage=snap.usage,
+            groups=snap.groups,
         )
         summary.plan_ms = (time.perf_counter() - plan_start) * 1000
         summary.jobs_considered = len(snap.jobs)

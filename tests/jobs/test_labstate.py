@@ -43,6 +43,7 @@ def _plan(snap: labstate.Snapshot, plan=planner.plan) -> planner.Plan:  # noqa: 
         now=snap.now,
         workers=snap.workers,
         usage=snap.usage,
+        groups=snap.groups,
     )
 
 
@@ -65,6 +66,7 @@ class Checker:
             reference = labstate.scheduler_snapshot(now=now, policy=policy)
             assert mine.hosts == reference.hosts
             assert mine.jobs == reference.jobs
+            assert list(mine.groups.items()) == list(planner.group_jobs(reference.jobs).items())
             assert sorted(mine.suites, key=lambda s: s.id) == sorted(
                 reference.suites, key=lambda s: s.id
             )

@@ -25,6 +25,7 @@ from jobs.scheduling.planner import (
     SuiteState,
     WorkerLoad,
     class_key,
+    group_jobs,
     plan,
 )
 from tests.scheduler.lab import T0
@@ -474,6 +475,27 @@ def test_it_does_not_depend_on_input_order(lab: Lab) -> None:
     )
     assert set(forward.assignments) == set(backward.assignments)
     assert forward.wait_reasons == backward.wait_reasons
+
+
+@PROPERTY
+@given(labs())
+def test_the_queue_kept_in_groups_plans_the_same(lab: Lab) -> None:
+    """What the tick passes from its kept lab (`groups`) changes nothing in the plan."""
+    lab = replace(lab, jobs=sorted(lab.jobs, key=lambda j: j.id))  # as the tick reads them
+    whole = plan_result(lab)
+    grouped = plan(
+        hosts=lab.hosts,
+        jobs=lab.jobs,
+        suites=lab.suites,
+        policy=lab.policy,
+        now=NOW,
+        workers=lab.workers,
+        usage=lab.usage,
+        groups=group_jobs(lab.jobs),
+    )
+    assert grouped.assignments == whole.assignments
+    assert grouped.class_reasons == whole.class_reasons
+    assert grouped.wait_reasons == whole.wait_reasons
 
 
 COMBINATIONS = [

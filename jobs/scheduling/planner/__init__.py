@@ -8,8 +8,9 @@ runs them in turn.
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from operator import attrgetter
 
@@ -17,12 +18,16 @@ from jobs.scheduling.planner.explanations import Explainer, WaitReasons, explain
 from jobs.scheduling.planner.matching import Matching, assign_hosts, job_classes
 from jobs.scheduling.planner.ordering import (
     DEFAULT_POLICY,
+    JobGroupKey,
     aging_bonus,
     class_key,
     class_key_from,
     consideration_order,
     effective_priority,
     effective_size,
+    group_jobs,
+    is_plain,
+    job_order_key,
     jobs_by_suite,
     labels_key_of,
     main_phase_order,
@@ -54,6 +59,7 @@ __all__ = [
     "ORDERINGS",
     "Assignment",
     "HostState",
+    "JobGroupKey",
     "JobState",
     "Plan",
     "Policy",
@@ -65,7 +71,9 @@ __all__ = [
     "consideration_order",
     "effective_priority",
     "effective_size",
+    "group_jobs",
     "host_is_schedulable",
+    "job_order_key",
     "plan",
     "quota_candidates",
 ]
@@ -80,12 +88,15 @@ def plan(
     now: datetime | None = None,
     workers: Mapping[str, WorkerLoad] | None = None,
     usage: Mapping[int, float] | None = None,
+    groups: Mapping[JobGroupKey, Sequence[JobState]] | None = None,
 ) -> Plan:
     """Lease free hosts to queued jobs (docs/scheduling.md#the-promise).
 
     `policy`: the scheduler settings (docs/scheduling.md#policies); `now` is needed when they
     depend on time (aging, dynsize, fair share). `workers`: the capacity of each worker that
-    has one. `usage`: each owner's recent host-seconds, for fair share.
+    has one. `usage`: each owner's recent host-seconds, for fair share. `groups`: the same
+    jobs as `group_jobs` groups them, from a caller that keeps them between plans; the plan is
+    the same, without counting and sorting the whole queue.
     """
     hosts = list(hosts)
     jobs = list(jobs)
@@ -110,7 +121,10 @@ def plan(
     # One pass over the queue: the jobs of each (labels, pin, suite), in order of first
     # appearance. Jobs alike in these are alike to the matching and to the wait reasons, so
     # the rest of the plan works per class and touches single jobs only as it leases them.
-    alike = Counter(zip(map(_LABELS, jobs), map(_PIN, jobs), map(_SUITE, jobs), strict=True))
+    if groups is None:
+        alike = Counter(zip(map(_LABELS, jobs), map(_PIN, jobs), map(_SUITE, jobs), strict=True))
+    else:
+        alike = Counter({key: len(group) for key, group in groups.items() if group})
     class_ids = job_classes(alike, matching)
     build_of = {suite.id: suite.build for suite in suites}
     # Hosts each capped suite may still take this tick; held hosts count against the cap.
@@ -135,7 +149,11 @@ def plan(
     _quota_phase(quota_suites(suites, policy, now), jobs, matching, room, class_ids, lease)
 
     dead = matching.dead
-    for job in main_phase_order(jobs, policy, now, usage):
+    if groups is not None and is_plain(policy):
+        order: Iterable[JobState] = _merged(groups, class_ids, dead)
+    else:
+        order = main_phase_order(jobs, policy, now, usage)
+    for job in order:
         if not matching.free:
             break  # every schedulable host is leased: the rest can only wait
         # A dead class cannot take a host for the rest of the tick (see Matching.add), so its
@@ -194,3 +212,30 @@ def _quota_phase(
                 break
             if lease(job, class_ids[job.labels, job.pinned_host_id]):
                 need -= 1
+
+
+def _merged(
+    groups: Mapping[JobGroupKey, Sequence[JobState]],
+    class_ids: Mapping[tuple[frozenset[str], int | None], int],
+    dead: Sequence[bool],
+) -> Iterator[JobState]:
+    """The groups' jobs in main-phase order, by a k-way merge of the groups.
+
+    A group whose class is dead is dropped whole once one of its jobs was tried: the main
+    phase would skip the rest of its jobs anyway. In a full lab the merge stops after the few
+    jobs that take the hosts freed since the last tick, where a sort would order the queue.
+    """
+    lists = [group for group in groups.values() if group]
+    classes = [class_ids[labels, pin] for (labels, pin, _suite), g in groups.items() if g]
+    heads = [(-g[0].priority, g[0].submitted_at, g[0].id, i, 0) for i, g in enumerate(lists)]
+    heapq.heapify(heads)
+    while heads:
+        i, at = heads[0][3], heads[0][4]
+        group = lists[i]
+        yield group[at]
+        at += 1
+        if at == len(group) or dead[classes[i]]:
+            heapq.heappop(heads)
+        else:
+            job = group[at]
+            heapq.heapreplace(heads, (-job.priority, job.submitted_at, job.id, i, at))

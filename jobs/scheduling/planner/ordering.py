@@ -13,6 +13,11 @@ from jobs.scheduling.planner.types import JobState, Policy, SuiteState
 
 DEFAULT_POLICY = Policy()
 
+# The jobs a tick treats alike: (labels, pinned host, suite).
+JobGroupKey = tuple[frozenset[str], int | None, int | None]
+
+_ID, _SUBMITTED, _PRIORITY = attrgetter("id"), attrgetter("submitted_at"), attrgetter("priority")
+
 
 def aging_bonus(policy: Policy, waited_s: float) -> int:
     """Priority levels a wait of waited_s seconds adds: 1 per `aging_minutes`, at most the cap."""
@@ -49,6 +54,26 @@ def job_order_key(job: JobState) -> tuple[int, datetime, int]:
     return (-job.priority, job.submitted_at, job.id)
 
 
+def is_plain(policy: Policy) -> bool:
+    """Whether the main phase orders jobs by priority, submission and id alone."""
+    return policy.ordering == "fifo" and policy.aging_minutes <= 0 and not policy.fair_share
+
+
+def group_jobs(jobs: Iterable[JobState]) -> dict[JobGroupKey, list[JobState]]:
+    """The jobs by (labels, pin, suite), as `plan` takes them in `groups`.
+
+    Each group is in `job_order_key` order, and the groups are in order of their lowest job
+    id: the order of first appearance in a queue read by id.
+    """
+    groups: dict[JobGroupKey, list[JobState]] = {}
+    for job in sorted(jobs, key=_ID):
+        groups.setdefault((job.labels, job.pinned_host_id, job.suite_id), []).append(job)
+    for group in groups.values():  # by id: two stable sorts give job_order_key's order
+        group.sort(key=_SUBMITTED)
+        group.sort(key=_PRIORITY, reverse=True)
+    return groups
+
+
 def main_phase_order(
     jobs: Iterable[JobState],
     policy: Policy = DEFAULT_POLICY,
@@ -65,11 +90,10 @@ def main_phase_order(
     their order.) The time-dependent keys are computed once per distinct (submission time,
     size): the jobs of a suite share both.
     """
-    ordered = sorted(jobs, key=attrgetter("id"))
-    ordered.sort(key=attrgetter("submitted_at"))
-    plain = policy.ordering == "fifo" and policy.aging_minutes <= 0 and not policy.fair_share
-    if plain:
-        ordered.sort(key=attrgetter("priority"), reverse=True)
+    ordered = sorted(jobs, key=_ID)
+    ordered.sort(key=_SUBMITTED)
+    if is_plain(policy):
+        ordered.sort(key=_PRIORITY, reverse=True)
         return ordered
     if now is None:
         raise ValueError("a time-dependent policy needs the tick's time")

@@ -20,6 +20,9 @@ class JobsConfig(AppConfig):
     verbose_name = "Scheduling"
 
     def ready(self) -> None:
+        # Registers the `in_array` lookup the scheduler filters ids with.
+        import schedsite.pgarrays  # noqa: F401, PLC0415
+
         # jobs.tasks imports the models, which cannot load while the app registry is filling.
         from jobs.tasks import install_schedule  # noqa: PLC0415
 

@@ -17,7 +17,6 @@ from functools import partial
 
 from django.db import transaction
 from django.db.models import Q, QuerySet
-from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from hosts import audit
@@ -183,7 +182,7 @@ def _job_times(new: str, at: datetime) -> dict[str, datetime | None]:
 
 
 def move_jobs(
-    jobs: QuerySet[Job] | Iterable[int] | RawSQL,
+    jobs: QuerySet[Job] | Iterable[int],
     *,
     to: str,
     mover: Mover,
@@ -198,7 +197,7 @@ def move_jobs(
 
 
 def _move_jobs(
-    jobs: QuerySet[Job] | Iterable[int] | RawSQL,
+    jobs: QuerySet[Job] | Iterable[int],
     *,
     to: str,
     mover: Mover,
@@ -207,9 +206,7 @@ def _move_jobs(
     known: Sequence[Job] = (),
 ) -> int:
     # One UPDATE however many rows: the tick leases thousands of jobs at a time.
-    if not isinstance(jobs, QuerySet | RawSQL):
-        jobs = list(jobs)
-    rows = jobs if isinstance(jobs, QuerySet) else Job.objects.filter(pk__in=jobs)
+    rows = jobs if isinstance(jobs, QuerySet) else Job.objects.filter(pk__in_array=list(jobs))
     moved = rows.filter(_status_in(JOB.sources(to, mover))).update(
         status=to, **_job_times(to, at), **fields
     )

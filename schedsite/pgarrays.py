@@ -3,11 +3,15 @@
 psycopg adapts a Python list element by element in Python code: a cold tick binds arrays of
 10,000 ids and texts to a handful of statements, and adapting them took about 0.2 s of it. A
 literal is built by str.join and str.replace, in C: about a millisecond for 10,000 elements.
+The `in_array` lookup filters by many ids the same way.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+from django.core.exceptions import EmptyResultSet
+from django.db.models import Field, ForeignObject, Lookup
 
 
 def bigint_array(values: Iterable[int | None]) -> str:
@@ -22,3 +26,36 @@ def text_array(values: Iterable[str]) -> str:
         + ",".join('"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values)
         + "}"
     )
+
+
+# Up to this many ids, `in_array` is `= ANY(array)`, which PostgreSQL answers with an index
+# probe per id, as it does `IN (%s, …)`; more are `IN (SELECT unnest(array))`, planned as a
+# hash join over the table (at 10,000 ids in a cold tick, faster than 10,000 probes).
+ARRAY_PROBES_MAX = 1000
+
+
+class InArray(Lookup):
+    """`pk__in_array=ids`: `pk__in` bound as one array parameter on PostgreSQL.
+
+    A tick after a hundred changes filters by hundreds of ids in several statements; as
+    placeholders, Django prepared each id and psycopg parsed each statement's long text, a few
+    milliseconds a tick. Elsewhere (SQLite) it is a plain `IN` list.
+    """
+
+    lookup_name = "in_array"
+    prepare_rhs = False
+
+    def as_sql(self, compiler, connection):  # noqa: ANN001, ANN201 (Django's signature)
+        lhs, params = self.process_lhs(compiler, connection)
+        ids = list(self.rhs)
+        if not ids:
+            raise EmptyResultSet
+        if connection.vendor != "postgresql":
+            return f"{lhs} IN ({', '.join(['%s'] * len(ids))})", (*params, *map(int, ids))
+        if len(ids) > ARRAY_PROBES_MAX:
+            return f"{lhs} IN (SELECT unnest(%s::bigint[]))", (*params, bigint_array(ids))
+        return f"{lhs} = ANY(%s::bigint[])", (*params, bigint_array(ids))
+
+
+Field.register_lookup(InArray)
+ForeignObject.register_lookup(InArray)  # foreign keys take only lookups registered on them

@@ -54,15 +54,32 @@ def test_timestamps_bound_as_text_arrays_keep_their_instant():
     assert _select("SELECT %s::timestamptz[]", text_array([at.isoformat()])) == [at]
 
 
-@pytest.mark.parametrize("extra", [0, 2_000])  # placeholders, or one array past 1,000 ids
-def test_id_filters_find_the_same_rows_as_placeholders_or_as_one_array(extra):
+@pytest.mark.parametrize("extra", [0, 2_000])  # = ANY(array), or unnest past 1,000 ids
+def test_in_array_finds_the_rows_pk_in_finds(extra):
+    from django.db.models import Q
+
     from hosts.models import Host
-    from jobs.scheduling.snapshot import ID_PLACEHOLDERS_MAX, id_list
+    from jobs.models import Lease
+    from schedsite.pgarrays import ARRAY_PROBES_MAX
     from tests import factories as f
 
     wanted = [f.host(f"h{i}").pk for i in range(3)]
     f.host("other")
     ids = wanted + [10**9 + i for i in range(extra)]  # ids no host has
-    assert (len(ids) > ID_PLACEHOLDERS_MAX) == bool(extra)
-    found = Host.objects.filter(pk__in=id_list(ids)).values_list("pk", flat=True)
+    assert (len(ids) > ARRAY_PROBES_MAX) == bool(extra)
+    found = Host.objects.filter(pk__in_array=ids).values_list("pk", flat=True)
     assert sorted(found) == sorted(wanted)
+    # On a foreign key too, negated, and as one SQL parameter however many ids.
+    assert Host.objects.exclude(pk__in_array=ids).count() == 1
+    query = Host.objects.filter(Q(pk__in_array=ids)).query
+    assert len(query.sql_with_params()[1]) == 1
+    assert not Lease.objects.filter(host_id__in_array=ids).exists()
+
+
+def test_in_array_of_no_ids_finds_nothing():
+    from hosts.models import Host
+    from tests import factories as f
+
+    f.host("h")
+    assert list(Host.objects.filter(pk__in_array=[])) == []
+    assert Host.objects.exclude(pk__in_array=[]).count() == 1

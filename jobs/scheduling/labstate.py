@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
+from heapq import heappop, heappush
 from operator import attrgetter
 
 from django.conf import settings
@@ -34,7 +35,6 @@ from jobs.scheduling.snapshot import (
     Snapshot,
     failed_hosts_of_queued_jobs,
     hosts_last_used,
-    id_list,
     job_columns,
     owner_usage,
     run_time_medians,
@@ -72,10 +72,11 @@ class LabState:
         self.estimates: dict[int, float] = {}  # job id -> estimated seconds, where set
         self.avoid: dict[int, frozenset[int]] = {}
         self.suite_jobs: dict[int, int] = {}  # suite id -> its jobs in `jobs`
-        # `jobs` as planner.group_jobs groups them, and each group's lowest job id; made on the
-        # first refresh (a whole read that plans once does not need them).
+        # `jobs` as planner.group_jobs groups them, made on the first refresh (a whole read
+        # that plans once does not need them), and each group's job ids as a heap whose ids
+        # of jobs gone from it are dropped once they reach the top.
         self.groups: dict[planner.JobGroupKey, list[planner.JobState]] | None = None
-        self._first: dict[planner.JobGroupKey, int] = {}
+        self._group_ids: dict[planner.JobGroupKey, list[int]] = {}
         self._labels: dict[frozenset[str], frozenset[str]] = {}  # one frozenset per label set
         self._label_keys: dict[str, frozenset[str]] = {}
         self._jobs_in_order = True
@@ -106,7 +107,7 @@ class LabState:
             return False
         if self.groups is None:
             self.groups = planner.group_jobs(self.jobs.values())
-            self._first = {key: min(map(_ID, group)) for key, group in self.groups.items()}
+            self._group_ids = {key: sorted(map(_ID, group)) for key, group in self.groups.items()}
         job_ids = changed.get(JOBS) or frozenset()
         host_ids = set(changed.get(HOSTS) or ()) | set(changed.get(HOST_LABELS) or ())
         host_ids |= changed.get(LEASES) or frozenset()
@@ -157,9 +158,9 @@ class LabState:
         leases = Lease.objects.active().order_by()
         if ids is not None:
             ids = list(ids)
-            hosts = hosts.filter(pk__in=id_list(ids))
-            links = links.filter(host_id__in=id_list(ids))
-            leases = leases.filter(host_id__in=id_list(ids))
+            hosts = hosts.filter(pk__in_array=ids)
+            links = links.filter(host_id__in_array=ids)
+            leases = leases.filter(host_id__in_array=ids)
         labels: dict[int, set[str]] = {}
         for host_id, name in links.values_list("host_id", "label__name"):
             labels.setdefault(host_id, set()).add(name)
@@ -259,7 +260,7 @@ class LabState:
         queued = Job.objects.queued().filter(kind=JobKind.TEST)  # by id, as Job's Meta orders
         if ids is not None:
             ids = list(ids)
-            queued = queued.filter(pk__in=id_list(ids))
+            queued = queued.filter(pk__in_array=ids)
             for jid in ids:
                 self._drop_job(jid)
         queued, fields, moment, seconds = job_columns(queued, sized=True, with_not_before=True)
@@ -325,10 +326,10 @@ class LabState:
             key = (job.labels, job.pinned_host_id, job.suite_id)
             group = self.groups.get(key)
             if group is None:
-                self.groups[key], self._first[key] = [job], job.id
+                self.groups[key], self._group_ids[key] = [job], [job.id]
             else:
                 insort(group, job, key=planner.job_order_key)
-                self._first[key] = min(self._first[key], job.id)
+                heappush(self._group_ids[key], job.id)
 
     def _drop_job(self, jid: int) -> None:
         self.backoff.pop(jid, None)
@@ -343,9 +344,9 @@ class LabState:
             group = self.groups[key]
             del group[bisect_left(group, planner.job_order_key(job), key=planner.job_order_key)]
             if not group:
-                del self.groups[key], self._first[key]
-            elif self._first[key] == jid:
-                self._first[key] = min(map(_ID, group))
+                del self.groups[key], self._group_ids[key]
+            elif len(self._group_ids[key]) > 2 * len(group) + 16:  # mostly gone ids: compact
+                self._group_ids[key] = sorted(map(_ID, group))
 
     # --- what a tick plans from ---------------------------------------------------------------
 
@@ -397,11 +398,21 @@ class LabState:
             hosts_by_id=self.hosts,
             jobs_by_id=self.jobs if not sized else {j.id: j for j in jobs},
             groups=(
-                {key: self.groups[key] for key in sorted(self.groups, key=self._first.__getitem__)}
+                {key: self.groups[key] for key in sorted(self.groups, key=self._lowest_id)}
                 if self.groups is not None and not sized
                 else None
             ),
         )
+
+    def _lowest_id(self, key: planner.JobGroupKey) -> int:
+        ids = self._group_ids[key]
+        while (job := self.jobs.get(ids[0])) is None or key != (
+            job.labels,
+            job.pinned_host_id,
+            job.suite_id,
+        ):
+            heappop(ids)
+        return ids[0]
 
     def _sized(self, jobs: list[planner.JobState]) -> list[planner.JobState]:
         """The jobs with their expected run time: the estimate, else their name's median."""

@@ -17,7 +17,7 @@ from jobs.choices import ACTIVE_JOB_STATUSES, JobKind, JobStatus, ReleaseReason
 from jobs.models import Lease, Suite
 from jobs.scheduling import planner
 from jobs.scheduling.planner.preemption import Preemption, Victim, preemptions
-from jobs.scheduling.snapshot import Snapshot, id_list
+from jobs.scheduling.snapshot import Snapshot
 from jobs.scheduling.triggers import request_tick
 from jobs.transitions import Mover
 
@@ -85,9 +85,7 @@ def _victims(*, exclude_hosts: set[int]) -> list[Victim]:
 def _spare_hosts(suite_ids: set[int]) -> dict[int, int]:
     """Hosts each suite with a min_duts holds beyond it: how many of its jobs may be stopped."""
     minimums = dict(
-        Suite.objects.filter(pk__in=id_list(suite_ids), min_duts__gt=0).values_list(
-            "id", "min_duts"
-        )
+        Suite.objects.filter(pk__in_array=suite_ids, min_duts__gt=0).values_list("id", "min_duts")
     )
     if not minimums:
         return {}

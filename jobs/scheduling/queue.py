@@ -32,7 +32,6 @@ from jobs import selectors
 from jobs.choices import ACTIVE_JOB_STATUSES, JobKind
 from jobs.models import Job, Lease, SchedulerSettings, Suite, decode_labels
 from jobs.scheduling import planner
-from jobs.scheduling.snapshot import id_list
 from schedsite.counting import RowCount, bounded_count
 
 # The main phase's order, as the partial index job_queue_order stores it.
@@ -234,7 +233,7 @@ def queue_select(filtered: QuerySet[Job] | None = None) -> QueueSelection:
         wanted = set(filtered.filter(pk__in=head.ids).values_list("pk", flat=True)) if kept else ()
         kept = [job_id for job_id in head.ids if job_id in wanted]
     if head.quota_ids:
-        tail = tail.exclude(pk__in=id_list(head.quota_ids))
+        tail = tail.exclude(pk__in_array=head.quota_ids)
     return QueueSelection(head=head, ids=QueueIds(kept, tail), whole=filtered is None)
 
 

@@ -16,7 +16,6 @@ from hosts.querysets import online_cutoff
 from jobs.choices import JobKind, JobStatus
 from jobs.models import Job, Lease, OwnerUsage, Suite
 from jobs.scheduling import planner
-from schedsite.pgarrays import bigint_array
 
 
 @dataclass
@@ -58,7 +57,7 @@ def suite_states(suite_ids: Iterable[int], *, held: Mapping[int, int]) -> list[p
             build=build,
         )
         for sid, name, prio, created, min_duts, max_duts, build in Suite.objects.filter(
-            pk__in=id_list(suite_ids)
+            pk__in_array=suite_ids
         ).values_list("id", "name", "priority", "created_at", "min_duts", "max_duts", "build")
     ]
 
@@ -166,7 +165,7 @@ def hosts_last_used(ids: Iterable[int] | None = None) -> dict[int, datetime]:
         .order_by("-released_at")
         .values("released_at")[:1]
     )
-    hosts = Host.objects.order_by() if ids is None else Host.objects.filter(pk__in=id_list(ids))
+    hosts = Host.objects.order_by() if ids is None else Host.objects.filter(pk__in_array=ids)
     rows = hosts.annotate(last=Subquery(last)).values_list("pk", "last")
     return {host_id: at for host_id, at in rows if at is not None}
 
@@ -180,26 +179,6 @@ def failed_hosts_of_queued_jobs() -> dict[int, frozenset[int]]:
     for job_id, host_id in rows:
         failed.setdefault(job_id, set()).add(host_id)
     return {job_id: frozenset(hosts) for job_id, hosts in failed.items()}
-
-
-# Up to this many ids bind one placeholder each (`IN (%s, …)`, which PostgreSQL turns into
-# `= ANY(array)` and answers with index probes); more bind one array (`IN (SELECT unnest(…))`,
-# planned as a hash join over the table).
-ID_PLACEHOLDERS_MAX = 1000
-
-
-def id_list(ids: Iterable[int]) -> list[int] | RawSQL:
-    """Return ids for a `pk__in=` filter: one array parameter on PostgreSQL for many ids.
-
-    A tick that leases 10,000 hosts filters by 10,000 ids several times; as separate
-    placeholders each statement costs tens of milliseconds just to build and parse. A hundred
-    ids, a tick after a hundred changes, cost less as placeholders: PostgreSQL probes the
-    index for each instead of hashing the whole lease table (0.5 ms against 2 ms).
-    """
-    ids = list(ids)
-    if connection.vendor == "postgresql" and len(ids) > ID_PLACEHOLDERS_MAX:
-        return RawSQL("SELECT unnest(%s::bigint[])", (bigint_array(ids),))
-    return ids
 
 
 FINGERPRINT_VERSION = "4"

@@ -317,22 +317,20 @@ def _apply(
         return []
     host_ids = sorted(a.host_id for a in assignments)
     job_ids = sorted(a.job_id for a in assignments)
-    # id_list: a cold tick filters by 10,000 ids four times; one array parameter each time.
-    hosts_in, jobs_in = snapshot.id_list(host_ids), snapshot.id_list(job_ids)
     # Lock order everywhere: hosts, then jobs. Locking first and re-reading in a new statement
     # means any write that locked these rows before us has committed and is visible now.
-    list(Host.objects.select_for_update().filter(pk__in=hosts_in).values_list("pk", flat=True))
-    list(Job.objects.select_for_update().filter(pk__in=jobs_in).values_list("pk", flat=True))
-    ok_hosts = set(
-        Host.objects.schedulable(now).filter(pk__in=hosts_in).values_list("pk", flat=True)
-    )
-    ok_jobs = set(Job.objects.queued().filter(pk__in=jobs_in).values_list("pk", flat=True))
+    host_rows = Host.objects.filter(pk__in_array=host_ids)
+    job_rows = Job.objects.filter(pk__in_array=job_ids)
+    list(host_rows.select_for_update().values_list("pk", flat=True))
+    list(job_rows.select_for_update().values_list("pk", flat=True))
+    ok_hosts = set(host_rows.schedulable(now).values_list("pk", flat=True))
+    ok_jobs = set(job_rows.queued().values_list("pk", flat=True))
     kept = [a for a in assignments if a.host_id in ok_hosts and a.job_id in ok_jobs]
     if not kept:
         return []
     lease_of_host = leasing.insert_leases(((a.host_id, a.job_id) for a in kept), now=now)
     transitions.move_jobs(
-        snapshot.id_list(a.job_id for a in kept),
+        [a.job_id for a in kept],
         to=JobStatus.LEASED,
         mover=Mover.SCHEDULER,
         at=now,

@@ -66,6 +66,7 @@ class LabState:
         self.running: dict[int, int] = {}  # worker id -> its hosts a job's lease holds
         self.last_used: dict[int, datetime] = {}
         self.hosts: dict[int, planner.HostState] = {}  # by hostname, as the whole read
+        self.index = planner.HostIndex()  # `hosts` as the plan counts them
         self.hosts_of_worker: dict[int | None, set[int]] = {}
         self.jobs: dict[int, planner.JobState] = {}  # queued test jobs a tick may lease, by id
         self.backoff: dict[int, tuple[planner.JobState, datetime]] = {}  # and their not_before
@@ -200,7 +201,7 @@ class LabState:
                 self.hosts_of_worker[old[5]].discard(hid)
             if row is None:  # deleted
                 self.rows.pop(hid, None)
-                self.hosts.pop(hid, None)
+                self.index.put(self.hosts.pop(hid, None), None)
                 continue
             if ids is not None and (old is None or row[0] != old[0]):
                 self._hosts_in_order = False  # a new or renamed host
@@ -230,10 +231,11 @@ class LabState:
                 self.host_of_job[lease[0]] = host_id
 
     def _put_host_state(self, hid: int) -> None:
+        old = self.hosts.get(hid)
         hostname, status, locked, reason, build, worker_id, labels = self.rows[hid]
         worker, paused, offline = self.workers.get(worker_id, ("", False, False))
         lease = self.leases.get(hid)
-        self.hosts[hid] = planner.HostState(
+        self.hosts[hid] = host = planner.HostState(
             id=hid,
             hostname=hostname,
             labels=labels,
@@ -248,6 +250,7 @@ class LabState:
             worker=worker,
             last_used=self.last_used.get(hid),
         )
+        self.index.put(old, host)
 
     def _label_set(self, names: Iterable[str]) -> frozenset[str]:
         # Hosts of one class share one frozenset: less memory, and the planner's dict lookups
@@ -396,6 +399,7 @@ class LabState:
             suite_names={suite.id: suite.name for suite in suites},
             leased_count=len(self.leases),
             hosts_by_id=self.hosts,
+            host_index=self.index,
             jobs_by_id=self.jobs if not sized else {j.id: j for j in jobs},
             groups=(
                 {key: self.groups[key] for key in sorted(self.groups, key=self._lowest_id)}

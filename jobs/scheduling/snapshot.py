@@ -35,6 +35,7 @@ class Snapshot:
     jobs_by_id: dict[int, planner.JobState] = field(default_factory=dict)
     # The jobs as planner.group_jobs groups them, where the reader keeps them (planner.plan).
     groups: dict[planner.JobGroupKey, list[planner.JobState]] | None = None
+    host_index: planner.HostIndex | None = None  # the hosts as planner.HostIndex counts them
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

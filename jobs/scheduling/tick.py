@@ -195,6 +195,7 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
             workers=snap.workers,
             usage=snap.usage,
             groups=snap.groups,
+            host_index=snap.host_index,
         )
         summary.plan_ms = (time.perf_counter() - plan_start) * 1000
         summary.jobs_considered = len(snap.jobs)

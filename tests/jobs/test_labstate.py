@@ -33,8 +33,11 @@ BOARDS = ("board:x", "board:y", "board:z")
 EXTRAS = ((), ("servo",), ("bt",), ("servo", "bt"))
 
 
-def _plan(snap: labstate.Snapshot, plan=planner.plan) -> planner.Plan:  # noqa: ANN001
-    """The real planner on a snapshot (bound at import: a crash test replaces the tick's)."""
+def _plan(snap: labstate.Snapshot, *, kept: bool, plan=planner.plan) -> planner.Plan:  # noqa: ANN001
+    """The real planner on a snapshot (bound at import: a crash test replaces the tick's).
+
+    `kept`: with the queue's groups and the host index the kept lab passes, as the tick does.
+    """
     return plan(
         hosts=snap.hosts,
         jobs=snap.jobs,
@@ -43,7 +46,8 @@ def _plan(snap: labstate.Snapshot, plan=planner.plan) -> planner.Plan:  # noqa: 
         now=snap.now,
         workers=snap.workers,
         usage=snap.usage,
-        groups=snap.groups,
+        groups=snap.groups if kept else None,
+        host_index=snap.host_index if kept else None,
     )
 
 
@@ -67,11 +71,18 @@ class Checker:
             assert mine.hosts == reference.hosts
             assert mine.jobs == reference.jobs
             assert list(mine.groups.items()) == list(planner.group_jobs(reference.jobs).items())
+            fresh = planner.HostIndex.of(reference.hosts)
+            kept = mine.host_index
+            assert (kept.free, kept.kept, kept.leased_on) == (
+                fresh.free,
+                fresh.kept,
+                fresh.leased_on,
+            )
             assert sorted(mine.suites, key=lambda s: s.id) == sorted(
                 reference.suites, key=lambda s: s.id
             )
             assert (mine.workers, mine.leased_count) == (reference.workers, reference.leased_count)
-            ours, theirs = _plan(mine), _plan(reference)
+            ours, theirs = _plan(mine, kept=True), _plan(reference, kept=False)
             assert ours.assignments == theirs.assignments
             assert ours.class_reasons == theirs.class_reasons
             self.compared += 1
@@ -172,6 +183,14 @@ class Lab:
             if running:  # a job holding a host: its priority is the host's
                 Job.objects.filter(pk=running.pk).update(priority=self.rng.choice((5, 95)))
 
+    def add_or_retire_host(self) -> None:
+        """A host joins the lab, or one that never ran anything leaves it."""
+        if self.rng.random() < 0.5:
+            labels = [self.rng.choice(BOARDS), *self.rng.choice(EXTRAS)]
+            f.host(f"n{self._name()}", labels, worker=self.rng.choice(self.workers))
+        elif host := self._some(Host.objects.filter(leases__isnull=True, pinned_jobs__isnull=True)):
+            Host.objects.filter(pk=host.pk).delete()
+
     def worker_goes_quiet(self) -> None:
         worker = self.rng.choice(self.workers)
         seen = timezone.now() - timedelta(hours=self.rng.choice((0, 1)))
@@ -188,8 +207,9 @@ class Lab:
                 self.relabel,
                 self.bare_updates,
                 self.worker_goes_quiet,
+                self.add_or_retire_host,
             ),
-            weights=(5, 2, 5, 1, 1, 1, 3, 1),
+            weights=(5, 2, 5, 1, 1, 1, 3, 1, 1),
         )[0]
         event()
 

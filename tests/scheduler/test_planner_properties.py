@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from jobs.scheduling.planner import (
     HOST_CHOICES,
     ORDERINGS,
+    HostIndex,
     HostState,
     JobState,
     Plan,
@@ -55,6 +56,7 @@ HOST_STATES = [
     {"ready": False},
     {"leased": True, "lease_priority": 70},
     {"leased": True},  # a manual reservation
+    {"locked": True, "leased": True, "lease_priority": 90},  # locked by staff while it runs
 ]
 MOMENTS = [T0 + timedelta(minutes=m) for m in range(3)]  # few values, so ties happen
 NOW = T0 + timedelta(minutes=5)
@@ -478,10 +480,26 @@ def test_it_does_not_depend_on_input_order(lab: Lab) -> None:
 
 
 @PROPERTY
-@given(labs())
-def test_the_queue_kept_in_groups_plans_the_same(lab: Lab) -> None:
-    """What the tick passes from its kept lab (`groups`) changes nothing in the plan."""
+@given(labs(), st.data())
+def test_the_lab_kept_between_plans_plans_the_same(lab: Lab, data: st.DataObject) -> None:
+    """What the tick passes from its kept lab (`groups`, `host_index`) changes nothing."""
     lab = replace(lab, jobs=sorted(lab.jobs, key=lambda j: j.id))  # as the tick reads them
+    # The index as a kept lab has it: counted from other states of the hosts, then each host
+    # put in place of its old state, and a host that is gone taken out.
+    before = [
+        replace(
+            h,
+            locked=data.draw(st.booleans()),
+            leased=data.draw(st.booleans()),
+            lease_priority=data.draw(st.sampled_from([None, 10, 90])),
+        )
+        for h in lab.hosts
+    ]
+    gone = HostState(id=10**6, hostname="gone", labels=frozenset({"x"}), leased=True, worker="w")
+    index = HostIndex.of([*before, gone])
+    for old, new in zip(before, lab.hosts, strict=True):
+        index.put(old, new)
+    index.put(gone, None)
     whole = plan_result(lab)
     grouped = plan(
         hosts=lab.hosts,
@@ -492,6 +510,7 @@ def test_the_queue_kept_in_groups_plans_the_same(lab: Lab) -> None:
         workers=lab.workers,
         usage=lab.usage,
         groups=group_jobs(lab.jobs),
+        host_index=index,
     )
     assert grouped.assignments == whole.assignments
     assert grouped.class_reasons == whole.class_reasons

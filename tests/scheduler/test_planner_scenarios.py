@@ -297,6 +297,18 @@ def test_reason_counts_busy_and_locked_matching_hosts() -> None:
     assert reason.details["max_running_priority"] == 70
 
 
+def test_reason_says_the_priority_busy_hosts_run_not_a_locked_one() -> None:
+    hosts = [
+        host(1, "board:x", leased=True, lease_priority=70),
+        host(2, "board:x", locked=True, leased=True, lease_priority=90),  # locked mid-run
+    ]
+    reason = _reason(hosts, job(1, "board:x", priority=80))
+    assert reason.message == (
+        "None of the 2 hosts that fit is free: 1 busy running a priority 70 job, 1 locked"
+    )
+    assert reason.details["max_running_priority"] == 70
+
+
 def test_reason_counts_reserved_paused_offline_and_not_ready_hosts() -> None:
     offline = "on an offline worker"
     hosts = hosts_that_are("reserved", "on a paused worker", offline, offline, "not ready")

@@ -15,6 +15,7 @@ from datetime import datetime
 from operator import attrgetter
 
 from jobs.scheduling.planner.explanations import Explainer, WaitReasons, explain_waits
+from jobs.scheduling.planner.hostindex import HostIndex
 from jobs.scheduling.planner.matching import Matching, assign_hosts, job_classes
 from jobs.scheduling.planner.ordering import (
     DEFAULT_POLICY,
@@ -58,6 +59,7 @@ __all__ = [
     "HOST_CHOICES",
     "ORDERINGS",
     "Assignment",
+    "HostIndex",
     "HostState",
     "JobGroupKey",
     "JobState",
@@ -89,14 +91,16 @@ def plan(
     workers: Mapping[str, WorkerLoad] | None = None,
     usage: Mapping[int, float] | None = None,
     groups: Mapping[JobGroupKey, Sequence[JobState]] | None = None,
+    host_index: HostIndex | None = None,
 ) -> Plan:
     """Lease free hosts to queued jobs (docs/scheduling.md#the-promise).
 
     `policy`: the scheduler settings (docs/scheduling.md#policies); `now` is needed when they
     depend on time (aging, dynsize, fair share). `workers`: the capacity of each worker that
-    has one. `usage`: each owner's recent host-seconds, for fair share. `groups`: the same
-    jobs as `group_jobs` groups them, from a caller that keeps them between plans; the plan is
-    the same, without counting and sorting the whole queue.
+    has one. `usage`: each owner's recent host-seconds, for fair share. `groups` and
+    `host_index`: the same jobs as `group_jobs` groups them and the same hosts as
+    `HostIndex.of` counts them, from a caller that keeps them between plans; the plan is the
+    same, without a pass over the whole queue and every host.
     """
     hosts = list(hosts)
     jobs = list(jobs)
@@ -104,8 +108,8 @@ def plan(
     workers = workers or {}
     suite_by_id = {suite.id: suite for suite in suites}
     hosts_by_id = {host.id: host for host in hosts}
-    busy = Counter(host.worker for host in hosts if host.leased and host.worker)
-    free = [host for host in hosts if host.schedulable]
+    index = host_index if host_index is not None else HostIndex.of(hosts)
+    free = list(index.free.values())  # the matching orders them by its own keys
     matching = Matching(
         free,
         builds={suite.build for suite in suites if suite.build},
@@ -115,7 +119,7 @@ def plan(
             for name, load in workers.items()
             if load.limit is not None
         },
-        worker_busy=busy,
+        worker_busy=index.leased_on,
     )
 
     # One pass over the queue: the jobs of each (labels, pin, suite), in order of first
@@ -169,7 +173,7 @@ def plan(
         for name, started in matching.at_capacity().items()
     }
     leased_hosts = frozenset(a.host_id for a in assignments)
-    explainer = Explainer(hosts_by_id, matching, suite_by_id, room, full, leased_hosts)
+    explainer = Explainer(hosts_by_id, index, matching, suite_by_id, room, full, leased_hosts)
     for job, _j, _build in leased:
         alike[job.labels, job.pinned_host_id, job.suite_id] -= 1
     waiting = [key for key, count in alike.items() if count > 0]

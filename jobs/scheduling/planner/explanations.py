@@ -6,6 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
+from jobs.scheduling.planner.hostindex import HostIndex, host_blocker
 from jobs.scheduling.planner.matching import Matching, bit_indexes
 from jobs.scheduling.planner.types import HostState, JobState, SuiteState, WaitReason
 
@@ -24,19 +25,10 @@ class _Capacity:
 
 def _blocker(host: HostState, capacity: _Capacity) -> str | None:
     """Return why a host cannot take work now, the most lasting cause first; None if it can."""
-    if host.locked:
-        return "locked"
-    if host.worker_paused:
-        return "paused"
-    if host.worker_offline:
-        return "offline"
-    if not host.ready:
-        return "not_ready"
-    if host.leased:
-        return "busy" if host.lease_priority is not None else "reserved"
-    if host.worker in capacity.full and host.id not in capacity.leased:
+    blocker = host_blocker(host)
+    if blocker is None and host.worker in capacity.full and host.id not in capacity.leased:
         return "capacity"
-    return None
+    return blocker
 
 
 def _at_capacity(worker: str, full: Full) -> str:
@@ -67,14 +59,21 @@ class _Tally:
     max_priority: int | None = None  # highest priority among jobs running on busy hosts
     on_full_workers: dict[str, int] = field(default_factory=dict)  # free hosts, by worker
 
-    def add(self, host: HostState) -> None:
+    def add_free(self, host: HostState) -> None:
+        """Count a host free at the start of the tick (or kept from work by a full worker)."""
         self.total += 1
-        blocker = _blocker(host, self.capacity)
-        self.counts[blocker or "free"] += 1
-        if blocker == "capacity":
+        if _blocker(host, self.capacity) == "capacity":
+            self.counts["capacity"] += 1
             self.on_full_workers[host.worker] = self.on_full_workers.get(host.worker, 0) + 1
-        if host.leased and host.lease_priority is not None:
-            self._see_priority(host.lease_priority)
+        else:
+            self.counts["free"] += 1
+
+    def add_kept(self, blocker: str, priority: int | None, n: int) -> None:
+        """Count n hosts kept from work by `blocker`, running jobs of `priority` (if any)."""
+        self.total += n
+        self.counts[blocker] += n
+        if priority is not None:
+            self._see_priority(priority)
 
     def merge(self, other: _Tally) -> None:
         self.total += other.total
@@ -151,6 +150,7 @@ class Explainer:
     def __init__(
         self,
         hosts_by_id: Mapping[int, HostState],
+        index: HostIndex,
         matching: Matching,
         suite_by_id: Mapping[int, SuiteState],
         room: Mapping[int, int],
@@ -163,8 +163,10 @@ class Explainer:
         self.capacity = _Capacity(full, leased_hosts)
         self.hosts_by_id = hosts_by_id
         tallies: dict[frozenset[str], _Tally] = defaultdict(lambda: _Tally(self.capacity))
-        for host in hosts_by_id.values():
-            tallies[host.labels].add(host)
+        for (labels, blocker, priority), n in index.kept.items():
+            tallies[labels].add_kept(blocker, priority, n)
+        for host in index.free.values():  # free, or kept from work by a worker this tick filled
+            tallies[host.labels].add_free(host)
         self.groups = list(tallies.items())
         self.group_bits: dict[str, int] = defaultdict(int)  # label -> groups carrying it
         for g, (labels, _tally) in enumerate(self.groups):

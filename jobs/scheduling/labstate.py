@@ -78,6 +78,8 @@ class LabState:
         # of jobs gone from it are dropped once they reach the top.
         self.groups: dict[planner.JobGroupKey, list[planner.JobState]] | None = None
         self._group_ids: dict[planner.JobGroupKey, list[int]] = {}
+        self._by_age: list[tuple[datetime, int]] = []  # (submitted, id) of `jobs`, a heap alike
+        self.by_status: Counter[str] = Counter()  # hosts in each status
         self._labels: dict[frozenset[str], frozenset[str]] = {}  # one frozenset per label set
         self._label_keys: dict[str, frozenset[str]] = {}
         self._jobs_in_order = True
@@ -109,6 +111,7 @@ class LabState:
         if self.groups is None:
             self.groups = planner.group_jobs(self.jobs.values())
             self._group_ids = {key: sorted(map(_ID, group)) for key, group in self.groups.items()}
+            self._by_age = sorted(zip(map(_SUBMITTED, self.jobs.values()), self.jobs, strict=True))
         job_ids = changed.get(JOBS) or frozenset()
         host_ids = set(changed.get(HOSTS) or ()) | set(changed.get(HOST_LABELS) or ())
         host_ids |= changed.get(LEASES) or frozenset()
@@ -197,6 +200,10 @@ class LabState:
             self._put_lease(hid, found.get(hid))
             old = self.rows.get(hid)
             row = rows.get(hid)
+            if old is not None:
+                self.by_status[old[1]] -= 1
+            if row is not None:
+                self.by_status[row[1]] += 1
             if old is not None and (row is None or row[5] != old[5]):
                 self.hosts_of_worker[old[5]].discard(hid)
             if row is None:  # deleted
@@ -333,6 +340,7 @@ class LabState:
             else:
                 insort(group, job, key=planner.job_order_key)
                 heappush(self._group_ids[key], job.id)
+            heappush(self._by_age, (job.submitted_at, job.id))
 
     def _drop_job(self, jid: int) -> None:
         self.backoff.pop(jid, None)
@@ -400,6 +408,8 @@ class LabState:
             leased_count=len(self.leases),
             hosts_by_id=self.hosts,
             host_index=self.index,
+            hosts_by_status=self.by_status,
+            oldest_submitted=self._oldest() if self.groups is not None and not sized else None,
             jobs_by_id=self.jobs if not sized else {j.id: j for j in jobs},
             groups=(
                 {key: self.groups[key] for key in sorted(self.groups, key=self._lowest_id)}
@@ -407,6 +417,17 @@ class LabState:
                 else None
             ),
         )
+
+    def _oldest(self) -> datetime | None:
+        """When the longest-waiting job of `jobs` was submitted (None: no job waits)."""
+        by_age, jobs = self._by_age, self.jobs
+        while by_age and (
+            (job := jobs.get(by_age[0][1])) is None or job.submitted_at != by_age[0][0]
+        ):
+            heappop(by_age)
+        if len(by_age) > 2 * len(jobs) + 1000:  # mostly jobs gone: compact
+            self._by_age = by_age = sorted(zip(map(_SUBMITTED, jobs.values()), jobs, strict=True))
+        return by_age[0][0] if by_age else None
 
     def _lowest_id(self, key: planner.JobGroupKey) -> int:
         ids = self._group_ids[key]
@@ -480,7 +501,7 @@ def _add(counts: dict[int, int], key: int, n: int) -> None:
 
 
 _NONE: frozenset[int] = frozenset()
-_ID = attrgetter("id")
+_ID, _SUBMITTED = attrgetter("id"), attrgetter("submitted_at")
 
 
 # --- the state kept between ticks ---------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -36,6 +37,9 @@ class Snapshot:
     # The jobs as planner.group_jobs groups them, where the reader keeps them (planner.plan).
     groups: dict[planner.JobGroupKey, list[planner.JobState]] | None = None
     host_index: planner.HostIndex | None = None  # the hosts as planner.HostIndex counts them
+    hosts_by_status: Counter[str] | None = None  # every host, counted by status
+    # When the longest-waiting job of `jobs` was submitted, where the reader keeps it.
+    oldest_submitted: datetime | None = None
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -6,6 +6,7 @@ import functools
 import logging
 import os
 import time
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
@@ -154,6 +155,9 @@ def _log_tick(summary: TickSummary, *, trigger: str) -> None:
     )
 
 
+_SUBMITTED = attrgetter("submitted_at")
+
+
 def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
     start = time.perf_counter()
     # This process's lab from its last tick; a tick that rolls back does not give it back.
@@ -212,10 +216,14 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
         reasons = _reasons_by_class(result)
         summary.duration_ms = (time.perf_counter() - start) * 1000
         queued_after = len(snap.jobs) - len(made)
-        oldest = min(map(attrgetter("submitted_at"), snap.jobs), default=None)
+        oldest = snap.oldest_submitted or min(
+            map(attrgetter("submitted_at"), snap.jobs), default=None
+        )
         # The snapshot's schedulable hosts (one rule with Host.objects.schedulable) less those
         # the plan just leased: the lab as this tick leaves it.
-        capacity = _lab_capacity(schedulable=summary.hosts_free - len(made))
+        capacity = _lab_capacity(
+            schedulable=summary.hosts_free - len(made), by_status=snap.hosts_by_status
+        )
         _record(
             summary,
             trigger=trigger,
@@ -299,9 +307,11 @@ def _record(summary: TickSummary, *, trigger: str, fingerprint: str, **fields: o
 CAPACITY_FIELDS = ("hosts_schedulable", "hosts_in_maintenance", "hosts_repair_failed")
 
 
-def _lab_capacity(*, schedulable: int) -> dict[str, int]:
-    """The tick row's capacity fields: one GROUP BY over the hosts whatever the lab's size."""
-    by_status = selectors.hosts_by_status()
+def _lab_capacity(*, schedulable: int, by_status: Counter[str] | None) -> dict[str, int]:
+    """The tick row's capacity fields: from the hosts by status the lab kept, else one GROUP BY
+    over the hosts whatever the lab's size."""
+    if by_status is None:
+        by_status = selectors.hosts_by_status()
     return {
         "hosts_schedulable": schedulable,
         "hosts_in_maintenance": sum(by_status[s] for s in selectors.MAINTENANCE_STATUSES),

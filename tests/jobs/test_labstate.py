@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from hosts import services as host_services
 from hosts.models import Host, Label, Worker
-from jobs import services
+from jobs import selectors, services
 from jobs.models import Job, Lease, Suite
 from jobs.scheduling import labstate, planner, snapshot
 from tests import factories as f
@@ -71,6 +71,10 @@ class Checker:
             assert mine.hosts == reference.hosts
             assert mine.jobs == reference.jobs
             assert list(mine.groups.items()) == list(planner.group_jobs(reference.jobs).items())
+            assert mine.hosts_by_status == selectors.hosts_by_status()
+            assert mine.oldest_submitted == min(
+                (j.submitted_at for j in reference.jobs), default=None
+            )
             fresh = planner.HostIndex.of(reference.hosts)
             kept = mine.host_index
             assert (kept.free, kept.kept, kept.leased_on) == (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import islice
 
 from jobs.scheduling.planner.types import Assignment, HostState, JobState
 
@@ -347,12 +348,22 @@ def _place_away_from_failures(
     take: Callable[[JobState, int, int, HostState], None],
 ) -> None:
     """Give each retried job the lowest free host it has not failed on, where there is one."""
+    # Per host class, how many of its first hosts are all taken: hosts taken stay taken, so
+    # the search starts past them (a cold tick places thousands of retried jobs).
+    skip = [0] * len(matching.hosts)
     for job, j, _build in leased:
         if not job.avoid_hosts or job.pinned_host_id is not None:
             continue
         for c in bit_indexes(slot_bits[j]):
+            members = matching.hosts[c]
+            while skip[c] < len(members) and members[skip[c]].id in taken:
+                skip[c] += 1
             host = next(
-                (h for h in matching.hosts[c] if h.id not in taken and h.id not in job.avoid_hosts),
+                (
+                    h
+                    for h in islice(members, skip[c], None)
+                    if h.id not in taken and h.id not in job.avoid_hosts
+                ),
                 None,
             )
             if host is not None:

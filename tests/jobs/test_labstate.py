@@ -372,3 +372,26 @@ def test_a_retried_tick_reads_the_lab_whole(monkeypatch):
     assert len(calls) == 2 and not summary.refreshed
     assert [lease["job"] for lease in summary.leases] == ["J2"]
     labstate.forget()
+
+
+def test_a_whole_read_for_the_tick_is_frozen_out_of_the_collector(monkeypatch):
+    """The kept lab is frozen (gc.freeze), and the collector is on again, even after a failure."""
+    import gc
+
+    labstate.forget()
+    f.host("h1", ["board:x"], worker=f.worker("w1"))
+    services.job_submit(owner="alice", spec=services.JobSpec(name="j", labels=["board:x"]))
+    frozen = gc.get_freeze_count()
+    assert services.scheduler_tick().leases
+    assert gc.get_freeze_count() > frozen
+    assert gc.isenabled()
+
+    def broken(**kwargs: object) -> None:
+        raise OperationalError("the database went away mid-read")
+
+    labstate.forget()
+    monkeypatch.setattr(labstate.LabState, "read", broken)
+    with pytest.raises(OperationalError):
+        services.scheduler_tick()
+    assert gc.isenabled()
+    labstate.forget()

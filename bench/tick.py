@@ -66,6 +66,13 @@ def _run_tick(label: str, profile: str | None) -> dict[str, object]:
     }
 
 
+def _run_queued_analyze() -> None:
+    """Do what a cluster worker would do next: the ANALYZE the cold tick asked for."""
+    from jobs import tasks
+
+    tasks.analyze_jobs()
+
+
 def _events(count: int, *, priority: int = 100) -> None:
     """`count` jobs complete and as many new jobs for their hosts arrive: the tick must plan.
 
@@ -201,6 +208,8 @@ def main() -> None:
         _heartbeat_workers()
         profile = args.profile
         cold = _run_tick("cold", profile if "cold" in args.profile_ticks else None)
+        # The cold tick asks a cluster worker to analyse the job table; no cluster runs here.
+        _run_queued_analyze()
         # The cold tick changed the lab (leases, leased jobs): this one plans again, finds
         # nothing more to lease, and records the digest the steady ticks then match.
         replan = _run_tick("replan", profile if "replan" in args.profile_ticks else None)

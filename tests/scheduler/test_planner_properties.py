@@ -345,7 +345,8 @@ def first_fit_keep(lab: Lab) -> Keep:
 PROPERTY = settings(max_examples=300, deadline=None)
 
 
-def plan_result(lab: Lab) -> Plan:
+def plan_result(lab: Lab, **kept: object) -> Plan:
+    """The plan of the lab; `kept`: what a caller keeping its lab passes (groups, host_index)."""
     return plan(
         hosts=lab.hosts,
         jobs=lab.jobs,
@@ -354,6 +355,7 @@ def plan_result(lab: Lab) -> Plan:
         now=NOW,
         workers=lab.workers,
         usage=lab.usage,
+        **kept,  # type: ignore[arg-type]
     )
 
 
@@ -501,17 +503,7 @@ def test_the_lab_kept_between_plans_plans_the_same(lab: Lab, data: st.DataObject
         index.put(old, new)
     index.put(gone, None)
     whole = plan_result(lab)
-    grouped = plan(
-        hosts=lab.hosts,
-        jobs=lab.jobs,
-        suites=lab.suites,
-        policy=lab.policy,
-        now=NOW,
-        workers=lab.workers,
-        usage=lab.usage,
-        groups=group_jobs(lab.jobs),
-        host_index=index,
-    )
+    grouped = plan_result(lab, groups=group_jobs(lab.jobs), host_index=index)
     assert grouped.assignments == whole.assignments
     assert grouped.class_reasons == whole.class_reasons
     assert grouped.wait_reasons == whole.wait_reasons

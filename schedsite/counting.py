@@ -43,6 +43,10 @@ def bounded_count(queryset: QuerySet, *, limit: int | None = None) -> RowCount:
 
 
 def planner_rows(queryset: QuerySet) -> int:
-    """PostgreSQL's estimate of the rows the query returns (EXPLAIN, nothing is run)."""
-    plan = json.loads(queryset.explain(format="json"))
+    """PostgreSQL's estimate of the rows the query returns (EXPLAIN, nothing is run).
+
+    Without the related rows a list reads along (select_related), as Django counts: they do not
+    change the number of rows, and planning the joins of a page of /api/jobs/ took 1 ms of 1.3.
+    """
+    plan = json.loads(queryset.select_related(None).explain(format="json"))
     return int(plan[0]["Plan"]["Plan Rows"])

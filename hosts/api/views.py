@@ -217,8 +217,8 @@ class HostViewSet(InventoryViewSet):
     def get_queryset(self) -> QuerySet[Host]:
         hosts = Host.objects.select_related("worker", "locked_by")
         if self._lists_labels_itself():
-            return hosts.prefetch_related(selectors.active_lease_prefetch(of_host=True))
-        return hosts.prefetch_related("labels", selectors.active_lease_prefetch(of_host=True))
+            return hosts.prefetch_related(selectors.active_lease_prefetch(of="host"))
+        return hosts.prefetch_related("labels", selectors.active_lease_prefetch(of="host"))
 
     def _lists_labels_itself(self) -> bool:
         # A page of the list reads its label names in one query (paginate_queryset).

@@ -226,7 +226,7 @@ class JobViewSet(ReadViewSet):
 
     def get_queryset(self) -> QuerySet[Job]:
         return Job.objects.select_related("suite", "host__worker", "owner").prefetch_related(
-            selectors.active_lease_prefetch()
+            selectors.active_lease_prefetch(of="job")
         )
 
     def _render(self, jobs: Sequence[Job]) -> list[dict]:

@@ -1,1 +1,1 @@
-"""What the web UI's views and templates share: htmx responses, chart geometry, durations."""
+"""What the web UI's views and templates share: htmx responses, chart geometry, durations, rows."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from schedsite import counting
 from tests import factories as f
@@ -54,3 +56,15 @@ def test_the_queue_says_so_too_and_keeps_its_positions(alice_client, twelve_jobs
 
     assert first["count_estimated"] is True
     assert [row["position"] for row in rows] == list(range(1, 11))
+
+
+@pytest.mark.postgres
+def test_the_estimate_plans_the_rows_alone_not_the_joins_a_page_reads(
+    alice_client, twelve_jobs, monkeypatch
+):
+    monkeypatch.setattr(counting, "EXACT_COUNT_LIMIT", 5)
+    with CaptureQueriesContext(connection) as ctx:
+        body = alice_client.get("/api/jobs/?page_size=5").json()
+    explains = [q["sql"] for q in ctx.captured_queries if q["sql"].startswith("EXPLAIN")]
+    assert len(explains) == 1 and " JOIN " not in explains[0]
+    assert body["count_estimated"] and body["count"] > 5

@@ -1,17 +1,25 @@
-"""The host table's rows, made once per page, show what the per-row template lookups showed."""
+"""The host table's rows: made once per page, made in Python, and escaped as templates escape."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.template import Context, Template
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
+from django.utils.translation import gettext_lazy
 
 from hosts import services as host_services
 from hosts.models import Host
+from hosts.rows import RowPage, host_row
 from hosts.views import host_list_queryset, host_queryset, host_rows
 from jobs import services
+from jobs.models import Job, Lease, Suite
+from schedsite.ui.markup import markup
 from tests import factories as f
 
 pytestmark = pytest.mark.django_db
@@ -77,3 +85,52 @@ def test_the_api_lists_the_labels_the_host_page_shows(lab, sam_client):
         assert {k: v for k, v in row.items() if k in one} == {
             k: v for k, v in one.items() if k in row
         }
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "<script>alert('x')</script> & \"y\"",
+        mark_safe("<b>already safe</b>"),
+        gettext_lazy("Lazy <i>text</i>"),
+        42,
+        None,
+    ],
+)
+def test_markup_escapes_each_value_as_format_html_does(value):
+    assert markup("<p title='{}'>{}</p>", value, value) == format_html(
+        "<p title='{}'>{}</p>", value, value
+    )
+    assert markup("<p>{v}</p>", v=value) == format_html("<p>{v}</p>", v=value)
+
+
+def test_every_text_a_row_shows_is_escaped(sam, sam_client):
+    # Names the forms refuse can still come from the database (an import, an admin edit).
+    rack = f.worker("rack-1")
+    f.host("dut1", ["board:eve"], worker=rack, build="<i>build</i>")
+    f.host("dut2", ["board:eve"], worker=rack)
+    f.host("dut3", ["board:eve"], worker=rack)
+    f.host("dut4", ["board:eve"], worker=rack)
+    f.suite("nightly", [["board:eve"]], owner=sam)
+    services.scheduler_tick()
+    leased = Lease.objects.get(released_at=None).host
+    free = Host.objects.exclude(pk=leased.pk).order_by("hostname")
+    services.lease_reserve(host=free[0], holder=sam, duration=timedelta(hours=1), reason="r")
+    host_services.host_lock(host=free[1], by=sam, reason="<i>lock reason</i>")
+    Job.objects.update(name="<i>job</i>")
+    Suite.objects.update(name="<i>suite</i>")
+    Lease.objects.filter(job=None).update(reason="<i>reservation</i>")
+    get_user_model().objects.filter(pk=sam.pk).update(username="<i>sam</i>")
+
+    page = sam_client.get("/hosts/").content.decode()
+    for text in ("build", "lock reason", "job", "suite", "reservation", "sam"):
+        assert f"&lt;i&gt;{text}&lt;/i&gt;" in page, text
+    assert "<i>" not in page
+
+    # A refused lock shows its error and the reason typed again, in the row's form.
+    host = host_rows([host_list_queryset().get(pk=free[2].pk)])[0]
+    page = RowPage(now=timezone.now(), csrf_input=mark_safe(""), staff=True)
+    row = host_row(host, page, error="<i>refused</i>", reason='"><i>typed')
+    assert 'value="&quot;&gt;&lt;i&gt;typed"' in row
+    assert "&lt;i&gt;refused&lt;/i&gt;" in row
+    assert "<i>" not in row

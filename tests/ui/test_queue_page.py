@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from jobs import services
 from jobs.choices import JobStatus
+from jobs.models import Job, Suite
 from jobs.scheduling import queue
 from schedsite import counting
 from tests import factories as f
@@ -60,3 +62,21 @@ def test_a_filtered_page_shows_places_in_the_whole_queue_and_says_about_a_big_co
     whole = alice_client.get("/queue/").content.decode()
     assert "about " in whole[: whole.index(" queued jobs")][-20:]
     assert all(f"urgent-{i}" in whole for i in range(len(first)))
+
+
+@pytest.mark.django_db
+def test_every_text_a_queue_row_shows_is_escaped(sam, sam_client):
+    # Names the forms refuse can still come from the database (an import, an admin edit).
+    rack = f.worker("rack-1")
+    pinned = f.host("dut1", ["board:eve"], worker=rack)
+    f.suite("nightly", [["board:nope"]], owner=sam)
+    f.job("solo", ["board:nope"], host=pinned, owner=sam)
+    services.scheduler_tick()
+    Job.objects.update(name="<i>job</i>")
+    Suite.objects.update(name="<i>suite</i>")
+    get_user_model().objects.filter(pk=sam.pk).update(username="<i>sam</i>")
+
+    page = sam_client.get("/queue/").content.decode()
+    for text in ("job", "suite", "sam"):
+        assert f"&lt;i&gt;{text}&lt;/i&gt;" in page, text
+    assert "<i>" not in page

@@ -1,0 +1,18 @@
+"""Template tags for the queue page: its rows, made in Python (jobs.rows)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django import template
+from django.utils.safestring import SafeString
+
+from jobs import rows
+
+register = template.Library()
+
+
+@register.simple_tag(takes_context=True)
+def queue_row(context: template.Context, row: Mapping[str, Any]) -> SafeString:
+    return rows.queue_row(row, context.get("now"))

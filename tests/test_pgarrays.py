@@ -83,3 +83,19 @@ def test_in_array_of_no_ids_finds_nothing():
     f.host("h")
     assert list(Host.objects.filter(pk__in_array=[])) == []
     assert Host.objects.exclude(pk__in_array=[]).count() == 1
+
+
+def test_in_array_is_a_plain_in_list_on_sqlite():
+    """The embedded demo runs on SQLite: there the lookup binds one placeholder per id."""
+    from django.db.backends.sqlite3.base import DatabaseWrapper
+
+    from hosts.models import Host
+
+    sqlite = DatabaseWrapper(
+        {**connection.settings_dict, "ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"},
+        alias="sqlite-check",
+    )
+    query = Host.objects.filter(pk__in_array=[3, 1, 2]).values("pk").query
+    sql, params = query.get_compiler(connection=sqlite).as_sql()
+    assert '"hosts_host"."id" IN (%s, %s, %s)' in sql
+    assert params == (3, 1, 2)

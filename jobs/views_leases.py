@@ -12,11 +12,11 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from hosts.models import Host
-from hosts.views import host_detail_context
 from jobs import services
 from jobs.filtersets import LeaseFilterSet
 from jobs.forms import RESERVE_DURATIONS, ExtendForm, ReleaseForm, ReserveForm
 from jobs.models import Lease
+from jobs.views_hosts import host_detail_context
 from schedsite import roles
 from schedsite.errors import Forbidden, InvalidInput, ServiceError
 from schedsite.ui.htmx import (

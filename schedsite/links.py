@@ -20,7 +20,7 @@ PLACEHOLDER = "9081726354"
 # Values a route formats in unchanged: no character that quote(), iri_to_uri() or a
 # route's pattern would treat differently. Anything else goes through reverse() itself.
 IDS = re.compile(r"[0-9]+")
-NAMES = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # hosts/urls.py NameConverter's
+NAMES = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # jobs/host_urls.py NameConverter's
 _SAFE = RFC3986_SUBDELIMS + "/~:@"  # what Django's reverse() leaves unquoted
 
 

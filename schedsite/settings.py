@@ -95,7 +95,7 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
 ]
 
-ROOT_URLCONF = "schedsite.urls"
+ROOT_URLCONF = "web.urls"
 WSGI_APPLICATION = "schedsite.wsgi.application"
 ASGI_APPLICATION = "schedsite.asgi.application"
 

@@ -1,4 +1,4 @@
-"""Editing a host as it was seen, and importing or exporting many hosts (hosts.inventory).
+"""Editing a host as it was seen, and importing or exporting many hosts (jobs.host_inventory).
 
 What each writes to the audit trail (old and new values), that a stale edit or a stale preview
 is refused, and that a refused import changes nothing at all.
@@ -10,9 +10,10 @@ from datetime import timedelta
 
 import pytest
 
-from hosts import inventory, services
 from hosts import inventory_files as files
+from hosts import services
 from hosts.models import Host, HostEvent, Worker
+from jobs import host_inventory as inventory
 from jobs import services as job_services
 from jobs.models import Lease
 from schedsite.errors import Conflict, InvalidInput

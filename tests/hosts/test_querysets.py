@@ -8,10 +8,10 @@ from datetime import datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from hosts.api.serializers import HostSerializer
 from hosts.choices import HostStatus
 from hosts.models import Host, Worker
 from jobs import selectors
+from jobs.api.host_serializers import HostSerializer
 from jobs.choices import JobStatus, ReleaseReason
 from jobs.models import Job, Lease
 from jobs.scheduling import labstate

@@ -13,10 +13,10 @@ from django.db import transaction
 from django.test import Client
 from django.urls import URLPattern, URLResolver, resolve, reverse
 
-from hosts import inventory
-from schedsite import ui_urls
+from jobs import host_inventory as inventory
 from tests.factories import signed_in
 from tests.security.conftest import HTMX, snapshot
+from web import ui_urls
 
 pytestmark = pytest.mark.django_db
 

@@ -15,10 +15,10 @@ from django.utils.translation import gettext_lazy
 
 from hosts import services as host_services
 from hosts.models import Host
-from hosts.rows import RowPage, host_row
-from hosts.views import host_list_queryset, host_queryset, host_rows
 from jobs import services
+from jobs.host_rows import RowPage, host_row
 from jobs.models import Job, Lease, Suite
+from jobs.views_hosts import host_list_queryset, host_queryset, host_rows
 from schedsite.ui.markup import markup
 from tests import factories as f
 

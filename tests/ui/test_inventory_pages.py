@@ -11,8 +11,8 @@ import pytest
 from django.core import signing
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from hosts import inventory
 from hosts.models import Host, HostEvent, Worker
+from jobs import host_inventory as inventory
 from jobs import services as job_services
 from tests.hosts.test_inventory_services import rows
 

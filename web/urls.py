@@ -10,7 +10,7 @@ from jobs.metrics import metrics
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
-    path("api/", include("schedsite.api_urls")),
+    path("api/", include("web.api_urls")),
     path("metrics", metrics, name="metrics"),
-    path("", include("schedsite.ui_urls")),
+    path("", include("web.ui_urls")),
 ]

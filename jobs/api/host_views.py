@@ -14,13 +14,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
 
-from hosts import inventory, services
-from hosts.api import serializers as s
+from hosts import services
 from hosts.filtersets import HostFilterSet, WorkerFilterSet
 from hosts.models import HealthPolicy, Host, HostEvent, Worker
 from hosts.selectors import with_label_names
+from jobs import host_inventory as inventory
 from jobs import selectors
 from jobs import services as job_services
+from jobs.api import host_serializers as s
 from jobs.api.serializers import LeaseSerializer, RunnerLeaseSerializer
 from jobs.models import Lease
 from schedsite.api_permissions import (

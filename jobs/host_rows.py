@@ -211,7 +211,7 @@ def host_row(
     error: str | None = None,
     reason: str | None = None,
 ) -> SafeString:
-    """One host's row, from what hosts.views.host_rows set on it.
+    """One host's row, from what jobs.views_hosts.host_rows set on it.
 
     `note`: what an action just did to it; `error` and `reason`: a refused lock and the reason
     typed, shown again in its form.

@@ -7,7 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.permissions import AllowAny
 from rest_framework.routers import DefaultRouter
 
-from hosts.api.views import HealthPolicyViewSet, HostViewSet, WorkerViewSet
+from jobs.api.host_views import HealthPolicyViewSet, HostViewSet, WorkerViewSet
 from jobs.api.template_views import SuiteTemplateViewSet
 from jobs.api.views import JobViewSet, LeaseViewSet, QueueView, SchedulerViewSet, SuiteViewSet
 from schedsite.api_views import MeView, TokenView, api_not_found

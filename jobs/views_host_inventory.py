@@ -1,7 +1,7 @@
 """Inventory pages for staff: add and edit hosts, add and edit workers, import and export.
 
 Plain form posts that answer with the page (errors next to the fields, status 400/409) or
-redirect with a message; every change goes through hosts.services or hosts.inventory.
+redirect with a message; every change goes through hosts.services or jobs.host_inventory.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from django.urls import reverse
 from django.utils.text import capfirst
 from django.views.decorators.http import require_GET
 
-from hosts import inventory, services
 from hosts import inventory_files as files
+from hosts import services
 from hosts.filtersets import HostFilterSet
 from hosts.forms import (
     HostCreateForm,
@@ -29,8 +29,9 @@ from hosts.forms import (
     WorkerForm,
 )
 from hosts.models import Host, Worker
-from hosts.views import host_queryset
+from jobs import host_inventory as inventory
 from jobs.models import Lease
+from jobs.views_hosts import host_queryset
 from schedsite.errors import InvalidInput, ServiceError
 from schedsite.ui.htmx import clean_query, error_response, staff_form_page, ui_login_required
 

@@ -1,4 +1,4 @@
-"""Template tags for the hosts and workers tables: host rows, lock and pause cells (hosts.rows)."""
+"""Template tags for the hosts and workers tables: host rows, lock and pause cells (host_rows)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 from django import template
 from django.utils.safestring import SafeString
 
-from hosts import rows
+from jobs import host_rows as rows
 
 register = template.Library()
 

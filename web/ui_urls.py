@@ -11,7 +11,7 @@ urlpatterns = [
     path("", dashboard, name="dashboard"),
     path("accounts/profile/", profile, name="profile"),
     path("accounts/profile/token/revoke/", token_revoke, name="token_revoke"),
-    path("", include("hosts.urls")),
+    path("", include("jobs.host_urls")),
     path("", include("jobs.urls")),
     path("", include("notifications.urls")),
 ]

@@ -8,11 +8,11 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from hosts import inventory
 from hosts.choices import HostStatus
 from hosts.models import HealthPolicy, Host, HostEvent, Worker
 from hosts.services import CAPACITY_MOST, POLICY_LIMITS
 from hosts.validators import NAME_VALIDATORS, label_validator, policy_name_validator
+from jobs import host_inventory as inventory
 from jobs.api.fields import IdentityURL, LabelListField, RelatedName
 from jobs.api.serializers import (
     MAX_ID,

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from django.urls import URLPattern, path, re_path, register_converter
 
-from hosts import views, views_impact, views_inventory, views_policies, views_timeline
+from hosts import views_policies, views_timeline
+from jobs import views_host_impact as views_impact
+from jobs import views_host_inventory as views_inventory
+from jobs import views_hosts as views
 
 
 class NameConverter:

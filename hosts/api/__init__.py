@@ -1,1 +1,0 @@
-"""The REST API for workers and hosts."""

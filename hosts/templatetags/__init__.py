@@ -1,1 +1,0 @@
-"""Template tags for the hosts and workers tables."""

@@ -1,0 +1,1 @@
+"""The site's wiring, above every app: the URL configurations (the UI, the API, /metrics)."""

@@ -432,11 +432,15 @@ def move_host(
     why: str = "",
     at: datetime | None = None,
 ) -> None:
-    """Move a host from the status `old` it was read in to `to`, and audit it."""
+    """Move a host from the status `old` it was read in to `to`, and audit it.
+
+    The instance is updated to match the row, so a caller can answer without reading it again.
+    """
     if not HOST.allows(old, to, mover):
         raise Conflict(f"the {mover} may not move host {host.hostname} from {old} to {to}")
     if not Host.objects.filter(pk=host.pk, status=old).update(status=to):
         raise Conflict(f"host {host.hostname} changed status concurrently; try again")
+    host.status = to
     at = at or timezone.now()
     audit.record(
         EventKind.STATUS, actor=by, host=host, at=at, old_status=old, new_status=to, message=why

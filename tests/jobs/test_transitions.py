@@ -6,7 +6,6 @@ compare-and-set in the database is what refuses a move whose row is in another s
 
 from __future__ import annotations
 
-import ast
 import itertools
 from collections.abc import Callable
 from datetime import timedelta
@@ -404,31 +403,3 @@ def test_mark_needs_repair_moves_those_the_mover_may_and_records_where_each_came
     assert [(e.subject, e.old_status, e.new_status, e.message) for e in events] == [
         (h.hostname, h.status, HostStatus.NEEDS_REPAIR, "host_ok false") for h in movable
     ]
-
-
-# --- nothing else writes a status -----------------------------------------------------------
-
-STATE_FIELDS = {"status", "released_at", "release_reason"}
-
-
-def status_updates(path: Path) -> list[int]:
-    """Lines of `.update(...)` calls in the file that write a status or release a lease."""
-    return [
-        node.lineno
-        for node in ast.walk(ast.parse(path.read_text(), filename=str(path)))
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "update"
-        and STATE_FIELDS & {kw.arg for kw in node.keywords}
-    ]
-
-
-def test_only_the_transitions_module_writes_a_status():
-    found = {
-        str(path.relative_to(ROOT)): lines
-        for package in ("hosts", "jobs")
-        for path in sorted((ROOT / package).rglob("*.py"))
-        if "migrations" not in path.parts and path.name != "transitions.py"
-        if (lines := status_updates(path))
-    }
-    assert found == {}

@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 ADDR ?= 127.0.0.1:8000
 PYTEST_ARGS ?=
 
-.PHONY: run test install install-test lint format demo-reset clean
+.PHONY: run test install install-test lint format demo-reset clean screenshots
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -40,6 +40,14 @@ test: install-test
 	  echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"; \
 	fi; \
 	$(PY) -m pytest -n 2 $(PYTEST_ARGS)
+
+## make screenshots: run the browser tests saving into build/screenshots/, then copy the ones
+## the docs show into docs/screenshots/ (scripts/refresh_screenshots.py). Tests alone save
+## into pytest's temporary folders.
+screenshots: install-test
+	@url="$$($(PY) scripts/test_database_url.py)"; \
+	if [ -n "$$url" ]; then export DATABASE_URL="$$url"; fi; \
+	$(PY) scripts/refresh_screenshots.py $(PYTEST_ARGS)
 
 lint:
 	$(PY) -m ruff check .

@@ -377,7 +377,6 @@ def host_set_status(*, host: Host, status: str, by: Actor, message: str = "") ->
     if old == status:
         return host
     transitions.move_host(host, old=old, to=status, mover=Mover.STAFF, by=by, why=message)
-    host.status = status
     return host
 
 

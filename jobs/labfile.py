@@ -16,12 +16,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from hosts import services as hosts_services
-from hosts.choices import EventKind, HostStatus
+from hosts.choices import HostStatus
 from hosts.models import Host, Label, Worker
 from hosts.validators import label_validator, name_validator
 from jobs import services as jobs_services
 from jobs import transitions
-from jobs.choices import JobStatus, Priority
+from jobs.choices import Priority
 from jobs.models import Job, Lease, Suite, encode_labels
 from jobs.scheduling.triggers import request_tick
 from jobs.services import JobSpec
@@ -469,17 +469,10 @@ def _start_running(job: Job, host: Host, *, actor: str, now: datetime) -> None:
     """Restore a job the file says is running: lease its host to it, then start it."""
     if Lease.objects.active().filter(host=host).exists():
         raise LabFileError([f"job {job.name}.running_on: host {host.hostname} is already leased"])
-    lease = Lease.objects.create(
-        host=host,
-        job=job,
-        reason="imported running",
-        acquired_at=now,
-        heartbeat_at=now,
-        expires_at=now + timedelta(seconds=settings.LEASE_TTL),
-    )
-    transitions.move_jobs([job.pk], to=JobStatus.LEASED, mover=Mover.IMPORT, at=now, attempts=1)
     text = f"imported as running job {job.name}"
-    transitions.lease_event(EventKind.LEASED, lease, by=actor, at=now, message=text).save()
+    transitions.lease_job(
+        host, job, mover=Mover.IMPORT, by=actor, at=now, reason="imported running", message=text
+    )
     jobs_services.job_start(job=job, by=actor, at=now)
 
 

@@ -20,7 +20,6 @@ from hosts.models import HealthPolicy, Host, Worker
 from jobs import selectors, transitions
 from jobs.choices import MAINTENANCE_KINDS, JobKind, JobStatus
 from jobs.models import Job, Lease
-from jobs.scheduling import leasing
 from jobs.transitions import Mover
 
 MAINTENANCE_PRIORITY = 100
@@ -260,32 +259,20 @@ def lease_maintenance(*, now: datetime) -> list[dict]:
         )
     if not pairs:
         return []
-    lease_of_host = leasing.insert_leases(((h.pk, j) for h, j, _k in pairs), now=now)
-    transitions.move_jobs(
-        [j for _h, j, _k in pairs], to=JobStatus.LEASED, mover=Mover.SCHEDULER, at=now,
-        attempts=1, message="",
-    )  # fmt: skip
-    made = []
+    # Each host's status event comes before its `leased` event, as a person would tell it.
     for kind in MAINTENANCE_KINDS:
         of_kind = [h for h, _j, k in pairs if k == kind]
         transitions.move_hosts(
             [h.pk for h in of_kind], to=HOLDS[kind], mover=Mover.SCHEDULER, by=SCHEDULER,
             why=f"{kind} job leased", at=now,
         )  # fmt: skip
-    audit.record_many(
-        [
-            audit.entry(
-                EventKind.LEASED,
-                actor=SCHEDULER,
-                host=host,
-                lease_id=lease_of_host.get(host.pk),
-                job_id=job_id,
-                at=now,
-                message=f"leased to {kind} job {job_id}",
-            )
-            for host, job_id, kind in pairs
-        ]
-    )
+    transitions.lease_jobs(
+        [(h.pk, j) for h, j, _k in pairs], mover=Mover.SCHEDULER, by=SCHEDULER, at=now,
+        subjects=[h.hostname for h, _j, _k in pairs],
+        messages=[f"leased to {kind} job {j}" for _h, j, kind in pairs],
+        attempts=1, message="",
+    )  # fmt: skip
+    made = []
     for host, job_id, kind in pairs:
         made.append(
             {"job": f"{kind} {host.hostname}", "job_id": job_id, "suite": None,

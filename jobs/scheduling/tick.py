@@ -18,14 +18,13 @@ from django.db.models import F, Subquery
 from django.utils import timezone
 from django_q.tasks import async_task
 
-from hosts import audit
 from hosts.audit import SCHEDULER
-from hosts.choices import EventKind, HostStatus
+from hosts.choices import HostStatus
 from hosts.models import Host
 from jobs import selectors, transitions
-from jobs.choices import JobKind, JobStatus
+from jobs.choices import JobKind
 from jobs.models import IdempotencyKey, Job, SchedulerSettings, SchedulerTick
-from jobs.scheduling import labstate, leasing, planner, snapshot
+from jobs.scheduling import labstate, planner, snapshot
 from jobs.scheduling.expiry import job_timeout_overdue, lease_expire_overdue
 from jobs.scheduling.fanout import fanout_phase
 from jobs.scheduling.maintenance import maintenance_phase
@@ -347,15 +346,6 @@ def _apply(
     kept = [a for a in assignments if a.host_id in ok_hosts and a.job_id in ok_jobs]
     if not kept:
         return []
-    lease_of_host = leasing.insert_leases(((a.host_id, a.job_id) for a in kept), now=now)
-    transitions.move_jobs(
-        [a.job_id for a in kept],
-        to=JobStatus.LEASED,
-        mover=Mover.SCHEDULER,
-        at=now,
-        attempts=F("attempts") + 1,
-        message="",
-    )
     jobs = snap.jobs_by_id
     hosts = snap.hosts_by_id
     suites = snap.suite_names
@@ -378,15 +368,15 @@ def _apply(
             + (f" of suite {suite_name}" if suite_name else "")
             + f" (priority {job.priority})"
         )
-    audit.record_alike(
-        EventKind.LEASED,
-        actor=SCHEDULER,
+    transitions.lease_jobs(
+        [(a.host_id, a.job_id) for a in kept],
+        mover=Mover.SCHEDULER,
+        by=SCHEDULER,
         at=now,
-        host_ids=[a.host_id for a in kept],
         subjects=[lease["host"] for lease in made],
         messages=messages,
-        lease_ids=[lease_of_host.get(a.host_id) for a in kept],
-        job_ids=[a.job_id for a in kept],
+        attempts=F("attempts") + 1,
+        message="",
     )
     return made
 

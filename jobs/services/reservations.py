@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
 from hosts import audit
-from hosts.audit import Actor, actor_user
+from hosts.audit import Actor
 from hosts.choices import EventKind, HostStatus
 from hosts.models import Host
 from hosts.services import reason_clean
@@ -37,27 +37,9 @@ def lease_reserve(
         raise Conflict(f"host {host.hostname} is retired")
     if Lease.objects.active().filter(host=host).exists():
         raise Conflict(f"host {host.hostname} is already leased")
-    try:
-        with transaction.atomic():
-            lease = Lease.objects.create(
-                host=host,
-                job=None,
-                holder=actor_user(holder),
-                reason=reason,
-                acquired_at=at,
-                expires_at=at + duration,
-            )
-    except IntegrityError as exc:  # the unique constraint, if a lease slipped in anyway
-        raise Conflict(f"host {host.hostname} is already leased") from exc
-    audit.record(
-        EventKind.RESERVED,
-        actor=holder,
-        host=host,
-        lease_id=lease.pk,
-        at=at,
-        message=f"reserved until {lease.expires_at:%Y-%m-%d %H:%M} UTC: {reason}",
+    return transitions.reserve_host(
+        host, holder=holder, mover=Mover.STAFF, at=at, until=at + duration, reason=reason
     )
-    return lease
 
 
 def _check_duration(duration: timedelta) -> None:

@@ -21,7 +21,10 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--no-first-run",
 ]
-SCREENSHOTS = Path(__file__).resolve().parents[3] / "build" / "screenshots"
+# Screenshots go to a pytest temporary folder (kept for the last few runs: see its `basetemp`)
+# unless this names a folder: to look at them, or to refresh docs/screenshots
+# (`make screenshots`, scripts/refresh_screenshots.py).
+SCREENSHOTS_ENV = "SCHEDSITE_SCREENSHOTS"
 VIEWPORT = {"width": 1280, "height": 800}
 
 
@@ -38,8 +41,19 @@ def browser() -> Iterator[object]:
         browser.close()
 
 
+@pytest.fixture(scope="session")
+def screenshots_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where `screenshot` saves: SCHEDSITE_SCREENSHOTS if set, else a temporary folder."""
+    chosen = os.environ.get(SCREENSHOTS_ENV)
+    if not chosen:
+        return tmp_path_factory.mktemp("screenshots")
+    folder = Path(chosen).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 @pytest.fixture
-def page(browser, live_server, settings) -> Iterator[object]:  # noqa: ANN001
+def page(browser, live_server, settings, screenshots_dir) -> Iterator[object]:  # noqa: ANN001
     """A fresh browser context on the live server; live tables poll every second here."""
     from playwright.sync_api import expect
 
@@ -52,6 +66,7 @@ def page(browser, live_server, settings) -> Iterator[object]:  # noqa: ANN001
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.on("console", lambda msg: errors.append(msg.text) if _unexpected(msg) else None)
     page.js_errors = errors  # type: ignore[attr-defined]
+    page.screenshots_dir = screenshots_dir  # type: ignore[attr-defined]
     yield page
     context.close()
     # A script error anywhere is a bug even when the test's own checks passed.
@@ -94,9 +109,8 @@ def sign_in(page, username: str, password: str) -> None:  # noqa: ANN001
 
 
 def screenshot(page, name: str, *, full_page: bool = False) -> Path:  # noqa: ANN001
-    """Save a screenshot into build/screenshots/ (gitignored)."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / f"{name}.png"
+    """Save a screenshot of the page as `<name>.png` in the session's screenshots folder."""
+    path = page.screenshots_dir / f"{name}.png"
     page.screenshot(path=str(path), full_page=full_page)
     return path
 

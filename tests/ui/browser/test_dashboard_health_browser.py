@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -54,13 +53,11 @@ def test_staff_see_who_failed_repair_and_the_capacity_chart(page, sam, settings,
     expect(chart.locator(".chart-now")).to_have_text("9 free now")
     # The legend fits its card: four charts share the row of a 1280-pixel window.
     assert chart.evaluate("fig => fig.scrollWidth <= fig.clientWidth")
-    shot = screenshot(page, f"dashboard-health-debug{int(debug)}")
-    Path("/tmp", shot.name).write_bytes(shot.read_bytes())
+    screenshot(page, f"dashboard-health-debug{int(debug)}")
     # At phone width the call-out wraps instead of widening the page.
     page.set_viewport_size({"width": 390, "height": 844})
     assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
-    narrow = screenshot(page, f"dashboard-health-narrow-debug{int(debug)}")
-    Path("/tmp", narrow.name).write_bytes(narrow.read_bytes())
+    screenshot(page, f"dashboard-health-narrow-debug{int(debug)}")
     page.set_viewport_size(VIEWPORT)
 
     # The call-out leads to the hosts list, filtered to those hosts.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -20,8 +19,6 @@ from tests import factories as f
 from tests.ui.browser.conftest import assert_not_reloaded, mark_page, screenshot, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-SHOTS = Path("/tmp")
 
 
 def failed_repairs(host: Host) -> None:
@@ -42,7 +39,7 @@ def test_staff_repair_verify_and_retire_hosts_from_their_pages(page, sam, lab):
     expect(card).to_contain_text("Repair failed")
     expect(card).to_contain_text("3 of 3 failed in a row")
     expect(card.get_by_role("button", name="Verify now")).to_have_count(0)
-    page.screenshot(path=str(SHOTS / "health-host-repair-failed.png"), full_page=True)
+    screenshot(page, "health-host-repair-failed", full_page=True)
     card.get_by_role("button", name="Repair now").click()
     expect(page.locator("#toast")).to_contain_text("Repair job queued for h1.lab")
     expect(health_card(page)).to_contain_text("0 of 3")
@@ -61,7 +58,7 @@ def test_staff_repair_verify_and_retire_hosts_from_their_pages(page, sam, lab):
     expect(page.locator("#host-detail .page-head")).to_contain_text("Retired")
     expect(health_card(page).get_by_role("button")).to_have_count(0)
     assert Host.objects.get(pk=lab.h2.pk).status == HostStatus.RETIRED
-    page.screenshot(path=str(SHOTS / "health-host-retired.png"), full_page=True)
+    screenshot(page, "health-host-retired", full_page=True)
 
 
 def test_retiring_a_leased_host_says_why_not_in_the_card(page, sam, lab):
@@ -76,7 +73,7 @@ def test_retiring_a_leased_host_says_why_not_in_the_card(page, sam, lab):
     expect(page.locator("#health-error")).to_contain_text("has an active lease; release it first")
     expect(health_card(page).get_by_role("button", name="Retire")).to_be_visible()
     assert Host.objects.get(pk=lab.h3.pk).status == HostStatus.READY
-    page.screenshot(path=str(SHOTS / "health-retire-refused.png"), full_page=True)
+    screenshot(page, "health-retire-refused", full_page=True)
 
 
 def test_staff_filter_the_hosts_list_by_repair_failed(page, sam, lab):
@@ -91,7 +88,7 @@ def test_staff_filter_the_hosts_list_by_repair_failed(page, sam, lab):
     expect(rows).to_have_count(1)
     expect(rows.first).to_contain_text("h3.lab")
     expect(rows.first.locator(".badge.tone-red")).to_have_text("Repair failed")
-    page.screenshot(path=str(SHOTS / "health-hosts-repair-failed.png"))
+    screenshot(page, "health-hosts-repair-failed")
 
 
 def test_staff_add_a_policy_after_fixing_a_bad_value(page, sam, lab):
@@ -109,7 +106,7 @@ def test_staff_add_a_policy_after_fixing_a_bad_value(page, sam, lab):
     expect(error).to_contain_text("Every N hours: a whole number from 1 to 100000")
     expect(page.get_by_label("Name")).to_have_value("eve daily")  # what was typed is kept
     assert not HealthPolicy.objects.exists()
-    page.screenshot(path=str(SHOTS / "health-policy-error.png"), full_page=True)
+    screenshot(page, "health-policy-error", full_page=True)
 
     page.get_by_label("Every N hours").fill("24")
     page.get_by_role("button", name="Add policy").click()
@@ -121,7 +118,7 @@ def test_staff_add_a_policy_after_fixing_a_bad_value(page, sam, lab):
     expect(row.locator("td.num").last).to_have_text("2")  # h1.lab and h2.lab carry board:eve
     assert_not_reloaded(page)
     assert HealthPolicy.objects.get().every_hours == 24
-    page.screenshot(path=str(SHOTS / "health-policies.png"), full_page=True)
+    screenshot(page, "health-policies", full_page=True)
 
 
 def run_maintenance(host: Host, result: str, message: str) -> None:
@@ -158,4 +155,4 @@ def test_the_host_page_tells_a_hosts_health_story(page, sam, lab, settings):
     expect(history.first).to_contain_text("Passed")
     expect(history.last).to_contain_text("ssh to the DUT timed out")
     screenshot(page, "host-health")
-    page.screenshot(path=str(SHOTS / "health-host-story.png"), full_page=True)
+    screenshot(page, "health-host-story", full_page=True)

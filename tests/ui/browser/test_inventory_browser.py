@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from playwright.sync_api import expect
 
 from hosts.models import Host, Worker
-from tests.ui.browser.conftest import sign_in
+from tests.ui.browser.conftest import screenshot, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-SHOTS = Path("/tmp/shots-inventory")
-
 
 def shot(page, name: str) -> None:  # noqa: ANN001
-    SHOTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+    screenshot(page, name, full_page=True)
 
 
 def test_staff_add_a_host_with_label_suggestions_then_edit_it(page, sam, lab, debug):

@@ -42,7 +42,7 @@ def test_a_tester_goes_from_the_suite_to_a_retried_job_and_downloads_its_output(
     expect(page.locator("#suites-table tbody tr").first).to_contain_text("completed · 1 failed")
     page.get_by_role("link", name="nightly").click()
     expect(page.locator(".page-head .badge").first).to_have_text("completed · 1 failed")
-    page.screenshot(path="/tmp/job14/suite-page.png", full_page=True)
+    screenshot(page, "suite-page", full_page=True)
     row = page.locator(f"#job-{job.pk}")
     expect(row.get_by_role("link", name=second)).to_be_visible()  # the host it passed on
     row.get_by_role("link", name="power_Resume").click()
@@ -60,12 +60,12 @@ def test_a_tester_goes_from_the_suite_to_a_retried_job_and_downloads_its_output(
     # Long output scrolls inside its box rather than stretching the page.
     assert output.evaluate("box => box.scrollHeight > box.clientHeight")
     screenshot(page, f"job-page-{'debug' if debug else 'prod'}")
-    page.screenshot(path=f"/tmp/job14/job-page-{'debug' if debug else 'prod'}.png", full_page=True)
+    screenshot(page, f"job-page-{'debug' if debug else 'prod'}-full", full_page=True)
 
     # At phone width the output and the attempts scroll in their own boxes, not the page.
     page.set_viewport_size({"width": 390, "height": 844})
     assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
-    page.screenshot(path=f"/tmp/job14/job-page-narrow-{'debug' if debug else 'prod'}.png")
+    screenshot(page, f"job-page-narrow-{'debug' if debug else 'prod'}")
     page.set_viewport_size({"width": 1280, "height": 800})
 
     with page.expect_download() as download:
@@ -93,5 +93,5 @@ def test_a_queued_job_says_where_it_stands_and_why(page, alice, lab):
     waiting = page.locator("#job-wait-title").locator("xpath=..")
     expect(waiting).to_contain_text("#2 of 2")
     expect(waiting).to_contain_text("No such host")
-    page.screenshot(path="/tmp/job14/job-queued.png", full_page=True)
+    screenshot(page, "job-queued", full_page=True)
     assert job.pk

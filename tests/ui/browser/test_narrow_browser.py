@@ -48,7 +48,7 @@ def test_on_a_phone_the_wait_reason_and_lock_button_are_on_screen(page, busy_lab
     within_width(reason.locator(".reason-text"), PHONE["width"])
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     screenshot(page, "queue-390")
-    page.screenshot(path="/tmp/shots-rough/queue-390.png", full_page=True)
+    screenshot(page, "queue-390-full", full_page=True)
 
     page.goto("/hosts/")
     lock = page.locator(f"#host-{busy_lab.h1.pk}").get_by_text("Lock…")
@@ -59,11 +59,11 @@ def test_on_a_phone_the_wait_reason_and_lock_button_are_on_screen(page, busy_lab
     page.get_by_label(f"Why lock {busy_lab.h1.hostname}?").fill("servo cable loose")
     page.get_by_role("button", name="Lock", exact=True).click()
     expect(page.locator(f"#host-{busy_lab.h1.pk}")).to_contain_text("servo cable loose")
-    page.screenshot(path="/tmp/shots-rough/hosts-390.png", full_page=True)
+    screenshot(page, "hosts-390", full_page=True)
     for path in ("/leases/", "/suites/"):
         page.goto(path)
         assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
-        page.screenshot(path=f"/tmp/shots-rough/{path.strip('/')}-390.png", full_page=True)
+        screenshot(page, f"{path.strip('/')}-390", full_page=True)
 
 
 def test_on_a_desktop_the_tables_keep_their_columns(page, busy_lab):
@@ -72,7 +72,7 @@ def test_on_a_desktop_the_tables_keep_their_columns(page, busy_lab):
     for path, header in (("/queue/", "Why it waits"), ("/hosts/", "Lock"), ("/leases/", "Ends")):
         page.goto(path)
         expect(page.get_by_role("columnheader", name=header, exact=True)).to_be_visible()
-        page.screenshot(path=f"/tmp/shots-rough/{path.strip('/')}-1280.png", full_page=True)
+        screenshot(page, f"{path.strip('/')}-1280", full_page=True)
     # The cells sit side by side in one table row, as before.
     row = page.locator("#leases-table tbody tr").first
     cells = row.locator("td")
@@ -89,8 +89,8 @@ def test_the_host_page_lists_who_waits_for_it(page, busy_lab):
     expect(waiting).to_contain_text("2 queued jobs could run here")
     expect(waiting.locator("li").first).to_contain_text("eve_smoke")
     expect(waiting.locator("li").last).to_contain_text("eve_power")
-    page.screenshot(path="/tmp/shots-rough/host-waiters-1280.png", full_page=True)
     screenshot(page, "host-waiters")
+    screenshot(page, "host-waiters-1280", full_page=True)
     page.set_viewport_size(PHONE)
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
-    page.screenshot(path="/tmp/shots-rough/host-waiters-390.png", full_page=True)
+    screenshot(page, "host-waiters-390", full_page=True)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
@@ -14,14 +12,11 @@ from tests.ui.browser.conftest import VIEWPORT, assert_not_reloaded, mark_page, 
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-SHOTS = Path("/tmp/shots-notify")
 DEBUG = pytest.mark.parametrize("debug", [True, False], ids=["DEBUG=1", "DEBUG=0"])
 
 
 def keep(page, name: str, *, full_page: bool = True) -> None:  # noqa: ANN001
-    shot = screenshot(page, name, full_page=full_page)
-    SHOTS.mkdir(exist_ok=True)
-    (SHOTS / shot.name).write_bytes(shot.read_bytes())
+    screenshot(page, name, full_page=full_page)
 
 
 @DEBUG

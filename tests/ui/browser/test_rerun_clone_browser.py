@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -14,8 +13,6 @@ from tests import factories as f
 from tests.ui.browser.conftest import screenshot, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-SHOTS = Path("/tmp/shots-rerun")
 
 
 def finished_with_a_failure(owner: object) -> Suite:
@@ -37,8 +34,6 @@ def finished_with_a_failure(owner: object) -> Suite:
 
 def shot(page, name: str) -> None:  # noqa: ANN001
     screenshot(page, name, full_page=True)
-    SHOTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
 @pytest.fixture(params=["alice", "sam"], ids=["tester", "staff"])

@@ -1,4 +1,4 @@
-"""A tour of every page of the demo lab, screenshotted into build/screenshots/."""
+"""A tour of every page of the demo lab, screenshotted (see `screenshot` in conftest.py)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from django_q.models import Schedule
@@ -21,8 +20,6 @@ pytestmark = [
     pytest.mark.parametrize("debug", [True, False], ids=["DEBUG=1", "DEBUG=0"]),
 ]
 
-SHOTS = Path("/tmp/shots-templates")
-
 
 @pytest.fixture(autouse=True)
 def _debug(settings, debug: bool) -> None:  # noqa: ANN001
@@ -31,8 +28,7 @@ def _debug(settings, debug: bool) -> None:  # noqa: ANN001
 
 
 def shot(page, name: str, *, full_page: bool = True) -> None:  # noqa: ANN001
-    SHOTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=full_page)
+    screenshot(page, name, full_page=full_page)
 
 
 def test_a_tester_saves_a_suite_as_a_template_and_dispatches_it_with_a_build(

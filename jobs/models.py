@@ -20,7 +20,7 @@ from jobs.choices import (
     SuiteStatus,
     TemplateRunOutcome,
 )
-from jobs.querysets import JobQuerySet, LeaseQuerySet
+from jobs.querysets import JobQuerySet, LeaseQuerySet, SuiteQuerySet, suite_finished
 from jobs.scheduling import planner
 from schedsite.model_fields import account_link
 
@@ -70,6 +70,8 @@ class Suite(models.Model):
         db_default=SuiteOrigin.SUBMITTED,
     )
 
+    objects = SuiteQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [
@@ -88,12 +90,9 @@ class Suite(models.Model):
         """Derive the suite's status from its job counts by status."""
         if self.aborted_at is not None:
             return SuiteStatus.ABORTED
-        total = sum(counts.values())
-        queued = counts.get(JobStatus.QUEUED, 0)
-        active = counts.get(JobStatus.LEASED, 0) + counts.get(JobStatus.RUNNING, 0)
-        if total == 0 or queued + active == 0:
+        if suite_finished(counts):
             return SuiteStatus.COMPLETED
-        if queued == total:
+        if counts.get(JobStatus.QUEUED, 0) == sum(counts.values()):
             return SuiteStatus.QUEUED
         return SuiteStatus.RUNNING
 

@@ -26,7 +26,7 @@ from jobs.forms import (
     row_error,
 )
 from jobs.models import Job, Suite
-from jobs.querysets import UNFINISHED_JOB_STATUSES
+from jobs.querysets import UNFINISHED_JOB_STATUSES, unfinished_jobs
 from jobs.scheduling import whatif
 from jobs.scheduling.queue import aging_of, queue_jobs, queue_place, queue_select
 from jobs.views_resubmit import clone_form, clone_source, suite_queued
@@ -182,7 +182,7 @@ def suite_detail_context(request: HttpRequest, suite: Suite, **extra: Any) -> di
         "can_rerun": can_manage and not outcome["unfinished"] and outcome["failed"] > 0,
         "can_clone": can_manage,
         "can_manage": can_manage,
-        "unfinished": sum(counts.get(s, 0) for s in UNFINISHED_JOB_STATUSES),
+        "unfinished": unfinished_jobs(counts),
         "now": timezone.now(),
         "refresh": refresh_seconds(),
         "live_url": live_url(reverse("jobs:suite_detail", args=[suite.pk]), query, page),

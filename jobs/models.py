@@ -14,6 +14,7 @@ from jobs.choices import (
     HostChoice,
     JobKind,
     JobStatus,
+    OutboxKind,
     ReleaseReason,
     SchedulerOrdering,
     SuiteOrigin,
@@ -593,3 +594,26 @@ class OwnerUsage(models.Model):
 
     def __str__(self) -> str:
         return f"usage of {self.owner_id}"
+
+
+class OutboxEntry(models.Model):
+    """Something a state move did that an app above jobs acts on (jobs/outbox.py).
+
+    Written in the move's own transaction, so it exists exactly when the move does, whatever
+    happens to the process after the commit; the reader marks it handled once it has acted
+    (docs/notifications.md#the-outbox).
+    """
+
+    kind = models.CharField(max_length=30, choices=OutboxKind.choices)
+    payload = models.JSONField()
+    created_at = models.DateTimeField(default=timezone.now)
+    handled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "outbox entries"
+        indexes = [
+            models.Index(fields=["id"], condition=Q(handled_at=None), name="outbox_unhandled"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.pk}"

@@ -11,10 +11,10 @@ class NotificationsConfig(AppConfig):
     verbose_name = "Notifications"
 
     def ready(self) -> None:
-        # The receivers import the apps' models, which cannot load while the registry fills.
-        from jobs.signals import hosts_moved, jobs_ended  # noqa: PLC0415
-        from notifications import events, tasks  # noqa: PLC0415
+        # These import the apps' models, which cannot load while the registry fills.
+        from jobs import outbox  # noqa: PLC0415
+        from notifications import events, queue, tasks  # noqa: PLC0415
 
-        jobs_ended.connect(events.on_jobs_ended, dispatch_uid="notify-suites")
-        hosts_moved.connect(events.on_hosts_moved, dispatch_uid="notify-hosts")
+        # The moves write the outbox in their own transactions; this app takes it.
+        outbox.connect(outbox.Reader(wake=queue.wake_outbox, wants_ended=events.wants_ended))
         post_migrate.connect(tasks.install_schedule, sender=self, dispatch_uid="notify-sweep")

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 
 from django.db import transaction
 
+from hosts.choices import HostStatus
 from jobs.choices import OutboxKind
 from jobs.models import Job, OutboxEntry
 
@@ -81,7 +82,7 @@ def jobs_ended(
 
 def hosts_repair_failed(host_ids: Sequence[int], *, at: datetime, why: str) -> None:
     """These hosts moved to repair_failed."""
-    payload = {"host_ids": list(host_ids), "status": "repair_failed", "at": at.isoformat()}
+    payload = {"host_ids": list(host_ids), "status": HostStatus.REPAIR_FAILED, "at": at.isoformat()}
     write(OutboxKind.HOSTS_REPAIR_FAILED, {**payload, "why": why})
 
 

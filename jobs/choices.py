@@ -98,3 +98,12 @@ class HostChoice(models.TextChoices):
     AFFINITY = "affinity", "affinity: same build, fewest labels"
     SPREAD = "spread", "spread: the host idle longest"
     PACK = "pack", "pack: hosts of busy workers first"
+
+
+class OutboxKind(models.TextChoices):
+    """What a state move wrote to the outbox for the apps above jobs (jobs/outbox.py)."""
+
+    # Jobs of suites reached a final status: payload {"suite_ids", "status", "at"}.
+    JOBS_ENDED = "jobs_ended", "Jobs of suites ended"
+    # Hosts moved to repair_failed: payload {"host_ids", "status", "at", "why"}.
+    HOSTS_REPAIR_FAILED = "hosts_repair_failed", "Hosts reached repair_failed"

@@ -7,7 +7,6 @@ from django_filters import rest_framework as filters
 
 from jobs.choices import JobKind, JobStatus
 from jobs.models import Job, Lease, Suite
-from jobs.querysets import UNFINISHED_JOB_STATUSES
 from schedsite.filters import IdFilter, RepeatedCharFilter, StrictBooleanFilter
 
 # The kind of a lease that holds no job: a manual reservation.
@@ -60,9 +59,7 @@ class SuiteFilterSet(filters.FilterSet):
     def filter_active(self, queryset: QuerySet[Suite], name: str, value: bool | None) -> QuerySet:
         if value is None:
             return queryset
-        live = Q(jobs__status__in=UNFINISHED_JOB_STATUSES)
-        ids = Suite.objects.filter(live).values("pk")
-        return queryset.filter(pk__in=ids) if value else queryset.exclude(pk__in=ids)
+        return queryset.unfinished() if value else queryset.finished()
 
     def filter_q(self, queryset: QuerySet[Suite], name: str, value: str) -> QuerySet:
         value = value.strip()

@@ -17,6 +17,7 @@ from hosts.choices import EventKind
 from hosts.models import HostEvent
 from jobs.choices import ACTIVE_JOB_STATUSES, TERMINAL_JOB_STATUSES, JobStatus, ReleaseReason
 from jobs.models import Job, Lease, Suite
+from jobs.querysets import unfinished_jobs
 
 # A job counts as failed for its suite when it ended without passing for a reason of its own:
 # the test failed, its host broke with no retries left, or it waited past its expiry.
@@ -167,9 +168,7 @@ def suite_outcome(counts: Mapping[str, int]) -> dict[str, int]:
         "failed": sum(counts.get(status, 0) for status in FAILED_STATUSES),
         "aborted": counts.get(JobStatus.ABORTED, 0),
         "skipped": counts.get(JobStatus.SKIPPED, 0),
-        "unfinished": sum(
-            counts.get(status, 0) for status in (JobStatus.QUEUED, *ACTIVE_JOB_STATUSES)
-        ),
+        "unfinished": unfinished_jobs(counts),
     }
 
 

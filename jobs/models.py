@@ -14,13 +14,14 @@ from jobs.choices import (
     HostChoice,
     JobKind,
     JobStatus,
+    OutboxKind,
     ReleaseReason,
     SchedulerOrdering,
     SuiteOrigin,
     SuiteStatus,
     TemplateRunOutcome,
 )
-from jobs.querysets import JobQuerySet, LeaseQuerySet
+from jobs.querysets import JobQuerySet, LeaseQuerySet, SuiteQuerySet, suite_finished
 from jobs.scheduling import planner
 from schedsite.model_fields import account_link
 
@@ -70,6 +71,8 @@ class Suite(models.Model):
         db_default=SuiteOrigin.SUBMITTED,
     )
 
+    objects = SuiteQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [
@@ -88,12 +91,9 @@ class Suite(models.Model):
         """Derive the suite's status from its job counts by status."""
         if self.aborted_at is not None:
             return SuiteStatus.ABORTED
-        total = sum(counts.values())
-        queued = counts.get(JobStatus.QUEUED, 0)
-        active = counts.get(JobStatus.LEASED, 0) + counts.get(JobStatus.RUNNING, 0)
-        if total == 0 or queued + active == 0:
+        if suite_finished(counts):
             return SuiteStatus.COMPLETED
-        if queued == total:
+        if counts.get(JobStatus.QUEUED, 0) == sum(counts.values()):
             return SuiteStatus.QUEUED
         return SuiteStatus.RUNNING
 
@@ -594,3 +594,26 @@ class OwnerUsage(models.Model):
 
     def __str__(self) -> str:
         return f"usage of {self.owner_id}"
+
+
+class OutboxEntry(models.Model):
+    """Something a state move did that an app above jobs acts on (jobs/outbox.py).
+
+    Written in the move's own transaction, so it exists exactly when the move does, whatever
+    happens to the process after the commit; the reader marks it handled once it has acted
+    (docs/notifications.md#the-outbox).
+    """
+
+    kind = models.CharField(max_length=30, choices=OutboxKind.choices)
+    payload = models.JSONField()
+    created_at = models.DateTimeField(default=timezone.now)
+    handled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "outbox entries"
+        indexes = [
+            models.Index(fields=["id"], condition=Q(handled_at=None), name="outbox_unhandled"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.pk}"

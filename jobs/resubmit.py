@@ -17,7 +17,6 @@ from jobs.api.submit_serializers import SuiteCreateInputSerializer, submit_suite
 from jobs.choices import JobKind
 from jobs.job_history import FAILED_STATUSES
 from jobs.models import Job, Suite
-from jobs.querysets import UNFINISHED_JOB_STATUSES
 from jobs.suite_body import suite_body
 from schedsite.errors import Conflict, InvalidInput
 
@@ -25,11 +24,6 @@ from schedsite.errors import Conflict, InvalidInput
 def rerun_candidates(suite: Suite) -> QuerySet[Job]:
     """The suite's test jobs that did not pass: failed, error or expired (not aborted)."""
     return suite.jobs.filter(kind=JobKind.TEST, status__in=FAILED_STATUSES)
-
-
-def suite_finished(suite: Suite) -> bool:
-    """No job of the suite is queued, leased or running."""
-    return not suite.jobs.filter(status__in=UNFINISHED_JOB_STATUSES).exists()
 
 
 def _submit(owner: Any, body: dict[str, Any], **links: Suite) -> Suite:
@@ -43,7 +37,7 @@ def _submit(owner: Any, body: dict[str, Any], **links: Suite) -> Suite:
 @transaction.atomic
 def suite_rerun(*, suite: Suite, owner: Any, job_ids: Sequence[int] | None = None) -> Suite:
     """Submit the finished suite's failed, errored and expired jobs again, as a new suite."""
-    if not suite_finished(suite):
+    if not Suite.objects.filter(pk=suite.pk).finished().exists():
         raise Conflict(
             f"suite {suite.name} has not finished: re-run its failed jobs once none is "
             "queued, leased or running"

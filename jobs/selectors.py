@@ -315,8 +315,7 @@ def recent_ticks(*, limit: int = 120) -> list[SchedulerTick]:
 
 def suites_in_progress(*, limit: int = 10) -> tuple[list[Suite], int]:
     """Unfinished suites (priority first, then age) and how many there are in all."""
-    live = Job.objects.unfinished().values("suite_id")
-    qs = Suite.objects.filter(aborted_at__isnull=True, pk__in=live).select_related("owner")
+    qs = Suite.objects.unfinished().filter(aborted_at__isnull=True).select_related("owner")
     return list(qs.order_by("-priority", "created_at", "id")[:limit]), qs.count()
 
 

@@ -1,16 +1,32 @@
-"""Signals the job and host state machines send, for the apps built on top (notifications)."""
+"""Hooks the apps above jobs connect in their `ready()`; jobs imports none of them.
+
+A suite's `notify` (the channels its submitter wants to hear by when it finishes) belongs to
+notifications, which connects both signals (docs/notifications.md#per-suite-notify).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from typing import Any
+
 from django.dispatch import Signal
 
-# After the transaction that ended some jobs commits: `jobs`, a queryset of the jobs ended,
-# `status`, the status they ended in, and `known`, the ended jobs as the sender held them (with
-# the relations it had read), or () when it held none. Sent after commit so that a receiver sees
-# every job that a concurrent transaction ended too (the last of two jobs ending at once sees
-# both); `known` lets a receiver skip its query when what was read already rules it out.
-jobs_ended = Signal()
+from jobs.models import Suite
 
-# Inside the transaction that moved some hosts: `host_ids`, `to` (the new status), `at` and
-# `why`. A receiver writes in the same transaction, so its rows exist exactly when the move does.
-hosts_moved = Signal()
+# Before a suite is submitted: `user`, `channels`. A receiver refuses the channels by raising
+# InvalidInput (a 400), before anything is written.
+suite_notify_checked = Signal()
+
+# Inside the transaction that submitted the suite: `suite`, `channels`. A receiver records
+# them; one that raises rolls the submission back.
+suite_notify_chosen = Signal()
+
+
+def suite_notify_check(user: Any, channels: Collection[str]) -> None:
+    """Let the app that owns `notify` refuse it before the suite is submitted."""
+    suite_notify_checked.send(sender=Suite, user=user, channels=channels)
+
+
+def suite_notify_set(suite: Suite, channels: Collection[str]) -> None:
+    """Let the app that owns `notify` record it, in the submission's transaction."""
+    suite_notify_chosen.send(sender=Suite, suite=suite, channels=channels)

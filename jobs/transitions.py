@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from functools import partial
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -25,10 +24,10 @@ from hosts import audit
 from hosts.audit import Actor, actor_name
 from hosts.choices import EventKind, HostStatus
 from hosts.models import Host, HostEvent
+from jobs import outbox
 from jobs.choices import TERMINAL_JOB_STATUSES, JobStatus, ReleaseReason
 from jobs.models import Job, Lease
 from jobs.scheduling.triggers import request_tick
-from jobs.signals import hosts_moved, jobs_ended
 from schedsite.errors import Conflict
 from schedsite.pgarrays import bigint_array
 
@@ -218,14 +217,22 @@ def _move_jobs(
 ) -> int:
     # One UPDATE however many rows: the tick leases thousands of jobs at a time.
     rows = jobs if isinstance(jobs, QuerySet) else Job.objects.filter(pk__in_array=list(jobs))
-    moved = rows.filter(_status_in(JOB.sources(to, mover))).update(
-        status=to, **_job_times(to, at), **fields
-    )
-    if moved and to in TERMINAL_JOB_STATUSES:
-        ended = rows.filter(status=to, finished_at=at)
-        send = partial(jobs_ended.send, sender=Job, jobs=ended, status=to, known=tuple(known))
-        transaction.on_commit(send, robust=True)
+    sources = JOB.sources(to, mover)  # Conflict here, outside the block: it undoes nothing
+    # The move and its outbox entry commit together, or neither does (no savepoint: inside a
+    # caller's transaction this adds no statement).
+    with transaction.atomic(savepoint=False):
+        moved = rows.filter(_status_in(sources)).update(status=to, **_job_times(to, at), **fields)
+        if moved and to in TERMINAL_JOB_STATUSES and outbox.connected():
+            outbox.jobs_ended(_suites_of(rows, known, to, at), status=to, at=at, known=known)
     return moved
+
+
+def _suites_of(rows: QuerySet[Job], known: Sequence[Job], to: str, at: datetime) -> list[int]:
+    """The suites of the jobs just ended: from the instances the mover read, or one query."""
+    if known:
+        return [job.suite_id for job in known if job.suite_id is not None]
+    ended = rows.filter(status=to, finished_at=at).exclude(suite_id=None)
+    return list(ended.order_by().values_list("suite_id", flat=True).distinct())
 
 
 def move_job(job: Job, *, to: str, mover: Mover, at: datetime, **fields: object) -> None:
@@ -438,14 +445,26 @@ def move_host(
     """
     if not HOST.allows(old, to, mover):
         raise Conflict(f"the {mover} may not move host {host.hostname} from {old} to {to}")
-    if not Host.objects.filter(pk=host.pk, status=old).update(status=to):
+    at = at or timezone.now()
+    # The move, its audit and its outbox entry commit together (no savepoint: inside a
+    # caller's transaction this adds no statement; nothing raises inside it).
+    with transaction.atomic(savepoint=False):
+        moved = Host.objects.filter(pk=host.pk, status=old).update(status=to)
+        if moved:
+            audit.record(
+                EventKind.STATUS,
+                actor=by,
+                host=host,
+                at=at,
+                old_status=old,
+                new_status=to,
+                message=why,
+            )
+            if to == HostStatus.REPAIR_FAILED:
+                outbox.hosts_repair_failed([host.pk], at=at, why=why)
+    if not moved:
         raise Conflict(f"host {host.hostname} changed status concurrently; try again")
     host.status = to
-    at = at or timezone.now()
-    audit.record(
-        EventKind.STATUS, actor=by, host=host, at=at, old_status=old, new_status=to, message=why
-    )
-    hosts_moved.send(sender=Host, host_ids=[host.pk], to=to, at=at, why=why)
     if to == HostStatus.READY:
         request_tick("host ready")
 
@@ -494,7 +513,8 @@ def move_hosts(
             for pk, hostname, old in moving
         ]
     )
-    hosts_moved.send(sender=Host, host_ids=[pk for pk, _, _ in moving], to=to, at=at, why=why)
+    if to == HostStatus.REPAIR_FAILED:
+        outbox.hosts_repair_failed([pk for pk, _, _ in moving], at=at, why=why)
     if to == HostStatus.READY:
         request_tick("host ready")
     return [pk for pk, _, _ in moving]

@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
-from jobs import job_history, limits, selectors, services
+from jobs import job_history, limits, selectors, services, signals
 from jobs.choices import JobStatus, SuiteStatus
 from jobs.filtersets import JobFilterSet, SuiteFilterSet
 from jobs.forms import (
@@ -26,11 +26,10 @@ from jobs.forms import (
     row_error,
 )
 from jobs.models import Job, Suite
-from jobs.querysets import UNFINISHED_JOB_STATUSES
+from jobs.querysets import UNFINISHED_JOB_STATUSES, unfinished_jobs
 from jobs.scheduling import whatif
 from jobs.scheduling.queue import aging_of, queue_jobs, queue_place, queue_select
 from jobs.views_resubmit import clone_form, clone_source, suite_queued
-from notifications.services import notify_channels_check, suite_notify_set
 from schedsite import links, roles
 from schedsite.counting import RowCount
 from schedsite.errors import InvalidInput, LimitExceeded, ServiceError
@@ -182,7 +181,7 @@ def suite_detail_context(request: HttpRequest, suite: Suite, **extra: Any) -> di
         "can_rerun": can_manage and not outcome["unfinished"] and outcome["failed"] > 0,
         "can_clone": can_manage,
         "can_manage": can_manage,
-        "unfinished": sum(counts.get(s, 0) for s in UNFINISHED_JOB_STATUSES),
+        "unfinished": unfinished_jobs(counts),
         "now": timezone.now(),
         "refresh": refresh_seconds(),
         "live_url": live_url(reverse("jobs:suite_detail", args=[suite.pk]), query, page),
@@ -310,10 +309,10 @@ def _submit_or_preview(
     }
     if "preview" in request.POST:
         return _suite_preview(request.user, arguments)
-    notify_channels_check(request.user, data.get("notify", []))
+    signals.suite_notify_check(request.user, data.get("notify", []))
     with transaction.atomic():
         suite = services.suite_submit(owner=request.user, cloned_from=clone, **arguments)
-        suite_notify_set(suite=suite, channels=data.get("notify", []))
+        signals.suite_notify_set(suite, data.get("notify", []))
     return suite
 
 

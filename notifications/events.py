@@ -14,7 +14,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, Max, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Max, OuterRef, Subquery
 from django.urls import reverse
 from django.utils import timezone
 
@@ -23,7 +23,6 @@ from hosts.models import Host, Worker
 from hosts.querysets import online_cutoff
 from jobs import job_history, selectors
 from jobs.models import Job, Suite
-from jobs.querysets import UNFINISHED_JOB_STATUSES
 from notifications.choices import Channel, EventKind
 from notifications.models import Delivery, Event, Subscription, SuiteNotify
 from notifications.queue import enqueue
@@ -41,10 +40,9 @@ def site_url(path: str) -> str:
 
 def staff_subscribers(kind: str) -> list[Recipient]:
     """Active lab staff who asked for `kind`, with the channels they have a destination for."""
-    staff = Q(user__is_staff=True) | Q(user__groups__name=roles.STAFF_GROUP)
     subs = (
         Subscription.objects.filter(**{kind: True}, user__is_active=True)
-        .filter(staff)
+        .filter(roles.staff_q("user__"))
         .select_related("user")
         .distinct()
     )
@@ -127,7 +125,7 @@ def suite_payload(suite: Suite) -> dict[str, Any]:
     }
 
 
-def suite_finished(suite: Suite, *, at: datetime) -> bool:
+def announce_suite(suite: Suite, *, at: datetime) -> bool:
     """Announce that a suite's last job ended, once; True if this call announced it."""
     recipient = suite_recipient(suite)
     if recipient is None:
@@ -137,12 +135,12 @@ def suite_finished(suite: Suite, *, at: datetime) -> bool:
 
 
 def may_announce(job: Job) -> bool:
-    """False when the job as its sender read it rules out a suite-finished notification.
+    """False when the job as its mover read it rules out a suite-finished notification.
 
     It does when the job has no suite, its suite no owner, or the owner no notification
     settings, as far as the relations read with the job tell (nothing here queries): the runner
-    protocol reads the job with its owner's settings, so its `complete` needs no query after
-    commit for the many owners who have none (docs/performance.md#the-runner-protocol).
+    protocol reads the job with its owner's settings, so its `complete` writes no outbox entry
+    for the many owners who have none (docs/performance.md#the-runner-protocol).
     """
     if job.suite_id is None:
         return False
@@ -162,16 +160,19 @@ def may_announce(job: Job) -> bool:
     return not settings_read or hasattr(owner, "notification_settings")
 
 
-def on_jobs_ended(*, jobs: QuerySet[Job], known: Sequence[Job] = (), **_kwargs: object) -> None:
-    """Receiver of jobs_ended (after commit): announce each suite that has no job left to run.
+def wants_ended(jobs: Sequence[Job]) -> bool:
+    """The outbox's filter (jobs.outbox.Reader): may any of these ended jobs be announced?"""
+    return any(may_announce(job) for job in jobs)
 
-    One query when there is nothing to announce, the usual case (a job ends while others of its
-    suite still run, or its owner has no notification settings): it runs on every job's end —
-    none when the jobs `known` to the sender (all it ended) say none of them can announce.
+
+def suites_ended(suite_ids: Sequence[int]) -> int:
+    """Announce each of these suites that has no job left to run, once; how many this did.
+
+    Run from an outbox entry after the move that wrote it committed: when the last two jobs
+    of a suite end at once in two transactions, neither sees the other's job finished before
+    it commits, but the entry of the later commit is read after both, and sees the suite
+    finished; the unique event lets only one announcement through.
     """
-    if known and not any(may_announce(job) for job in known):
-        return
-    unfinished = Job.objects.filter(suite_id=OuterRef("pk"), status__in=UNFINISHED_JOB_STATUSES)
     last_end = (
         Job.objects.filter(suite_id=OuterRef("pk"))
         .values("suite_id")
@@ -179,24 +180,24 @@ def on_jobs_ended(*, jobs: QuerySet[Job], known: Sequence[Job] = (), **_kwargs: 
         .values("last")
     )
     finished = (
-        Suite.objects.filter(pk__in=jobs.exclude(suite=None).values("suite_id"))
+        Suite.objects.finished()
+        .filter(pk__in=list(suite_ids))
         .filter(owner__isnull=False, owner__notification_settings__isnull=False)
-        .exclude(Exists(unfinished))
         .annotate(last_end=Subquery(last_end))
         .select_related("owner")
     )
-    for suite in finished:
-        suite_finished(suite, at=suite.last_end or suite.created_at)
+    return sum(announce_suite(suite, at=suite.last_end or suite.created_at) for suite in finished)
 
 
 # --- hosts and workers ----------------------------------------------------------------------
 
 
-def host_payload(host: Host, why: str) -> dict[str, Any]:
+def host_payload(host: Host, why: str, *, status: str) -> dict[str, Any]:
+    """What a host notification says: the host as it is, with the status it moved to then."""
     return {
         "host": {
             "hostname": host.hostname,
-            "status": host.status,
+            "status": status,
             "worker": host.worker.name if host.worker else None,
             "reason": why,
             "url": site_url(reverse("hosts:host_detail", args=[host.hostname])),
@@ -204,23 +205,17 @@ def host_payload(host: Host, why: str) -> dict[str, Any]:
     }
 
 
-def on_hosts_moved(
-    *, host_ids: list[int], to: str, at: datetime, why: str = "", **_kwargs: object
-) -> None:
-    """Receiver of hosts_moved (inside the move's transaction): announce repair_failed hosts."""
-    if to != HostStatus.REPAIR_FAILED:
-        return
-    try:
-        # A savepoint: whatever goes wrong here must not undo the host's move.
-        with transaction.atomic():
-            staff = staff_subscribers("host_repair_failed")
-            if not staff:
-                return
-            for host in Host.objects.filter(pk__in=host_ids).select_related("worker"):
-                key = f"{EventKind.HOST_REPAIR_FAILED}:{host.pk}:{at.isoformat()}"
-                _announce(EventKind.HOST_REPAIR_FAILED, key, host_payload(host, why), at, staff)
-    except Exception:
-        log.exception("could not record the repair_failed notifications of hosts %s", host_ids)
+def hosts_repair_failed(host_ids: Sequence[int], *, status: str, at: datetime, why: str) -> int:
+    """Announce that these hosts moved to repair_failed at `at`, once per move; how many."""
+    staff = staff_subscribers("host_repair_failed")
+    if not staff:
+        return 0
+    count = 0
+    for host in Host.objects.filter(pk__in=list(host_ids)).select_related("worker"):
+        key = f"{EventKind.HOST_REPAIR_FAILED}:{host.pk}:{at.isoformat()}"
+        payload = host_payload(host, why, status=status)
+        count += _announce(EventKind.HOST_REPAIR_FAILED, key, payload, at, staff)
+    return count
 
 
 def workers_offline(*, now: datetime) -> int:

@@ -141,3 +141,13 @@ def suite_notify_set(*, suite: Suite, channels: Collection[str]) -> SuiteNotify 
         defaults={"email": Channel.EMAIL in channels, "webhook": Channel.WEBHOOK in channels},
     )
     return notify
+
+
+def on_suite_notify_checked(*, user: Any, channels: Collection[str], **_kwargs: object) -> None:
+    """Receiver of jobs.signals.suite_notify_checked: refuse a notify before submitting."""
+    notify_channels_check(user, channels)
+
+
+def on_suite_notify_chosen(*, suite: Suite, channels: Collection[str], **_kwargs: object) -> None:
+    """Receiver of jobs.signals.suite_notify_chosen: record it in the submission's transaction."""
+    suite_notify_set(suite=suite, channels=channels)

@@ -1,11 +1,12 @@
-"""django-q2 tasks: send a delivery, and the sweep that retries and notices offline workers."""
+"""django-q2 tasks: take the outbox, send a delivery, and the sweep that retries them all."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.utils import timezone
 
-from notifications import delivery, events
+from jobs import outbox as jobs_outbox
+from notifications import delivery, events, outbox
 from notifications.choices import DeliveryStatus
 from notifications.models import Delivery
 from notifications.queue import enqueue
@@ -20,9 +21,16 @@ def deliver(delivery_id: int) -> str:
     return delivery.deliver(delivery_id=delivery_id, now=timezone.now())
 
 
+def take_outbox() -> int:
+    """Turn the jobs outbox's unhandled entries into events and deliveries (after a commit)."""
+    return outbox.take()
+
+
 def sweep() -> dict:
-    """Notice workers gone offline and send the deliveries whose next attempt is due."""
+    """Take the outbox's leftovers, notice workers gone offline, send the deliveries due."""
+    taken = outbox.take()
     now = timezone.now()
+    jobs_outbox.purge(now=now)
     offline = events.workers_offline(now=now)
     due = list(
         Delivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
@@ -30,7 +38,7 @@ def sweep() -> dict:
         .values_list("pk", flat=True)[: settings.NOTIFY_SWEEP_BATCH]
     )
     enqueue(due)
-    return {"workers_offline": offline, "deliveries_due": len(due)}
+    return {"outbox": taken, "workers_offline": offline, "deliveries_due": len(due)}
 
 
 def install_schedule(**_kwargs: object) -> None:

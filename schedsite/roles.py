@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Q
 
 STAFF_GROUP = "lab-staff"
 RUNNER_GROUP = "runners"
@@ -28,6 +29,15 @@ def remember_groups(user: User, names: list[str]) -> None:
 def is_staff(user: User) -> bool:
     """Lab staff manage workers, hosts, leases and any suite."""
     return bool(user.is_authenticated and (user.is_staff or STAFF_GROUP in _groups(user)))
+
+
+def staff_q(prefix: str = "") -> Q:
+    """`is_staff` as a query on users, or on rows whose `prefix` (e.g. "user__") leads to one.
+
+    The same rule as `is_staff` for a signed-in account (tests/test_roles.py holds the two to
+    each other); whether the account is active is the caller's own filter, as it is there.
+    """
+    return Q(**{f"{prefix}is_staff": True}) | Q(**{f"{prefix}groups__name": STAFF_GROUP})
 
 
 def is_runner(user: User) -> bool:

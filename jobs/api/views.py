@@ -17,7 +17,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from jobs import job_history, recovery, resubmit, selectors, services
+from jobs import job_history, recovery, resubmit, selectors, services, signals
 from jobs.api import idempotency
 from jobs.api import plan_serializers as plan_s
 from jobs.api import serializers as s
@@ -28,7 +28,6 @@ from jobs.filtersets import JobFilterSet, LeaseFilterSet, SuiteFilterSet
 from jobs.models import Job, Lease, SchedulerSettings, SchedulerSettingsChange, SchedulerTick, Suite
 from jobs.scheduling import whatif
 from jobs.scheduling.queue import queue_jobs, queue_select
-from notifications.services import notify_channels_check, suite_notify_set
 from schedsite import roles
 from schedsite.api_exceptions import ErrorSerializer
 from schedsite.api_permissions import (
@@ -167,10 +166,10 @@ class SuiteViewSet(ReadViewSet):
     def create(self, request: Request) -> Response:
         data = self.action_input()
         # Refused before anything is submitted: a suite must not start without its notify.
-        notify_channels_check(request.user, data["notify"])
+        signals.suite_notify_check(request.user, data["notify"])
         with transaction.atomic():
             suite = submit.submit_suite(request.user, data)
-            suite_notify_set(suite=suite, channels=data["notify"])
+            signals.suite_notify_set(suite, data["notify"])
         return self._created(suite)
 
     @idempotent_create({201: s.SuiteSerializer, 429: TOO_MANY})

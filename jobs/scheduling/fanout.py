@@ -45,11 +45,10 @@ class FanoutResult:
 
 def open_fanout_suites() -> QuerySet[Suite]:
     """Fan-out suites not aborted with a job still to run: those that follow the lab."""
-    unfinished = Job.objects.unfinished().filter(suite=OuterRef("pk"))
     return (
-        Suite.objects.exclude(fanout_labels="")
+        Suite.objects.unfinished()
+        .exclude(fanout_labels="")
         .filter(aborted_at__isnull=True)
-        .filter(Exists(unfinished))
         .select_related("owner")
     )
 

@@ -15,6 +15,7 @@ from django.utils.text import capfirst
 
 from jobs.choices import TERMINAL_JOB_STATUSES, JobStatus, Priority
 from jobs.models import decode_labels
+from jobs.querysets import unfinished_jobs
 from schedsite import roles
 from schedsite.ui.charts import Segment, stacked_segments
 from schedsite.ui.durations import human_duration
@@ -282,8 +283,7 @@ def done_count(counts: Mapping[str, int] | None) -> int:
 
 @register.filter
 def unfinished_count(counts: Mapping[str, int] | None) -> int:
-    counts = counts or {}
-    return sum(counts.get(s, 0) for s in ("queued", "leased", "running"))
+    return unfinished_jobs(counts or {})
 
 
 @register.filter

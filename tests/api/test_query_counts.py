@@ -212,14 +212,22 @@ def test_each_runner_protocol_call_costs_a_fixed_handful_of_queries(runner_clien
 
 
 @pytest.mark.django_db(transaction=True)
-def test_completing_a_job_of_an_owner_with_notification_settings_adds_one_query(runner_client, lab):
-    # Whether that end finished the suite is asked after commit, so that it sees the jobs a
-    # concurrent call ended: the one statement that cannot ride on the lease's read.
+def test_completing_a_job_of_an_owner_with_notification_settings_adds_two_queries(
+    runner_client, lab
+):
+    # The job's end writes an outbox entry in its own transaction (whether it finished the
+    # suite is asked from that entry, after commit), and after commit wakes the outbox's taker:
+    # an INSERT into the task queue with the database broker these tests use (a Redis push,
+    # no SQL, with REDIS_URL set).
     Subscription.objects.create(user=lab.suite.owner, webhook_url="https://hooks.example/x")
     running = active_lease(lab.running)
-    failed, body = post_counting(
-        runner_client,
-        f"/api/jobs/{lab.running.pk}/complete/",
-        {"lease": running.pk, "result": "failed"},
-    )
-    assert body["status"] == "failed" and failed == 9
+    with CaptureQueriesContext(connection) as captured:
+        failed, body = post_counting(
+            runner_client,
+            f"/api/jobs/{lab.running.pk}/complete/",
+            {"lease": running.pk, "result": "failed"},
+        )
+    assert body["status"] == "failed" and failed == 10
+    inserts = [q["sql"] for q in captured.captured_queries if q["sql"].startswith("INSERT")]
+    assert any('"jobs_outboxentry"' in sql for sql in inserts)
+    assert any('"django_q_ormq"' in sql for sql in inserts)

@@ -25,8 +25,8 @@ def announce(sam, capture) -> Delivery:  # noqa: ANN001
 
     host = f.host("h9.lab", ["board:x"])
     with capture(execute=True):
-        events.on_hosts_moved(
-            host_ids=[host.pk], to="repair_failed", at=timezone.now(), why="repair failed 3 times"
+        events.hosts_repair_failed(
+            [host.pk], status="repair_failed", at=timezone.now(), why="repair failed 3 times"
         )
     return Delivery.objects.get()
 

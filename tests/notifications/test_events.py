@@ -57,7 +57,7 @@ def test_a_suite_finishing_mails_its_owner_once(rack, alice, django_capture_on_c
 
     # Told again (a late report of the same jobs): nothing more is sent.
     with django_capture_on_commit_callbacks(execute=True):
-        events.on_jobs_ended(jobs=Job.objects.filter(suite=suite))
+        assert events.suites_ended([suite.pk]) == 0
     assert len(mail.outbox) == 1 and len(finished_events()) == 1
 
 

@@ -215,6 +215,28 @@ def test_notify_without_a_destination_is_a_400_and_submits_nothing(alice_api, no
     assert Suite.objects.count() == 0 and SuiteNotify.objects.count() == 0
 
 
+def test_notify_refused_while_it_is_recorded_rolls_the_submission_back(alice_api, alice):
+    # The webhook URL goes away between the check before submitting and the record made in
+    # the submission's transaction: the refusal there undoes the suite, with the same 400.
+    from jobs import signals
+
+    sub = Subscription.objects.create(user=alice, webhook_url="https://ci.example.com/hook")
+
+    def url_gone(**_kwargs: object) -> None:
+        Subscription.objects.filter(pk=sub.pk).update(webhook_url="")
+
+    signals.suite_notify_checked.connect(url_gone, dispatch_uid="test-url-gone")
+    try:
+        response = alice_api.post("/api/suites/", suite_body(notify=["webhook"]), format="json")
+    finally:
+        signals.suite_notify_checked.disconnect(dispatch_uid="test-url-gone")
+    assert response.status_code == 400
+    assert response.json()["notify"] == [
+        "You have no webhook URL: set one on your profile page first."
+    ]
+    assert Suite.objects.count() == 0 and SuiteNotify.objects.count() == 0
+
+
 def test_a_suite_without_notify_records_nothing(alice_api):
     response = alice_api.post("/api/suites/", suite_body(), format="json")
     assert response.status_code == 201

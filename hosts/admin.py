@@ -1,4 +1,8 @@
-"""Django admin for the lab inventory: every change goes through the hosts services."""
+"""Django admin for the lab inventory: every change goes through the hosts services.
+
+Hosts themselves are in jobs/admin.py: a host with an active lease is not deleted, and one with
+history is retired through the host state machine.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,6 @@ from django.http import HttpRequest
 from hosts import services
 from hosts.choices import HostStatus
 from hosts.models import HealthPolicy, Host, HostEvent, Label, Worker
-from jobs.models import Lease
 from schedsite.admin_base import GuardedDeleteAdmin, ViewOnlyAdmin
 from schedsite.errors import ServiceError
 
@@ -48,7 +51,7 @@ class DeletedByService(GuardedDeleteAdmin):
         return [*notes, *deleted], counts, set(), self.delete_blockers(objs)
 
 
-def _saved_as(obj: Model, saved: Model) -> None:
+def saved_as(obj: Model, saved: Model) -> None:
     """Point the admin's unsaved instance at the row a service created."""
     obj.pk = saved.pk
     obj._state.adding = False
@@ -82,7 +85,7 @@ class WorkerAdmin(DeletedByService):
     def save_model(self, request: HttpRequest, obj: Worker, form: ModelForm, change: bool) -> None:
         data = form.cleaned_data
         if not change:
-            _saved_as(obj, services.worker_create(name=data["name"], by=request.user))
+            saved_as(obj, services.worker_create(name=data["name"], by=request.user))
         services.worker_update(
             worker=obj,
             by=request.user,
@@ -106,63 +109,6 @@ class LabelAdmin(GuardedDeleteAdmin):
         return [
             f"Label {name} is carried by hosts: remove it from them first."
             for name in carried.values_list("name", flat=True).distinct().order_by("name")
-        ]
-
-
-@admin.register(Host)
-class HostAdmin(DeletedByService):
-    delete_service = services.host_delete
-
-    def retires(self, obj: Host) -> bool:
-        return services.host_has_history(obj)
-
-    list_display = ["hostname", "worker", "status", "locked", "lock_reason", "current_build"]
-    list_filter = ["status", "locked", "worker", "labels"]
-    search_fields = ["hostname", "lock_reason", "labels__name", "current_build"]
-    autocomplete_fields = ["labels"]
-    list_select_related = ["worker"]
-    fields = ["hostname", "worker", "labels", "current_build", "status", "locked"]
-    fields += ["lock_reason", "locked_by", "locked_at"]
-    # Status and lock change through the state machine, with their events (UI and API).
-    readonly_fields = ["status", "locked", "lock_reason", "locked_by", "locked_at"]
-
-    def get_readonly_fields(self, request: HttpRequest, obj: Host | None = None) -> list[str]:
-        # Hostnames name hosts in URLs, events and runners' environments: set once.
-        return [*self.readonly_fields, "hostname"] if obj else list(self.readonly_fields)
-
-    def save_model(self, request: HttpRequest, obj: Host, form: ModelForm, change: bool) -> None:
-        data = form.cleaned_data
-        labels = [label.name for label in data.get("labels", ())]
-        build = data.get("current_build", "")
-        if change:
-            services.host_update(
-                host=obj, by=request.user, labels=labels, worker=data["worker"], current_build=build
-            )
-        else:
-            host = services.host_create(
-                hostname=data["hostname"],
-                by=request.user,
-                worker=data["worker"],
-                labels=labels,
-                current_build=build,
-            )
-            _saved_as(obj, host)
-
-    def save_related(
-        self, request: HttpRequest, form: ModelForm, formsets: list, change: bool
-    ) -> None:
-        # The service set the labels (and audited them); the form must not set them again.
-        for formset in formsets:
-            self.save_formset(request, form, formset, change=change)
-
-    def delete_blockers(self, objs: Sequence[Host]) -> list[str]:
-        ids = [host.pk for host in objs]
-        # Locked until the delete commits, so no lease can start on them in between.
-        list(Host.objects.select_for_update().filter(pk__in=ids).values_list("pk", flat=True))
-        active = Lease.objects.active().filter(host__in=ids)
-        return [
-            f"Host {lease.host.hostname} holds active lease {lease.pk}: release it first."
-            for lease in active.select_related("host").order_by("pk")
         ]
 
 
@@ -221,5 +167,5 @@ class HealthPolicyAdmin(DeletedByService):
         if change:
             services.health_policy_update(policy=obj, by=request.user, **form.policy_fields)
         else:
-            _saved_as(obj, services.health_policy_create(by=request.user, **form.policy_fields))
+            saved_as(obj, services.health_policy_create(by=request.user, **form.policy_fields))
         obj.refresh_from_db()  # the admin's log and message name what was saved

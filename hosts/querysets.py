@@ -9,8 +9,8 @@ from django.db import models
 from django.db.models import Count, Exists, IntegerField, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
+from hosts.capacity import WorkerLoad
 from hosts.choices import HostStatus
-from jobs.scheduling.planner.types import WorkerLoad
 
 
 def online_cutoff(now: datetime) -> datetime:

@@ -1,4 +1,8 @@
-"""Reads for the host health card and the policies page: which policy applies, when it is due."""
+"""Reads for the host health card and the policies page: which policy applies, when it is due.
+
+What needs the jobs a host ran (the next check, its maintenance history) is in
+jobs/host_selectors.py.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +14,7 @@ from django.db.models import Count, Q
 
 from hosts.choices import HostStatus
 from hosts.models import HealthPolicy, Host
-from jobs.choices import MAINTENANCE_KINDS, JobKind
-from jobs.models import Job, Lease
 from schedsite.ui.durations import human_duration
-
-HISTORY_SHOWN = 10  # maintenance jobs on a host's page
 
 
 def with_label_names(hosts: list[Host]) -> list[Host]:
@@ -85,43 +85,6 @@ def policies_applying(
     """The enabled policies whose every label the host carries, by name."""
     carried = set(labels)
     return [p for p in policies if p.enabled and set(p.labels) <= carried]
-
-
-def next_check(host: Host, *, now: datetime) -> tuple[NextCheck, list[HealthPolicy]]:
-    """When the host is verified next, and every enabled policy that applies to it."""
-    applying = policies_applying(host.label_names, HealthPolicy.objects.order_by("name"))
-    if host.status in NOT_BY_POLICY:
-        return NextCheck(
-            NOT_BY_POLICY[host.status], host.status == HostStatus.NEEDS_VERIFY
-        ), applying
-    if not applying:
-        return NextCheck(NO_POLICY), applying
-    runs = test_runs_since(host, host.last_verified_at)
-    checks = [
-        policy_check(p, last_verified_at=host.last_verified_at, runs_since=runs, now=now)
-        for p in applying
-    ]
-    # A due policy first; otherwise the first by name (jobs and hours do not compare).
-    return min(checks, key=lambda c: not c.due), applying
-
-
-def test_runs_since(host: Host, since: datetime | None) -> int:
-    """Test jobs leased on the host since `since` (all of them when it is None)."""
-    leases = Lease.objects.filter(host=host, job__kind=JobKind.TEST)
-    if since is not None:
-        leases = leases.filter(acquired_at__gt=since)
-    return leases.count()
-
-
-def maintenance_history(host: Host, *, limit: int = HISTORY_SHOWN) -> list[Job]:
-    """The host's latest verify and repair jobs, newest first."""
-    jobs = Job.objects.filter(host=host, kind__in=MAINTENANCE_KINDS)
-    return list(jobs.order_by("-created_at", "-id")[:limit])
-
-
-def has_maintenance_job(host: Host) -> bool:
-    """Whether a verify or repair job is queued or running on the host."""
-    return Job.objects.unfinished().filter(host=host, kind__in=MAINTENANCE_KINDS).exists()
 
 
 def policies_with_host_counts() -> list[HealthPolicy]:

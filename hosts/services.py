@@ -1,4 +1,8 @@
-"""State changes of workers and hosts; each is atomic, compare-and-set, and audited."""
+"""State changes of workers and hosts; each is atomic, compare-and-set, and audited.
+
+A host's status moves, and its retirement, are jobs.services.hosts': the host state machine is
+jobs.transitions'. A change that may let queued jobs start asks for a tick (hosts.signals).
+"""
 
 from __future__ import annotations
 
@@ -17,11 +21,8 @@ from hosts import audit
 from hosts.audit import Actor, actor_user
 from hosts.choices import EventKind, HostStatus
 from hosts.models import HealthPolicy, Host, Label, Worker
+from hosts.signals import tick_wanted
 from hosts.validators import label_validator, name_validator, policy_name_validator
-from jobs import transitions
-from jobs.choices import JobKind, JobStatus
-from jobs.scheduling.triggers import request_tick
-from jobs.transitions import Mover
 from schedsite.errors import Conflict, InvalidInput, ServiceError
 from schedsite.field_changes import (
     apply_changes,
@@ -133,7 +134,7 @@ def _hold_clear(hold: Hold, obj: HostOrWorker, *, by: Actor) -> HostOrWorker:
     if not changed:
         raise Conflict(f"{hold.noun} {getattr(obj, hold.name)} is not {hold.set_word}")
     audit.record(hold.clear_kind, actor=by, **{hold.noun: obj})
-    request_tick(f"{hold.noun} {hold.clear_word}")
+    tick_wanted(f"{hold.noun} {hold.clear_word}")
     obj.refresh_from_db()
     return obj
 
@@ -240,7 +241,7 @@ def worker_heartbeat(
             at=at,
         )
         if was_online and _capacity_rose(old_capacity, worker.capacity):
-            request_tick("worker capacity raised")  # the UPDATE above is committed already
+            tick_wanted("worker capacity raised")  # the UPDATE above is committed already
     if not was_online:
         with transaction.atomic():
             audit.record(
@@ -250,7 +251,7 @@ def worker_heartbeat(
                 message="worker online",
                 at=at,
             )
-            request_tick("worker online")
+            tick_wanted("worker online")
     return worker
 
 
@@ -285,7 +286,7 @@ def worker_delete(*, worker: Worker, by: Actor) -> Worker | None:
 # --- hosts ----------------------------------------------------------------------------------
 
 
-def _check_status(status: str) -> None:
+def check_status(status: str) -> None:
     if status not in HostStatus.values:
         raise InvalidInput(
             f"status {status!r} is not one of {', '.join(HostStatus.values)}", field="status"
@@ -306,7 +307,7 @@ def host_create(
     _validate(name_validator, hostname, "hostname")
     if len(hostname) > 255:
         raise InvalidInput("hostname: at most 255 characters", field="hostname")
-    _check_status(status)
+    check_status(status)
     if Host.objects.filter(hostname=hostname).exists():
         raise Conflict(f"host {hostname} already exists", field="hostname")
     host = Host.objects.create(
@@ -320,7 +321,7 @@ def host_create(
         message=f"labels: {', '.join(host.label_names) or '(none)'}",
     )
     if status == HostStatus.READY:
-        request_tick("host added")
+        tick_wanted("host added")
     return host
 
 
@@ -333,11 +334,13 @@ def host_update(
     host: Host,
     by: Actor,
     labels: Iterable[str] | None = None,
-    status: str | None = None,
     worker: Worker | None | object = _UNSET,
     current_build: str | None = None,
 ) -> Host:
-    """Change a host's labels, status, worker or build; each change is audited."""
+    """Change a host's labels, worker or build; each change is audited.
+
+    Its status moves through the host state machine: jobs.services.host_update does both.
+    """
     host = Host.objects.select_for_update().get(pk=host.pk)
     changes: list[str] = []
     if labels is not None:
@@ -357,26 +360,10 @@ def host_update(
         changes.append(f"build {host.current_build or '(none)'} → {current_build or '(none)'}")
         host.current_build = current_build[:200]
     if changes:
-        # Not the status: that moves only through host_set_status, below.
+        # Not the status: that moves only through the host state machine (jobs.transitions).
         host.save(update_fields=["worker", "current_build", "updated_at"])
         audit.record(EventKind.UPDATED, actor=by, host=host, message="; ".join(changes))
-    if status is not None and status != host.status:
-        host = host_set_status(host=host, status=status, by=by)
-    elif changes:
-        request_tick("host updated")
-    return host
-
-
-@transaction.atomic
-def host_set_status(*, host: Host, status: str, by: Actor, message: str = "") -> Host:
-    """Move a host between ready / needs_repair / repairing / repair_failed."""
-    _check_status(status)
-    old = Host.objects.filter(pk=host.pk).values_list("status", flat=True).first()
-    if old is None:
-        raise Conflict(f"host {host.hostname} no longer exists")
-    if old == status:
-        return host
-    transitions.move_host(host, old=old, to=status, mover=Mover.STAFF, by=by, why=message)
+        tick_wanted("host updated")
     return host
 
 
@@ -397,37 +384,6 @@ def host_has_history(host: Host) -> bool:
         or host.pinned_jobs.exists()
         or host.events.exclude(kind=EventKind.CREATED).exists()
     )
-
-
-@transaction.atomic
-def host_delete(*, host: Host, by: Actor) -> Host | None:
-    """Remove a host, or retire it once it has history; return it when it was retired."""
-    host = Host.objects.select_for_update().get(pk=host.pk)
-    if host.leases.active().exists():
-        raise Conflict(f"host {host.hostname} has an active lease; release it first")
-    if host.status == HostStatus.RETIRED:
-        raise Conflict(f"host {host.hostname} is retired already")
-    # Unfinished maintenance jobs end at the next tick (their host no longer needs them), and
-    # so does a fan-out's queued job (`skipped`, docs/scheduling.md); another test pinned here
-    # would wait forever.
-    pinned = host.pinned_jobs.unfinished().filter(kind=JobKind.TEST)
-    if pinned.exclude(status=JobStatus.QUEUED, fanout=True).exists():
-        raise Conflict(f"unfinished jobs are pinned to {host.hostname}; abort them first")
-    if host_has_history(host):
-        transitions.move_host(
-            host, old=host.status, to=HostStatus.RETIRED, mover=Mover.STAFF, by=by,
-            why="retired: deleted with history",
-        )  # fmt: skip
-        audit.record(
-            EventKind.RETIRED, actor=by, host=host, message=f"host {host.hostname} retired"
-        )
-        if pinned.exists():
-            request_tick("host retired")  # its fan-out jobs end skipped
-        host.refresh_from_db()
-        return host
-    audit.record(EventKind.DELETED, actor=by, host=host, message=f"host {host.hostname} deleted")
-    host.delete()
-    return None
 
 
 # --- renaming workers and their runner accounts ---------------------------------------------
@@ -467,7 +423,7 @@ def worker_update(
         message = f"max jobs {_limit_text(old_max_jobs)} → {_limit_text(worker.max_jobs)}"
         audit.record(EventKind.CAPACITY, actor=by, worker=worker, message=message)
         if _capacity_rose(old_capacity, worker.capacity):
-            request_tick("worker capacity raised")
+            tick_wanted("worker capacity raised")
     return worker
 
 
@@ -602,7 +558,7 @@ def health_policy_create(*, by: Actor, name: str, **fields: object) -> HealthPol
     values = health_policy_clean({"name": name, **fields})
     policy = HealthPolicy.objects.create(**values)
     _policy_audit(EventKind.CREATED, policy, by, f"policy added: {_policy_summary(policy)}")
-    request_tick("health policy added")
+    tick_wanted("health policy added")
     return policy
 
 
@@ -616,7 +572,7 @@ def health_policy_update(*, policy: HealthPolicy, by: Actor, **fields: object) -
         return policy
     policy.save(update_fields=list(values))
     _policy_audit(EventKind.UPDATED, policy, by, "; ".join(changes))
-    request_tick("health policy changed")
+    tick_wanted("health policy changed")
     return policy
 
 

@@ -1,4 +1,4 @@
-"""Django admin for suites, jobs, leases and scheduler ticks: to read, and delete by the rules."""
+"""Django admin for suites, jobs, leases, ticks and hosts: to read, and delete by the rules."""
 
 from __future__ import annotations
 
@@ -7,8 +7,13 @@ from typing import ClassVar
 
 from django.contrib import admin
 from django.db.models import Model, QuerySet
+from django.forms import ModelForm
 from django.http import HttpRequest
 
+from hosts import services as inventory
+from hosts.admin import DeletedByService, saved_as
+from hosts.models import Host
+from jobs import services as job_services
 from jobs.models import (
     IdempotencyKey,
     Job,
@@ -159,3 +164,60 @@ class IdempotencyKeyAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+
+@admin.register(Host)
+class HostAdmin(DeletedByService):
+    delete_service = job_services.host_delete
+
+    def retires(self, obj: Host) -> bool:
+        return inventory.host_has_history(obj)
+
+    list_display = ["hostname", "worker", "status", "locked", "lock_reason", "current_build"]
+    list_filter = ["status", "locked", "worker", "labels"]
+    search_fields = ["hostname", "lock_reason", "labels__name", "current_build"]
+    autocomplete_fields = ["labels"]
+    list_select_related = ["worker"]
+    fields = ["hostname", "worker", "labels", "current_build", "status", "locked"]
+    fields += ["lock_reason", "locked_by", "locked_at"]
+    # Status and lock change through the state machine, with their events (UI and API).
+    readonly_fields = ["status", "locked", "lock_reason", "locked_by", "locked_at"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Host | None = None) -> list[str]:
+        # Hostnames name hosts in URLs, events and runners' environments: set once.
+        return [*self.readonly_fields, "hostname"] if obj else list(self.readonly_fields)
+
+    def save_model(self, request: HttpRequest, obj: Host, form: ModelForm, change: bool) -> None:
+        data = form.cleaned_data
+        labels = [label.name for label in data.get("labels", ())]
+        build = data.get("current_build", "")
+        if change:
+            inventory.host_update(
+                host=obj, by=request.user, labels=labels, worker=data["worker"], current_build=build
+            )
+        else:
+            host = inventory.host_create(
+                hostname=data["hostname"],
+                by=request.user,
+                worker=data["worker"],
+                labels=labels,
+                current_build=build,
+            )
+            saved_as(obj, host)
+
+    def save_related(
+        self, request: HttpRequest, form: ModelForm, formsets: list, change: bool
+    ) -> None:
+        # The service set the labels (and audited them); the form must not set them again.
+        for formset in formsets:
+            self.save_formset(request, form, formset, change=change)
+
+    def delete_blockers(self, objs: Sequence[Host]) -> list[str]:
+        ids = [host.pk for host in objs]
+        # Locked until the delete commits, so no lease can start on them in between.
+        list(Host.objects.select_for_update().filter(pk__in=ids).values_list("pk", flat=True))
+        active = Lease.objects.active().filter(host__in=ids)
+        return [
+            f"Host {lease.host.hostname} holds active lease {lease.pk}: release it first."
+            for lease in active.select_related("host").order_by("pk")
+        ]

@@ -24,7 +24,11 @@ class JobsConfig(AppConfig):
         import schedsite.pgarrays  # noqa: F401, PLC0415
 
         # jobs.tasks imports the models, which cannot load while the app registry is filling.
+        from hosts.signals import tick_wanted_signal  # noqa: PLC0415
+        from jobs.scheduling.triggers import on_tick_wanted  # noqa: PLC0415
         from jobs.tasks import install_schedule  # noqa: PLC0415
+
+        tick_wanted_signal.connect(on_tick_wanted, dispatch_uid="jobs-tick-wanted")
 
         post_migrate.connect(install_schedule, sender=self, dispatch_uid="schedsite-schedule")
         post_migrate.connect(create_cache_table, sender=self, dispatch_uid="schedsite-cache")

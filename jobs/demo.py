@@ -113,7 +113,7 @@ def seed(*, hosts_per_worker: int = 8, rng: random.Random | None = None) -> str:
     first = Host.objects.order_by("hostname")
     host_services.host_lock(host=first[1], by=admin, reason="flaky USB hub, debugging")
     # The health loop repairs it by itself within the first minutes of the demo.
-    host_services.host_set_status(
+    services.host_set_status(
         host=first[5], status=HostStatus.NEEDS_REPAIR, by=admin, message="battery swollen"
     )
     HealthPolicy.objects.create(

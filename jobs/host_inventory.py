@@ -1,6 +1,6 @@
 """Inventory changes staff make from the web UI: edit a host as they saw it, import many at once.
 
-Both end in hosts.services (host_create, host_update), so the audit trail reads the same as
+Both end in the services (host_create, host_update), so the audit trail reads the same as
 for the API, the admin and `import_lab` (docs/ui.md#inventory).
 """
 
@@ -19,6 +19,7 @@ from hosts.audit import Actor
 from hosts.choices import HostStatus
 from hosts.models import Host, Worker
 from jobs import labfile
+from jobs import services as job_services
 from schedsite.errors import Conflict, InvalidInput
 
 NONE = "(none)"
@@ -68,7 +69,7 @@ def host_update_checked(
     current = _locked_host(host)
     if version is not None:
         _unchanged_since(current, version)
-    return services.host_update(host=current, by=by, **fields)
+    return job_services.host_update(host=current, by=by, **fields)
 
 
 @transaction.atomic
@@ -94,7 +95,7 @@ def host_edit(
         raise InvalidInput(f"worker {worker.name} is retired", field="worker")
     if len(current_build) > 200:
         raise InvalidInput("build: at most 200 characters", field="current_build")
-    return services.host_update(
+    return job_services.host_update(
         host=current, by=by, labels=labels, worker=worker, current_build=current_build.strip()
     )
 
@@ -235,7 +236,7 @@ def hosts_import(*, entries: list[object], by: Actor, digest: str) -> ImportPlan
                 current_build=row.current_build,
             )
         else:
-            services.host_update(
+            job_services.host_update(
                 host=Host.objects.get(hostname=row.hostname),
                 by=by,
                 labels=row.labels,

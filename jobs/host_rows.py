@@ -22,12 +22,12 @@ from hosts.choices import HostStatus
 from hosts.models import Host
 from jobs.choices import JobStatus
 from jobs.models import Lease
-from jobs.templatetags import schedsite_ui as ui
+from schedsite.ui import html
 from schedsite.ui.markup import markup
 
 # The same few icons and badges in every row, made once.
-icon = cache(ui.icon)
-badge = cache(ui.badge)
+icon = cache(html.icon)
+badge = cache(html.badge)
 HOST_STATUSES = dict(HostStatus.choices)
 JOB_STATUSES = dict(JobStatus.choices)
 NONE = mark_safe('<span class="muted">—</span>')
@@ -83,7 +83,7 @@ def hold_cell(
         state=state,
         reason=reason,
         by=(by.get_username() if by else "") or "?",
-        at=ui.ago(at, now),
+        at=html.ago(at, now),
     )
 
 
@@ -296,6 +296,6 @@ def _lease_cell(host: Host, lease: Lease | None, now: datetime) -> SafeString:
         '{} <span class="sub">by {}, ends {}</span> {}',
         badge("lease", "active", "Reserved"),
         holder,
-        ui.until(lease.expires_at, now),
+        html.until(lease.expires_at, now),
         markup('<div class="sub">{}</div>', lease.reason) if lease.reason else "",
     )

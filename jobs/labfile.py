@@ -433,7 +433,7 @@ def _import_hosts(
                 current_build=h["current_build"],
             )
         else:
-            host = hosts_services.host_update(
+            host = jobs_services.host_update(
                 host=host,
                 by=actor,
                 labels=h["labels"],

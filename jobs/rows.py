@@ -16,10 +16,11 @@ from django.utils.safestring import SafeString, mark_safe
 from jobs.choices import JobKind
 from jobs.models import Job
 from jobs.templatetags import schedsite_ui as ui
+from schedsite.ui import html
 from schedsite.ui.markup import markup
 
 # The same few icons and priorities in every row, made once.
-PIN = ui.icon("pin")
+PIN = html.icon("pin")
 priority = cache(ui.priority)
 ANY_HOST = mark_safe('<span class="muted">any host</span>')
 
@@ -86,7 +87,7 @@ def queue_row(row: Mapping[str, Any], now: datetime | None) -> SafeString:
         quota=QUOTA if row["quota"] else "",
         labels=mark_safe("".join(chips)) if chips else ANY_HOST,  # noqa: S308
         host=host,
-        queued=ui.ago(job.created_at, now),
+        queued=html.ago(job.created_at, now),
         tone=ui.wait_tone(reason),
         title=ui.wait_title(reason),
         message=(reason or {}).get("message", ""),

@@ -20,13 +20,14 @@ from django.utils.text import capfirst
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from hosts import selectors as health
 from hosts import services
 from hosts.choices import HostStatus
 from hosts.filtersets import HostFilterSet, WorkerFilterSet
 from hosts.forms import BulkHostsForm, ReasonForm, split_labels
 from hosts.models import Host, HostEvent, Label, Worker
+from hosts.selectors import with_label_names
 from hosts.views_timeline import timeline_context
+from jobs import host_selectors as health
 from jobs import selectors
 from jobs import services as job_services
 from jobs.forms import RESERVE_DURATIONS
@@ -92,7 +93,7 @@ def host_rows(hosts: list[Host]) -> list[Host]:
     label chips (each label's chip made once per page): a template spent more time on these
     than on the rest of a page of 50 rows (docs/performance.md#the-list-pages).
     """
-    health.with_label_names(hosts)
+    with_label_names(hosts)
     host_url = route_url("hosts:host_detail", links.NAMES)
     worker_url = route_url("hosts:worker_detail", links.NAMES)
     suite_url = route_url("jobs:suite_detail")
@@ -433,7 +434,7 @@ SWITCHES = {
     ),
     "host_retire": Switch(
         HOST,
-        services.host_delete,
+        job_services.host_delete,
         "retire hosts",
         "Retired {0.hostname}: kept with its history, out of service",
         error_form="health",

@@ -208,7 +208,7 @@ class HostViewSet(InventoryViewSet):
     }
     changes = {
         "partial_update": inventory.host_update_checked,
-        "destroy": services.host_delete,
+        "destroy": job_services.host_delete,
         "lock": services.host_lock,
         "unlock": services.host_unlock,
         "repair": job_services.host_repair_now,

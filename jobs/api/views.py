@@ -20,6 +20,7 @@ from rest_framework.response import Response
 from jobs import job_history, recovery, resubmit, selectors, services, signals
 from jobs.api import idempotency
 from jobs.api import plan_serializers as plan_s
+from jobs.api import queue_serializers as queue_s
 from jobs.api import serializers as s
 from jobs.api import settings_serializers as settings_s
 from jobs.api import submit_serializers as submit
@@ -422,13 +423,13 @@ class LeaseViewSet(ReadViewSet):
 class QueueView(RolePermissionsMixin, generics.GenericAPIView):
     """Queued jobs in the exact order the scheduler will consider them, with wait reasons."""
 
-    serializer_class = s.QueueEntrySerializer
+    serializer_class = queue_s.QueueEntrySerializer
     filterset_class = JobFilterSet
     queryset = Job.objects.queued()
 
     @extend_schema(
         summary="The queue in the scheduler's order; filters keep each job's global position",
-        responses=s.QueueEntrySerializer(many=True),
+        responses=queue_s.QueueEntrySerializer(many=True),
     )
     def get(self, request: Request) -> Response:
         # Filtering also validates the parameters: a bad one is a 400 even when nothing is queued.
@@ -447,14 +448,14 @@ class QueueView(RolePermissionsMixin, generics.GenericAPIView):
             "now": timezone.now(),
         }
         return self.get_paginated_response(
-            s.QueueEntrySerializer(page, many=True, context=context).data
+            queue_s.QueueEntrySerializer(page, many=True, context=context).data
         )
 
 
 class SchedulerViewSet(ReadViewSet):
     """Scheduler ticks and the scheduler settings; staff run a tick now and change the settings."""
 
-    serializer_class = s.SchedulerTickSerializer
+    serializer_class = queue_s.SchedulerTickSerializer
     queryset = SchedulerTick.objects.defer("wait_reasons")
     action_permissions = {"tick": STAFF, "scheduler_settings_update": STAFF}
     action_summaries = {
@@ -475,11 +476,11 @@ class SchedulerViewSet(ReadViewSet):
         "scheduler_settings_update": settings_s.SchedulerSettingsInputSerializer,
     }
 
-    @extend_schema(responses=s.TickSummarySerializer)
+    @extend_schema(responses=queue_s.TickSummarySerializer)
     @action(detail=False, methods=["post"])
     def tick(self, request: Request) -> Response:
         summary = services.scheduler_tick(trigger=f"api: {request.user.get_username()}")
-        return Response(s.TickSummarySerializer(summary.as_dict()).data)
+        return Response(queue_s.TickSummarySerializer(summary.as_dict()).data)
 
     @extend_schema(responses=plan_s.PlanResultSerializer)
     @action(detail=False, methods=["post"])

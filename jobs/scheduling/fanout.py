@@ -29,8 +29,8 @@ from hosts.choices import HostStatus
 from hosts.models import Host
 from jobs import transitions
 from jobs.choices import JobStatus
+from jobs.job_specs import FANOUT_GONE, fanout_lab, fanout_spec, job_from_spec
 from jobs.models import Job, Suite, decode_labels
-from jobs.services.submission import FANOUT_GONE, fanout_lab, fanout_spec, job_from_spec
 from jobs.suite_body import fanout_name
 from jobs.transitions import Mover
 

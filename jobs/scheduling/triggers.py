@@ -24,6 +24,11 @@ def request_tick(reason: str) -> None:
     transaction.on_commit(lambda: _enqueue(reason))
 
 
+def on_tick_wanted(*, reason: str, **_kwargs: object) -> None:
+    """hosts.signals.tick_wanted: the inventory, which does not import jobs, asks for a tick."""
+    request_tick(reason)
+
+
 def _enqueue(reason: str) -> None:
     if not _claim_request(timezone.now()):
         return

@@ -13,6 +13,7 @@ from jobs.scheduling.tick import (
     tick_history_prune,
 )
 from jobs.services.health import host_purge, host_repair_now, host_verify_now
+from jobs.services.hosts import host_delete, host_set_status, host_update
 from jobs.services.reservations import (
     lease_extend,
     lease_reserve,
@@ -42,8 +43,11 @@ __all__ = [
     "IDEMPOTENCY_KEY_LIFETIME",
     "JobSpec",
     "TickSummary",
+    "host_delete",
     "host_purge",
     "host_repair_now",
+    "host_set_status",
+    "host_update",
     "host_verify_now",
     "idempotency_keys_purge",
     "job_abort",

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from typing import NamedTuple
 
 from django import template
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.text import capfirst
@@ -17,65 +15,17 @@ from jobs.choices import TERMINAL_JOB_STATUSES, JobStatus, Priority
 from jobs.models import decode_labels
 from jobs.querysets import unfinished_jobs
 from schedsite import roles
+from schedsite.ui import html
 from schedsite.ui.charts import Segment, stacked_segments
 from schedsite.ui.durations import human_duration
 
 register = template.Library()
 
-# Colour of each status badge; the palette itself lives in static/css/schedsite.css.
-TONES: dict[str, dict[str, str]] = {
-    "host": {
-        "ready": "green",
-        "needs_verify": "teal",
-        "verifying": "indigo",
-        "needs_repair": "amber",
-        "repairing": "blue",
-        "repair_failed": "red",
-        "retired": "grey",
-    },
-    "job": {
-        "queued": "slate",
-        "leased": "indigo",
-        "running": "blue",
-        "passed": "green",
-        "failed": "red",
-        "aborted": "grey",
-        "error": "red",
-        "expired": "amber",
-        "skipped": "grey",
-    },
-    "suite": {"queued": "slate", "running": "blue", "completed": "green", "aborted": "grey"},
-    "run": {"created": "green", "skipped": "amber", "error": "red"},
-    "worker": {"online": "green", "offline": "red", "paused": "amber"},
-    "delivery": {"pending": "amber", "sent": "green", "failed": "red"},
-    "lease": {
-        "active": "blue",
-        "completed": "green",
-        "aborted": "grey",
-        "expired": "amber",
-        "released": "grey",
-        "timeout": "amber",
-    },
-    "event": {
-        "locked": "purple",
-        "unlocked": "green",
-        "leased": "indigo",
-        "started": "blue",
-        "completed": "green",
-        "released": "grey",
-        "expired": "amber",
-        "timed_out": "amber",
-        "reserved": "teal",
-        "extended": "teal",
-        "paused": "amber",
-        "resumed": "green",
-        "capacity": "slate",
-        "status": "amber",
-        "created": "slate",
-        "updated": "slate",
-        "deleted": "red",
-    },
-}
+# Shared with the rows made in Python (schedsite/ui/html.py); here as tags for the templates.
+badge = register.simple_tag(html.badge)
+icon = register.simple_tag(html.icon)
+ago = register.simple_tag(html.ago)
+until = register.simple_tag(html.until)
 
 
 class WaitKind(NamedTuple):
@@ -102,24 +52,6 @@ WAIT_KINDS: dict[str, WaitKind] = {
 }
 
 
-@register.simple_tag
-def badge(kind: str, value: str, label: str = "") -> SafeString:
-    """A coloured status badge whose text says the status (colour is never the only cue)."""
-    tone = TONES.get(kind, {}).get(str(value), "slate")
-    text = label or str(value).replace("_", " ")
-    return format_html('<span class="badge tone-{}">{}</span>', tone, text)
-
-
-@register.simple_tag
-def icon(name: str) -> SafeString:
-    """An icon from the sprite in partials/icons.html; decorative, so hidden from readers."""
-    return format_html(
-        '<svg class="icon" aria-hidden="true" focusable="false"><use href="#i-{}"></use></svg>',
-        name,
-    )
-
-
-# url name -> the navigation entry it belongs to
 SECTIONS = {
     "dashboard": "dashboard",
     "profile": "profile",
@@ -216,36 +148,6 @@ def duration(seconds: float | None) -> str:
 def timedelta_text(value: object) -> str:
     total = getattr(value, "total_seconds", None)
     return human_duration(total()) if total else "—"
-
-
-def _time_tag(when: datetime, text: str) -> SafeString:
-    local = timezone.localtime(when)
-    return format_html(
-        '<time datetime="{}" title="{}">{}</time>',
-        when.isoformat(),
-        local.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        text,
-    )
-
-
-@register.simple_tag
-def ago(when: datetime | None, now: datetime | None = None) -> SafeString | str:
-    """'5m 03s ago' in a <time> element carrying the exact time."""
-    if when is None:
-        return "—"
-    now = now or timezone.now()
-    return _time_tag(when, f"{human_duration((now - when).total_seconds())} ago")
-
-
-@register.simple_tag
-def until(when: datetime | None, now: datetime | None = None) -> SafeString | str:
-    """'in 4m' for a future time, 'overdue 2m' for a past one."""
-    if when is None:
-        return "—"
-    now = now or timezone.now()
-    left = (when - now).total_seconds()
-    text = f"in {human_duration(left)}" if left >= 0 else f"overdue {human_duration(-left)}"
-    return _time_tag(when, text)
 
 
 @register.filter

@@ -6,6 +6,7 @@ import pytest
 
 from hosts import services as host_services
 from jobs import services
+from jobs import services as job_services
 from jobs.models import Job, Suite
 from tests import factories as f
 
@@ -62,7 +63,7 @@ def test_until_is_kept_and_answered_and_the_fanout_counts_its_hosts(alice_client
     suite = Suite.objects.get(pk=body["id"])
     services.scheduler_tick()
     services.job_complete(job=suite.jobs.get(host__hostname="a.lab"), result="failed", by="r")
-    host_services.host_delete(host=gone, by="sam")  # retired
+    job_services.host_delete(host=gone, by="sam")  # retired
     services.scheduler_tick()
 
     detail = alice_client.get(f"/api/suites/{suite.pk}/").json()

@@ -9,6 +9,7 @@ from hosts import services as host_services
 from hosts.choices import HostStatus
 from hosts.models import HealthPolicy, Host, HostEvent, Worker
 from jobs import services
+from jobs import services as job_services
 from jobs.choices import JobKind, JobStatus
 from jobs.models import Job, Lease
 from tests import factories as f
@@ -28,7 +29,7 @@ def broken(hostname: str = "dut1", status: str = HostStatus.REPAIR_FAILED) -> Ho
 
 def with_history(host: Host) -> Host:
     """The host after staff sent it to repair: it has a past, so a delete retires it."""
-    return host_services.host_set_status(host=host, status=HostStatus.NEEDS_REPAIR, by="sam")
+    return job_services.host_set_status(host=host, status=HostStatus.NEEDS_REPAIR, by="sam")
 
 
 def leased_kinds(host: Host) -> list[str]:

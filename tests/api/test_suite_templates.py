@@ -9,9 +9,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django_q.models import Schedule
 
-from hosts import services as host_services
 from hosts.choices import HostStatus
 from hosts.models import HostEvent
+from jobs import services as job_services
 from jobs import suite_templates
 from jobs.choices import SuiteOrigin
 from jobs.models import Job, Suite, SuiteTemplate, TemplateRun
@@ -133,7 +133,7 @@ def test_a_body_that_no_longer_runs_is_refused_with_the_reason_and_creates_nothi
 ):
     body = {"name": "pinned", "jobs": [{"name": "t", "labels": ["board:eve"], "host": "eve1.lab"}]}
     pk = create(alice_client, body=body).json()["id"]
-    host_services.host_set_status(host=eve, status=HostStatus.RETIRED, by=sam, message="dead")
+    job_services.host_set_status(host=eve, status=HostStatus.RETIRED, by=sam, message="dead")
 
     response = alice_client.post(f"/api/suite-templates/{pk}/dispatch/", {"build": "R2"})
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hosts import services as host_services
+from jobs import services as job_services
 from jobs.models import Job, Suite
 from tests import factories as f
 
@@ -17,8 +17,8 @@ def lab() -> None:
     f.host("h1", ["board:eve", "pool:cq"])
     f.host("h2", ["board:kevin"])
     old = f.host("h3", ["board:old"])
-    host_services.host_set_status(host=old, status="needs_repair", by="sam")  # some history
-    host_services.host_delete(host=old, by="sam")
+    job_services.host_set_status(host=old, status="needs_repair", by="sam")  # some history
+    job_services.host_delete(host=old, by="sam")
 
 
 def suite(*jobs: dict, **fields: object) -> dict:
@@ -90,10 +90,10 @@ def test_allow_unmatched_must_be_a_json_boolean(alice_client, lab):
 
 
 def test_a_fan_out_never_reaches_a_retired_host(alice_client, lab):
-    host_services.host_delete(host=f.host("h4", ["board:eve"]), by="sam")  # no history: gone
+    job_services.host_delete(host=f.host("h4", ["board:eve"]), by="sam")  # no history: gone
     old = f.host("h5", ["board:eve"])
-    host_services.host_set_status(host=old, status="needs_repair", by="sam")
-    host_services.host_delete(host=old, by="sam")  # retired, kept
+    job_services.host_set_status(host=old, status="needs_repair", by="sam")
+    job_services.host_delete(host=old, by="sam")  # retired, kept
 
     response = alice_client.post(
         "/api/suites/", {"name": "F", "fanout": {"labels": ["board:eve"]}}, format="json"

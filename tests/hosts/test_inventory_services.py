@@ -141,7 +141,7 @@ def test_an_update_that_changes_nothing_writes_nothing(django_capture_on_commit_
     before = rows()
 
     def update() -> None:
-        services.host_update(
+        job_services.host_update(
             host=host, by="sam", labels=["board:x"], worker=w, current_build="R1", status="ready"
         )
 
@@ -167,7 +167,9 @@ def test_taking_a_host_off_its_worker_is_audited():
 
 def test_an_update_with_a_status_writes_a_status_event_after_the_other_changes():
     host = f.host("h1", build="R1")
-    services.host_update(host=host, by="sam", current_build="R2", status=HostStatus.NEEDS_REPAIR)
+    job_services.host_update(
+        host=host, by="sam", current_build="R2", status=HostStatus.NEEDS_REPAIR
+    )
     host.refresh_from_db()
     assert (host.current_build, host.status) == ("R2", HostStatus.NEEDS_REPAIR)
     events = HostEvent.objects.filter(host=host).order_by("pk")
@@ -183,7 +185,7 @@ def test_an_update_with_a_bad_status_changes_nothing_else():
     refused(
         InvalidInput,
         "not one of",
-        lambda: services.host_update(
+        lambda: job_services.host_update(
             host=host, by="sam", labels=["board:y"], current_build="R2", status="melted"
         ),
         field="status",
@@ -219,7 +221,7 @@ def test_each_status_move_is_audited_and_only_ready_asks_for_a_tick(
     host = f.host("h1", status=old)
 
     def move() -> None:
-        services.host_set_status(host=host, status=new, by="sam")
+        job_services.host_set_status(host=host, status=new, by="sam")
 
     assert ticks_enqueued(move, django_capture_on_commit_callbacks) == ticks
     assert Host.objects.get().status == new
@@ -230,17 +232,17 @@ def test_each_status_move_is_audited_and_only_ready_asks_for_a_tick(
 def test_setting_the_status_a_host_has_is_not_an_error_and_writes_nothing():
     host = f.host("h1", status=HostStatus.REPAIRING)
     before = rows()
-    services.host_set_status(host=host, status=HostStatus.REPAIRING, by="sam")
+    job_services.host_set_status(host=host, status=HostStatus.REPAIRING, by="sam")
     assert rows() == before
 
 
 def test_setting_the_status_of_a_deleted_host_is_a_conflict():
     host = f.host("h1")
-    services.host_delete(host=host, by="sam")
+    job_services.host_delete(host=host, by="sam")
     refused(
         Conflict,
         "no longer exists",
-        lambda: services.host_set_status(host=host, status=HostStatus.REPAIRING, by="sam"),
+        lambda: job_services.host_set_status(host=host, status=HostStatus.REPAIRING, by="sam"),
     )
 
 
@@ -249,7 +251,7 @@ def test_setting_the_status_of_a_deleted_host_is_a_conflict():
 
 def test_a_host_with_nothing_but_its_creation_is_deleted():
     host = f.host("h1", ["board:x"])
-    assert services.host_delete(host=host, by="sam") is None
+    assert job_services.host_delete(host=host, by="sam") is None
     assert not Host.objects.exists()
     deleted = HostEvent.objects.get(kind=EventKind.DELETED)
     assert (deleted.subject, deleted.actor) == ("h1", "sam")
@@ -263,7 +265,7 @@ def test_a_host_that_ran_a_job_is_retired_with_its_history_kept():
     job_services.lease_job_complete(lease=lease, result="passed", by="runner")
     events_before = HostEvent.objects.filter(host=host).count()
 
-    retired = services.host_delete(host=host, by="sam")
+    retired = job_services.host_delete(host=host, by="sam")
 
     assert retired is not None and retired.status == HostStatus.RETIRED
     assert Lease.objects.filter(pk=lease.pk, host=host).exists()
@@ -271,12 +273,12 @@ def test_a_host_that_ran_a_job_is_retired_with_its_history_kept():
     kinds = list(HostEvent.objects.filter(host=host).values_list("kind", flat=True)[:2])
     assert kinds == [EventKind.RETIRED, EventKind.STATUS]
     assert HostEvent.objects.filter(host=host).count() == events_before + 2
-    refused(Conflict, "retired already", lambda: services.host_delete(host=host, by="sam"))
+    refused(Conflict, "retired already", lambda: job_services.host_delete(host=host, by="sam"))
 
 
 def test_a_locked_host_is_retired_rather_than_deleted():
     host = services.host_lock(host=f.host("h1"), by="sam", reason="flaky USB")
-    services.host_delete(host=host, by="sam")
+    job_services.host_delete(host=host, by="sam")
     assert Host.objects.get().status == HostStatus.RETIRED
 
 
@@ -284,13 +286,13 @@ def test_a_host_with_a_running_job_cannot_be_deleted():
     host = f.host("h1", ["board:x"])
     f.job("J1")
     job_services.scheduler_tick()
-    refused(Conflict, "active lease", lambda: services.host_delete(host=host, by="sam"))
+    refused(Conflict, "active lease", lambda: job_services.host_delete(host=host, by="sam"))
 
 
 def test_a_host_an_unfinished_test_is_pinned_to_cannot_be_deleted():
     host = f.host("h1", ["board:x"], status=HostStatus.NEEDS_REPAIR)
     f.job("J1", host=host)
-    refused(Conflict, "pinned", lambda: services.host_delete(host=host, by="sam"))
+    refused(Conflict, "pinned", lambda: job_services.host_delete(host=host, by="sam"))
 
 
 # --- workers --------------------------------------------------------------------------------
@@ -398,7 +400,7 @@ def test_a_worker_whose_hosts_are_retired_is_retired_itself():
     w = f.worker("w1")
     host = f.host("h1", worker=w)
     services.host_lock(host=host, by="sam", reason="gone")
-    services.host_delete(host=host, by="sam")
+    job_services.host_delete(host=host, by="sam")
 
     retired = services.worker_delete(worker=w, by="sam")
 

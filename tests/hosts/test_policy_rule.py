@@ -8,8 +8,8 @@ import pytest
 from django.utils import timezone
 
 from hosts.models import HealthPolicy, Host
-from hosts.selectors import next_check
 from jobs.choices import ReleaseReason
+from jobs.host_selectors import next_check
 from jobs.models import Lease
 from jobs.scheduling.maintenance import _policy_due
 from tests import factories as f

@@ -7,7 +7,6 @@ from datetime import timedelta
 import pytest
 from django.core.management import CommandError, call_command
 
-from hosts import services
 from hosts.choices import EventKind, HostStatus
 from hosts.models import Host, HostEvent
 from jobs import services as job_services
@@ -24,7 +23,7 @@ def ran_a_test() -> Host:
     f.job("J1")
     job_services.scheduler_tick()
     job_services.lease_job_complete(lease=Lease.objects.get(), result="passed", by="runner")
-    return services.host_delete(host=host, by="sam")
+    return job_services.host_delete(host=host, by="sam")
 
 
 def test_without_yes_it_only_says_what_it_would_remove():

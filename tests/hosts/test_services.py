@@ -66,7 +66,9 @@ def test_updating_a_host_records_what_changed_and_who_changed_it():
 
 def test_a_status_change_is_audited_and_a_bad_status_is_refused():
     host = f.host("h1")
-    services.host_set_status(host=host, status=HostStatus.NEEDS_REPAIR, by="sam", message="reflash")
+    job_services.host_set_status(
+        host=host, status=HostStatus.NEEDS_REPAIR, by="sam", message="reflash"
+    )
     event = HostEvent.objects.filter(host=host, kind="status").get()
     assert (event.old_status, event.new_status, event.message) == (
         "ready",
@@ -74,11 +76,11 @@ def test_a_status_change_is_audited_and_a_bad_status_is_refused():
         "reflash",
     )
     with pytest.raises(InvalidInput):
-        services.host_set_status(host=host, status="melted", by="sam")
+        job_services.host_set_status(host=host, status="melted", by="sam")
     # Only a leased maintenance job makes a host verifying or repairing: set by hand, nothing
     # would ever move it on.
     with pytest.raises(Conflict):
-        services.host_set_status(host=host, status=HostStatus.REPAIRING, by="sam")
+        job_services.host_set_status(host=host, status=HostStatus.REPAIRING, by="sam")
     host.refresh_from_db()
     assert host.status == HostStatus.NEEDS_REPAIR
 
@@ -89,7 +91,7 @@ def test_a_host_with_an_active_lease_cannot_be_deleted():
         host=host, holder="sam", duration=timedelta(hours=1), reason="debugging"
     )
     with pytest.raises(Conflict):
-        services.host_delete(host=host, by="sam")
+        job_services.host_delete(host=host, by="sam")
     assert Host.objects.filter(hostname="h1").exists()
 
 

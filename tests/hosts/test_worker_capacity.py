@@ -9,11 +9,11 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from hosts import services
+from hosts.capacity import WorkerLoad
 from hosts.choices import EventKind
 from hosts.models import HostEvent, Worker
 from jobs import services as job_services
 from jobs.models import Lease
-from jobs.scheduling.planner.types import WorkerLoad
 from schedsite.errors import InvalidInput
 from tests import factories as f
 from tests.jobs.test_triggers import ticks_enqueued

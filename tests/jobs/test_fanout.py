@@ -13,6 +13,7 @@ from django.utils import timezone
 from hosts import services as host_services
 from hosts.choices import HostStatus
 from jobs import selectors, services
+from jobs import services as job_services
 from jobs.choices import JobStatus
 from jobs.models import Job, Lease, Suite
 from jobs.scheduling import fanout
@@ -90,7 +91,7 @@ def test_a_retired_host_gets_its_job_skipped_with_the_reason_and_the_suite_finis
     services.job_complete(job=running, result="passed", by="runner")
     assert status_of(suite) == "running"  # a.lab's job waits while it is locked
 
-    host_services.host_delete(host=doomed, by="sam")  # retired: it has history
+    job_services.host_delete(host=doomed, by="sam")  # retired: it has history
     services.scheduler_tick()
 
     skipped = suite.jobs.get(host__hostname="a.lab")
@@ -105,7 +106,7 @@ def test_repair_failed_skips_the_job_and_a_host_back_while_the_suite_is_open_run
     broken = f.host("a.lab", ["bluetooth"], worker=w1)
     locked("b.lab", ["bluetooth"], w1)  # keeps it open
     suite = fanout_suite()
-    host_services.host_set_status(host=broken, status=HostStatus.REPAIR_FAILED, by="sam")
+    job_services.host_set_status(host=broken, status=HostStatus.REPAIR_FAILED, by="sam")
     services.scheduler_tick()
 
     first = suite.jobs.get(host__hostname="a.lab")
@@ -113,7 +114,7 @@ def test_repair_failed_skips_the_job_and_a_host_back_while_the_suite_is_open_run
     assert "host a.lab is repair_failed: its repairs gave up" in first.message
     assert selectors.fanout_host_counts([suite])[suite.pk]["skipped"] == 1
 
-    host_services.host_set_status(host=broken, status=HostStatus.READY, by="sam")
+    job_services.host_set_status(host=broken, status=HostStatus.READY, by="sam")
     services.scheduler_tick()
 
     again = suite.jobs.filter(host__hostname="a.lab").order_by("id")
@@ -196,12 +197,12 @@ def test_the_database_refuses_a_second_unskipped_job_for_one_host():
 def test_a_retire_is_no_longer_refused_for_a_queued_fanout_job_but_is_for_other_pins(w1):
     pinned = locked("a.lab", ["bluetooth"], w1)
     fanout_suite()
-    assert host_services.host_delete(host=pinned, by="sam").status == HostStatus.RETIRED
+    assert job_services.host_delete(host=pinned, by="sam").status == HostStatus.RETIRED
 
     other = locked("b.lab", ["board:eve"], w1)
     f.job("pinned", ["board:eve"], host=other)
     with pytest.raises(Exception, match="abort them first"):
-        host_services.host_delete(host=other, by="sam")
+        job_services.host_delete(host=other, by="sam")
 
 
 @pytest.mark.postgres

@@ -12,10 +12,10 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from hosts import services as host_services
 from hosts.choices import HostStatus
 from hosts.models import Host, HostEvent, Worker
 from jobs import recovery, selectors, services
+from jobs import services as job_services
 from jobs.choices import JobKind, JobStatus
 from jobs.models import Job, Lease
 from tests import factories as f
@@ -163,7 +163,7 @@ def test_a_host_whose_runner_vanished_is_verified_in_the_same_tick(rack, vanishe
 
 def test_manage_py_tick_json_names_the_kind_of_each_lease(rack):
     f.job("J")
-    host_services.host_set_status(
+    job_services.host_set_status(
         host=Host.objects.get(hostname="h2"), status=HostStatus.NEEDS_VERIFY, by="sam"
     )
     out = io.StringIO()
@@ -348,7 +348,7 @@ def test_a_passed_verify_breaks_the_failure_streak(lone, fail_on_h1):
     fail_on_h1(f.job("J1"), worker=lone, at=now)
     fail_on_h1(f.job("J2"), worker=lone, at=now)
     host = Host.objects.get(hostname="h1")
-    host_services.host_set_status(host=host, status=HostStatus.NEEDS_VERIFY, by="sam")
+    job_services.host_set_status(host=host, status=HostStatus.NEEDS_VERIFY, by="sam")
     tick(now, lone)
     (verify,) = maintenance(JobKind.VERIFY, "h1")
     run(verify, JobStatus.PASSED)

@@ -11,9 +11,9 @@ from django_q.conf import Conf
 from django_q.models import Schedule, Task
 from django_q.scheduler import scheduler
 
-from hosts import services as host_services
 from hosts.choices import HostStatus
 from jobs import services, suite_templates, tasks
+from jobs import services as job_services
 from jobs.choices import SuiteOrigin, TemplateRunOutcome
 from jobs.models import Suite, SuiteTemplate, TemplateRun
 from tests import factories as f
@@ -94,7 +94,7 @@ def test_a_run_whose_body_no_longer_validates_is_an_error_with_the_reason(alice,
     host = f.host("h1.lab", ["a"])
     body = {"name": "p", "jobs": [{"name": "t", "host": "h1.lab"}]}
     template = suite_templates.template_create(by=alice, name="pinned", body=body, cron="0 2 * * *")
-    host_services.host_set_status(host=host, status=HostStatus.RETIRED, by=sam, message="gone")
+    job_services.host_set_status(host=host, status=HostStatus.RETIRED, by=sam, message="gone")
 
     run = suite_templates.template_run(template_id=template.pk, slot=TWO_AM)
 

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from hosts import services as host_services
 from jobs import selectors, services
+from jobs import services as job_services
 from jobs.choices import JobStatus
 from jobs.models import Job, Lease
 from jobs.scheduling import queue, snapshot
@@ -192,7 +193,7 @@ def test_verify_and_repair_jobs_take_a_slot_of_the_workers_capacity_too() -> Non
     duts = [f.host(f"dut{i}", ["board:x"], worker=w2) for i in range(3)]
     host_services.worker_update(worker=w2, by="sam", max_jobs=2)
     for dut in duts:
-        host_services.host_set_status(host=dut, status=HostStatus.NEEDS_VERIFY, by="sam")
+        job_services.host_set_status(host=dut, status=HostStatus.NEEDS_VERIFY, by="sam")
     f.tick(timezone.now(), w2)
     active = Lease.objects.filter(released_at__isnull=True, job__isnull=False)
     assert active.count() == 2  # the third verify waits for a slot

@@ -12,6 +12,7 @@ from django_q.models import OrmQ
 from hosts import services as host_services
 from hosts.choices import HostStatus
 from jobs import services
+from jobs import services as job_services
 from jobs.models import Job, Lease, SchedulerState
 from jobs.scheduling.triggers import TICK_FUNC
 from tests import factories as f
@@ -74,7 +75,7 @@ def worker_resumed() -> Callable[[], object]:
 
 def host_ready() -> Callable[[], object]:
     host = f.host("h", status=HostStatus.NEEDS_REPAIR)
-    return lambda: host_services.host_set_status(host=host, status=HostStatus.READY, by="sam")
+    return lambda: job_services.host_set_status(host=host, status=HostStatus.READY, by="sam")
 
 
 def worker_back_online() -> Callable[[], object]:

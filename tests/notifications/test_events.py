@@ -12,6 +12,7 @@ from hosts import services as host_services
 from hosts.choices import HostStatus
 from hosts.models import Host, Worker
 from jobs import services
+from jobs import services as job_services
 from jobs.choices import JobKind, JobStatus
 from jobs.models import Job, Lease, Suite
 from notifications import events
@@ -224,13 +225,13 @@ def test_staff_setting_a_host_repair_failed_by_hand_is_an_edge_too(
     # No destination: the event is not even recorded.
     host = Host.objects.get(hostname="h2")
     with django_capture_on_commit_callbacks(execute=True):
-        host_services.host_set_status(host=host, status=HostStatus.REPAIR_FAILED, by=sam)
+        job_services.host_set_status(host=host, status=HostStatus.REPAIR_FAILED, by=sam)
     assert Event.objects.count() == 0
 
     subscribe(sam, events=("host_repair_failed",))
     with django_capture_on_commit_callbacks(execute=True):
-        host_services.host_set_status(host=host, status=HostStatus.READY, by=sam)
-        host_services.host_set_status(host=host, status=HostStatus.REPAIR_FAILED, by=sam)
+        job_services.host_set_status(host=host, status=HostStatus.READY, by=sam)
+        job_services.host_set_status(host=host, status=HostStatus.REPAIR_FAILED, by=sam)
     assert Event.objects.filter(kind=EventKind.HOST_REPAIR_FAILED).count() == 1
     assert Delivery.objects.get().channel == Channel.EMAIL
 
@@ -291,7 +292,7 @@ def test_a_fanout_finished_by_skipping_its_last_job_mails_its_owner_with_the_ski
     assert mail.outbox == []  # h1's job still waits
 
     with django_capture_on_commit_callbacks(execute=True):
-        host_services.host_delete(host=h1, by="sam")  # retired
+        job_services.host_delete(host=h1, by="sam")  # retired
         tick(t0 + timedelta(seconds=5), rack)
 
     (message,) = mail.outbox

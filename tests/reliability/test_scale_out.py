@@ -17,6 +17,7 @@ from hosts import services as host_services
 from hosts.choices import EventKind, HostStatus
 from hosts.models import Host, HostEvent
 from jobs import services
+from jobs import services as job_services
 from jobs.choices import TERMINAL_JOB_STATUSES, JobStatus, ReleaseReason
 from jobs.models import Job, Lease, SchedulerTick, Suite
 from schedsite.errors import Conflict
@@ -149,7 +150,7 @@ def runner(lab: Lab) -> Callable[[random.Random], None]:
                 races(
                     lab,
                     "repair",
-                    lambda host=host: host_services.host_set_status(
+                    lambda host=host: job_services.host_set_status(
                         host=host, status=HostStatus.READY, by="sam", message="reflashed"
                     ),
                 )

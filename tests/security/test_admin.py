@@ -12,6 +12,7 @@ from django.test import Client
 from hosts import services as host_services
 from hosts.models import Host, HostEvent, Label, Worker
 from jobs import services
+from jobs import services as job_services
 from jobs.models import Job, Lease, SchedulerTick, Suite
 from tests import factories as f
 from tests.factories import signed_in
@@ -133,7 +134,7 @@ def test_deleting_a_host_with_lease_history_retires_it_and_keeps_its_leases(root
 
 def test_a_worker_whose_hosts_are_all_retired_is_retired_from_the_admin(root, leased):
     services.job_abort(job=leased.job, by="sam")
-    host_services.host_delete(host=leased.h1, by="sam")
+    job_services.host_delete(host=leased.h1, by="sam")
     url = f"/admin/hosts/worker/{leased.w1.pk}/delete/"
 
     assert "w1 has history: it will be retired" in root.get(url).content.decode()

@@ -14,6 +14,7 @@ from hosts import services as host_services
 from hosts.choices import HostStatus
 from hosts.models import Host
 from jobs import services
+from jobs import services as job_services
 from jobs.models import SchedulerTick
 from tests import factories as f
 from tests.ui.conftest import HTMX
@@ -81,7 +82,7 @@ def test_an_unchanged_tick_keeps_the_counts_and_a_status_change_recounts(sam):
     assert capacity(latest()) == (2, 4, 1)
 
     host = Host.objects.get(hostname="free-1-0")
-    host_services.host_set_status(host=host, status=HostStatus.REPAIR_FAILED, by=sam)
+    job_services.host_set_status(host=host, status=HostStatus.REPAIR_FAILED, by=sam)
 
     assert not services.scheduler_tick().unchanged
     assert capacity(latest()) == (1, 4, 2)
@@ -198,10 +199,10 @@ def test_the_live_refresh_brings_the_callout_and_takes_it_away(alice_client, sam
     host = f.host("dut3")
     assert "failed repair" not in alice_client.get("/", headers=HTMX).content.decode()
 
-    host_services.host_set_status(host=host, status=HostStatus.REPAIR_FAILED, by=sam)
+    job_services.host_set_status(host=host, status=HostStatus.REPAIR_FAILED, by=sam)
     assert "1 host failed repair" in alice_client.get("/", headers=HTMX).content.decode()
 
-    host_services.host_set_status(host=host, status=HostStatus.NEEDS_REPAIR, by=sam)
+    job_services.host_set_status(host=host, status=HostStatus.NEEDS_REPAIR, by=sam)
     assert "failed repair" not in alice_client.get("/", headers=HTMX).content.decode()
 
 
@@ -228,7 +229,7 @@ def test_the_capacity_chart_draws_three_series_from_the_ticks(alice_client, sam)
     f.host("dut3", status=HostStatus.NEEDS_REPAIR)
     start = timezone.now() - timedelta(minutes=10)
     services.scheduler_tick(now=start)
-    host_services.host_set_status(host=ready, status=HostStatus.REPAIR_FAILED, by=sam)
+    job_services.host_set_status(host=ready, status=HostStatus.REPAIR_FAILED, by=sam)
     services.scheduler_tick(now=start + timedelta(minutes=5))
 
     chart = figure(alice_client.get("/").content.decode(), "chart-capacity")

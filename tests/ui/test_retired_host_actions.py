@@ -6,8 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from hosts import services as host_services
 from jobs import services
+from jobs import services as job_services
 from schedsite.errors import Conflict
 from tests import factories as f
 
@@ -19,7 +19,7 @@ def retired(sam):
     host = f.host("old1", ["board:x"], worker=f.worker())
     services.lease_reserve(host=host, holder=sam, duration=timedelta(hours=1), reason="x")
     services.lease_release(lease=host.leases.get(), by=sam)
-    host_services.host_delete(host=host, by=sam)  # it has history: retired, not deleted
+    job_services.host_delete(host=host, by=sam)  # it has history: retired, not deleted
     host.refresh_from_db()
     assert host.status == "retired"
     return host

@@ -6,6 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+# A worker's load is the inventory's value: hosts.querysets counts it, the planner reads it.
+from hosts.capacity import WorkerLoad as WorkerLoad
+
 
 @dataclass(frozen=True, slots=True)
 class HostState:
@@ -106,14 +109,6 @@ class Policy:
     preempt_margin: int = 20
     fair_share: bool = False  # within a priority, owners who used fewer host-seconds first
     fair_share_half_life_hours: int = 24
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerLoad:
-    """A worker's capacity: the most jobs it may run at once, and how many it runs now."""
-
-    limit: int | None  # None: unlimited
-    running: int = 0  # hosts of the worker holding an active lease
 
 
 @dataclass(frozen=True, slots=True)

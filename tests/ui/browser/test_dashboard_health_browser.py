@@ -8,10 +8,10 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from hosts import services as host_services
 from hosts.choices import HostStatus
 from hosts.models import Worker
 from jobs import services
+from jobs import services as job_services
 from tests import factories as f
 from tests.ui.browser.conftest import VIEWPORT, screenshot, sign_in
 
@@ -28,7 +28,7 @@ def a_lab_losing_hosts(sam) -> list:  # noqa: ANN001
     for minute in range(0, 31, 3):
         if minute in broken:
             host, status = broken[minute]
-            host_services.host_set_status(host=host, status=status, by=sam)
+            job_services.host_set_status(host=host, status=status, by=sam)
         Worker.objects.update(last_seen=start + timedelta(minutes=minute))
         services.scheduler_tick(now=start + timedelta(minutes=minute))
     Worker.objects.update(last_seen=timezone.now())
@@ -71,7 +71,7 @@ def test_staff_see_who_failed_repair_and_the_capacity_chart(page, sam, settings,
     page.goto("/")
     expect(callout).to_be_visible()
     for host in (hosts[3], hosts[11]):
-        host_services.host_set_status(host=host, status=HostStatus.NEEDS_REPAIR, by=sam)
+        job_services.host_set_status(host=host, status=HostStatus.NEEDS_REPAIR, by=sam)
     expect(callout).to_have_count(0)
     expect(page.locator(".banner.err")).to_have_count(0)
     expect(chart.locator("svg.chart-svg path.line")).to_have_count(3)

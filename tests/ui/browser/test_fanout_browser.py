@@ -7,6 +7,7 @@ from playwright.sync_api import expect
 
 from hosts import services as host_services
 from jobs import services
+from jobs import services as job_services
 from jobs.models import Job
 from tests import factories as f
 from tests.ui.browser.conftest import screenshot, sign_in
@@ -26,7 +27,7 @@ def test_the_suite_page_counts_the_fanout_hosts_and_follows_the_lab(page, alice,
     )
     services.scheduler_tick()
     services.job_complete(job=suite.jobs.get(host__hostname="a.lab"), result="passed", by="r")
-    host_services.host_delete(host=doomed, by="sam")  # retired: its job is skipped
+    job_services.host_delete(host=doomed, by="sam")  # retired: its job is skipped
     f.host("c.lab", ["bluetooth"], worker=w1)  # joins: it gets a job
     services.scheduler_tick()
 

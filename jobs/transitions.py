@@ -4,8 +4,8 @@ Each table maps (from, to) to the movers allowed to make that move; docs/states.
 tables for people. A move updates only the rows still in a state the move starts from
 (`UPDATE … WHERE status IN (…)`), so a repeat or a race changes nothing; it writes the host's
 audit events and asks for a tick when it can free a host. Nothing else writes a job's or a
-host's status, creates a lease or releases one (tests/jobs/test_transitions.py holds the code to
-that).
+host's status, creates a lease or releases one (tests/jobs/test_state_writes.py holds the code
+to that).
 """
 
 from __future__ import annotations
@@ -274,7 +274,8 @@ def lease_jobs(
 
     One INSERT creates the leases, one UPDATE moves the jobs to leased (with `fields`), one
     INSERT writes a `leased` event per host (`subjects` are the hostnames, `messages` say to
-    what). Return host id -> lease id. Conflict, and nothing kept, if a job was not queued.
+    what). Return host id -> lease id. Conflict if a job was not queued: the caller's
+    transaction (the tick's) then undoes the leases too.
     """
     _may_create(JOB_LEASE, mover)
     if not pairs:
@@ -338,12 +339,13 @@ def _columns(model: type, *names: str) -> str:
     return ", ".join(connection.ops.quote_name(model._meta.get_field(n).column) for n in names)
 
 
+@transaction.atomic  # a job that is not queued leaves no lease behind
 def lease_job(
     host: Host, job: Job, *, mover: Mover, by: Actor, at: datetime, reason: str, message: str
 ) -> Lease:
-    """Lease one queued job to its host, heartbeating from `at`, and write its `leased` event.
+    """Lease one queued job to its host, as heartbeating at `at`, and write its `leased` event.
 
-    For a job that is already running elsewhere in a lab's history: the runner counts from now.
+    A lab file's job that is already running there: its lease counts from the import.
     """
     _may_create(JOB_LEASE, mover)
     expires = at + timedelta(seconds=settings.LEASE_TTL)

@@ -298,6 +298,15 @@ def test_a_second_lease_on_a_leased_host_is_a_conflict_and_writes_nothing():
     assert Job.objects.get(name="J1").status == JobStatus.QUEUED
 
 
+def test_leasing_a_job_that_is_not_queued_is_a_conflict_and_leaves_no_lease():
+    f.host("h1"), f.job("J1")
+    Job.objects.filter(name="J1").update(status=JobStatus.RUNNING)
+    with pytest.raises(Conflict, match="is running, not queued"):
+        create_lease(transitions.JOB_LEASE, Mover.IMPORT)
+    assert not Lease.objects.exists()
+    assert not HostEvent.objects.filter(kind=EventKind.LEASED).exists()
+
+
 def test_lease_jobs_leases_many_in_one_statement_each(django_assert_num_queries):
     hosts = [f.host(f"h{i}") for i in range(3)]
     jobs = [f.job(f"J{i}") for i in range(3)]

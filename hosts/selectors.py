@@ -12,7 +12,7 @@ from hosts.choices import HostStatus
 from hosts.models import HealthPolicy, Host
 from jobs.choices import MAINTENANCE_KINDS, JobKind
 from jobs.models import Job, Lease
-from schedsite.ui.durations import human_duration
+from schedsite.durations import human_duration
 
 HISTORY_SHOWN = 10  # maintenance jobs on a host's page
 

@@ -14,7 +14,7 @@ from django.utils.safestring import SafeString
 from django.utils.text import capfirst
 
 from jobs.choices import TERMINAL_JOB_STATUSES, JobStatus, Priority
-from jobs.models import decode_labels
+from jobs.models import Lease, decode_labels
 from schedsite import roles
 from schedsite.ui.charts import Segment, stacked_segments
 from schedsite.ui.durations import human_duration
@@ -182,6 +182,12 @@ def wait_title(reason: Mapping | None) -> str:
 def lab_staff(user: object) -> bool:
     """Whether the user is lab staff (schedsite.roles), for showing staff-only controls."""
     return roles.is_staff(user)  # type: ignore[arg-type]
+
+
+@register.filter
+def managed_by(lease: Lease, user: object) -> bool:
+    """Whether the user may extend or end this reservation (Lease.managed_by)."""
+    return lease.managed_by(user)  # type: ignore[arg-type]
 
 
 @register.filter

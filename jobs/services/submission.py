@@ -37,7 +37,7 @@ class JobSpec:
     preemptible: bool = False  # may be stopped for a job preempt_margin levels higher
 
 
-MAX_EXPIRES_AFTER = 30 * 24 * 3600
+MAX_EXPIRES_AFTER = limits.bounds("expires_after").high
 
 
 def _check_expires_after(seconds: int | None, field_name: str = "expires_after") -> None:
@@ -68,12 +68,16 @@ def job_from_spec(
     name = (spec.name or "").strip()
     if not name:
         raise InvalidInput(f"{where}name is required", field=f"{where}name")
-    if len(name) > 200:
-        raise InvalidInput(f"{where}name: at most 200 characters", field=f"{where}name")
+    longest = limits.bounds("name").high
+    if len(name) > longest:
+        raise InvalidInput(f"{where}name: at most {longest} characters", field=f"{where}name")
     priority = spec.priority if spec.priority is not None else (suite.priority if suite else 40)
     _check_priority(priority, f"{where}priority")
-    if not 0 <= spec.max_retries <= 100:
-        raise InvalidInput(f"{where}max_retries must be 0–100", field=f"{where}max_retries")
+    retries = limits.bounds("max_retries")
+    if not retries.low <= spec.max_retries <= retries.high:
+        raise InvalidInput(
+            f"{where}max_retries must be {retries.low}–{retries.high}", field=f"{where}max_retries"
+        )
     timeout = spec.timeout or timedelta(seconds=settings.JOB_DEFAULT_TIMEOUT)
     if timeout <= timedelta(0):
         raise InvalidInput(f"{where}timeout must be positive", field=f"{where}timeout")
@@ -103,13 +107,18 @@ def job_from_spec(
 def _check_suite(*, name: str, priority: int, min_duts: int, max_duts: int | None) -> None:
     if not (name or "").strip():
         raise InvalidInput("name is required", field="name")
-    if len(name.strip()) > 200:
-        raise InvalidInput("name: at most 200 characters", field="name")
+    longest = limits.bounds("name").high
+    if len(name.strip()) > longest:
+        raise InvalidInput(f"name: at most {longest} characters", field="name")
     _check_priority(priority)
-    if isinstance(min_duts, bool) or not isinstance(min_duts, int) or min_duts < 0:
-        raise InvalidInput("min_duts must be a whole number ≥ 0", field="min_duts")
-    if max_duts is not None and (not isinstance(max_duts, int) or max_duts < 1):
-        raise InvalidInput("max_duts must be empty or ≥ 1", field="max_duts")
+    low, high = limits.bounds("min_duts").low, limits.bounds("min_duts").high
+    if isinstance(min_duts, bool) or not isinstance(min_duts, int) or not low <= min_duts <= high:
+        raise InvalidInput(
+            f"min_duts must be a whole number from {low} to {high}", field="min_duts"
+        )
+    low, high = limits.bounds("max_duts").low, limits.bounds("max_duts").high
+    if max_duts is not None and (not isinstance(max_duts, int) or not low <= max_duts <= high):
+        raise InvalidInput(f"max_duts must be empty or from {low} to {high}", field="max_duts")
     if max_duts is not None and min_duts > max_duts:
         raise InvalidInput("min_duts cannot exceed max_duts", field="min_duts")
 

@@ -14,7 +14,7 @@ from django.db.models import Count, Q
 
 from hosts.choices import HostStatus
 from hosts.models import HealthPolicy, Host
-from schedsite.ui.durations import human_duration
+from schedsite.durations import human_duration
 
 
 def with_label_names(hosts: list[Host]) -> list[Host]:

@@ -78,7 +78,7 @@ def policy_list(request: HttpRequest) -> HttpResponse:
     """Every health policy, how many hosts it selects; POST adds one (staff)."""
     if request.method == "GET":
         return render(request, LIST_PAGE, list_context(request))
-    if denied := staff_only(request, "add health policies"):
+    if denied := staff_only(request, "healthpolicy.create"):
         return denied
     form = HealthPolicyForm(request.POST)
     policy, status = save_policy(
@@ -102,7 +102,7 @@ def policy_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if request.method == "GET":
         context["form"] = HealthPolicyForm(initial=policy_initial(policy))
         return render(request, EDIT_PAGE, context)
-    if denied := staff_only(request, "change health policies"):
+    if denied := staff_only(request, "healthpolicy.partial_update"):
         return denied
     form = HealthPolicyForm(request.POST)
     saved, status = save_policy(
@@ -123,7 +123,7 @@ def policy_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def policy_change(request: HttpRequest, pk: int, change: str) -> HttpResponse:
     """Enable, disable or delete a policy from its row (staff)."""
-    if denied := staff_only(request, "change health policies"):
+    if denied := staff_only(request, "healthpolicy.partial_update"):
         return denied
     policy = get_object_or_404(HealthPolicy, pk=pk)
     try:

@@ -15,10 +15,10 @@ from hosts.forms import split_labels
 from hosts.models import Host
 from hosts.services import labels_validate
 from jobs.choices import HostChoice, Priority, SchedulerOrdering
+from jobs.limits import bounds
 from jobs.models import SchedulerSettings
 from jobs.services import JobSpec, settings_value
 from jobs.services.scheduler_settings import SETTINGS_FIELDS
-from jobs.services.submission import MAX_EXPIRES_AFTER
 from schedsite.errors import InvalidInput
 
 MAX_ROWS = 500  # job rows in one form; bigger suites go through the API
@@ -38,32 +38,38 @@ RESERVE_DURATIONS = [
 ]
 
 
+def limited_integer(name: str, **kwargs: Any) -> forms.IntegerField:
+    """An integer field within the submission table's bounds for `name` (jobs.limits)."""
+    limit = bounds(name)
+    return forms.IntegerField(min_value=limit.low, max_value=limit.high, **kwargs)
+
+
 class SuiteForm(forms.Form):
     """The suite-level fields of the submit form."""
 
-    name = forms.CharField(max_length=200)
-    build = forms.CharField(max_length=200, required=False)
+    name = forms.CharField(max_length=bounds("name").high)
+    build = forms.CharField(max_length=bounds("build").high, required=False)
     priority = forms.TypedChoiceField(
         choices=PRIORITY_CHOICES, coerce=int, initial=Priority.DEFAULT
     )
-    min_duts = forms.IntegerField(label="Min DUTs", min_value=0, max_value=10000, initial=0)
-    max_duts = forms.IntegerField(label="Max DUTs", min_value=1, max_value=10000, required=False)
-    expires_after = forms.IntegerField(
-        label="Expires after (s)", min_value=1, max_value=MAX_EXPIRES_AFTER, required=False
-    )
+    min_duts = limited_integer("min_duts", label="Min DUTs", initial=0)
+    max_duts = limited_integer("max_duts", label="Max DUTs", required=False)
+    expires_after = limited_integer("expires_after", label="Expires after (s)", required=False)
     mode = forms.ChoiceField(
         choices=[("jobs", "A list of jobs"), ("fanout", "Run on every host with these labels")],
         initial="jobs",
     )
     fanout_labels = forms.CharField(max_length=1000, required=False)
-    fanout_name = forms.CharField(max_length=150, required=False)
-    max_retries = forms.IntegerField(min_value=0, max_value=10, initial=0)
+    fanout_name = forms.CharField(max_length=bounds("fanout_name").high, required=False)
+    max_retries = limited_integer("max_retries", initial=0)
     allow_unmatched = forms.BooleanField(
         label="Wait for such hosts",
         required=False,
         help_text="Submit jobs whose labels no host in the lab carries yet; they wait for one.",
     )
-    timeout_minutes = forms.IntegerField(min_value=1, max_value=7 * 24 * 60, required=False)
+    timeout_minutes = forms.IntegerField(
+        min_value=1, max_value=bounds("timeout").high // 60, required=False
+    )
     preemptible = forms.BooleanField(
         required=False,
         help_text="Its jobs may be stopped, and requeued without using a retry, for much "
@@ -244,7 +250,7 @@ def row_error(rows: list[JobRow], exc: InvalidInput) -> bool:
 class ReserveForm(forms.Form):
     """Reserve a free host for manual work."""
 
-    host = forms.CharField(max_length=255, required=False)
+    host = forms.CharField(max_length=bounds("host").high, required=False)
     minutes = forms.TypedChoiceField(choices=RESERVE_DURATIONS, coerce=int, initial=60)
     reason = forms.CharField(required=False)  # the service checks it
 
@@ -276,7 +282,7 @@ class TemplateForm(forms.Form):
 class DispatchForm(forms.Form):
     """Dispatch a template: the build, and the priority if it should differ from the template's."""
 
-    build = forms.CharField(max_length=200, required=False)
+    build = forms.CharField(max_length=bounds("build").high, required=False)
     priority = forms.TypedChoiceField(
         choices=[("", "the template's"), *PRIORITY_CHOICES],
         coerce=int,

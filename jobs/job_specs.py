@@ -18,6 +18,7 @@ from hosts.choices import HostStatus
 from hosts.models import Host
 from hosts.querysets import HostQuerySet
 from hosts.services import labels_validate
+from jobs import limits
 from jobs.models import Job, Suite, encode_labels
 from schedsite.errors import InvalidInput
 
@@ -37,7 +38,7 @@ class JobSpec:
     preemptible: bool = False  # may be stopped for a job preempt_margin levels higher
 
 
-MAX_EXPIRES_AFTER = 30 * 24 * 3600
+MAX_EXPIRES_AFTER = limits.bounds("expires_after").high
 
 
 def check_expires_after(seconds: int | None, field_name: str = "expires_after") -> None:
@@ -68,12 +69,16 @@ def job_from_spec(
     name = (spec.name or "").strip()
     if not name:
         raise InvalidInput(f"{where}name is required", field=f"{where}name")
-    if len(name) > 200:
-        raise InvalidInput(f"{where}name: at most 200 characters", field=f"{where}name")
+    longest = limits.bounds("name").high
+    if len(name) > longest:
+        raise InvalidInput(f"{where}name: at most {longest} characters", field=f"{where}name")
     priority = spec.priority if spec.priority is not None else (suite.priority if suite else 40)
     check_priority(priority, f"{where}priority")
-    if not 0 <= spec.max_retries <= 100:
-        raise InvalidInput(f"{where}max_retries must be 0–100", field=f"{where}max_retries")
+    retries = limits.bounds("max_retries")
+    if not retries.low <= spec.max_retries <= retries.high:
+        raise InvalidInput(
+            f"{where}max_retries must be {retries.low}–{retries.high}", field=f"{where}max_retries"
+        )
     timeout = spec.timeout or timedelta(seconds=settings.JOB_DEFAULT_TIMEOUT)
     if timeout <= timedelta(0):
         raise InvalidInput(f"{where}timeout must be positive", field=f"{where}timeout")

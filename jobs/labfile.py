@@ -22,9 +22,11 @@ from hosts.validators import label_validator, name_validator
 from jobs import services as jobs_services
 from jobs import transitions
 from jobs.choices import Priority
+from jobs.limits import bounds
 from jobs.models import Job, Lease, Suite, encode_labels
 from jobs.scheduling.triggers import request_tick
 from jobs.services import JobSpec
+from jobs.submission_schema import LAB_JOB_FIELDS, LAB_SUITE_FIELDS, unknown_fields
 from jobs.transitions import Mover
 from schedsite.errors import InvalidInput, ServiceError
 
@@ -91,6 +93,19 @@ class _Checker:
         if len(value) > limit:
             self.fail(f"{where}.{key}", f"at most {limit} characters")
         return value.strip()
+
+    def known(self, entry: dict, where: str, fields: tuple[str, ...]) -> None:
+        """Name every field of the entry the lab file does not take (a misspelt max_retries)."""
+        for key in unknown_fields(entry, fields):
+            self.fail(f"{where}.{key}", f"unknown field (expected {', '.join(fields)})")
+
+    def limited(self, entry: dict, key: str, where: str, *, default: int | None) -> int | None:
+        """An integer within the submission table's bounds for `key` (jobs.limits)."""
+        limit = bounds(key)
+        nullable = default is None
+        return self.integer(
+            entry, key, where, default=default, low=limit.low, high=limit.high, nullable=nullable
+        )
 
     def boolean(self, entry: dict, key: str, where: str) -> bool:
         value = entry.get(key, False)
@@ -268,14 +283,13 @@ class _JobChecker:
 
     def entry(self, entry: dict, where: str, default_priority: int) -> dict:
         check = self.check
+        check.known(entry, where, LAB_JOB_FIELDS)
         job = {
             "name": check.text(entry, "name", where, required=True),
             "labels": check.labels(entry, "labels", where),
             "priority": check.priority(entry, where, default_priority),
-            "max_retries": check.integer(entry, "max_retries", where, default=0, low=0, high=100),
-            "timeout": check.integer(
-                entry, "timeout", where, default=settings.JOB_DEFAULT_TIMEOUT, low=1
-            ),
+            "max_retries": check.limited(entry, "max_retries", where, default=0),
+            "timeout": check.limited(entry, "timeout", where, default=settings.JOB_DEFAULT_TIMEOUT),
             "host": entry.get("host"),
             "running_on": entry.get("running_on"),
         }
@@ -314,9 +328,10 @@ def _validate_suites(data: dict, check: _Checker, jobs: _JobChecker) -> list[dic
     suites: list[dict] = []
     for i, entry in enumerate(_entries(data, "suites", check)):
         where = _label(i, entry, "suites", "name")
+        check.known(entry, where, LAB_SUITE_FIELDS)
         priority = check.priority(entry, where, 40)
-        min_duts = check.integer(entry, "min_duts", where, default=0, low=0)
-        max_duts = check.integer(entry, "max_duts", where, default=None, low=1, nullable=True)
+        min_duts = check.limited(entry, "min_duts", where, default=0)
+        max_duts = check.limited(entry, "max_duts", where, default=None)
         if max_duts is not None and min_duts is not None and min_duts > max_duts:
             check.fail(f"{where}.min_duts", "cannot exceed max_duts")
         suite_jobs = [

@@ -1,4 +1,5 @@
-"""Per-user submission limits: what a user may submit, and the check every submission passes."""
+"""Submission limits: the bounds of every submitted value, what a user may submit, and the check
+every submission passes (docs/security.md#submission-limits)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,39 @@ from schedsite import roles
 from schedsite.errors import InvalidInput, LimitExceeded
 
 RATE_WINDOW = timedelta(seconds=60)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The smallest and largest value of a field; for text, its length."""
+
+    low: int
+    high: int
+
+
+DAY = 24 * 3600
+# The one table of what any submission may hold, whoever sends it: the API, the submit form,
+# suite templates, re-run and clone, a lab file and a what-if plan all read it (the form's
+# timeout is in minutes). The per-user limits below only ever lower these for testers.
+SUBMISSION_LIMITS: dict[str, Bounds] = {
+    "name": Bounds(1, 200),  # a suite's or a job's name, characters
+    "build": Bounds(0, 200),
+    "min_duts": Bounds(0, 100_000),
+    "max_duts": Bounds(1, 100_000),
+    "max_retries": Bounds(0, 100),
+    "timeout": Bounds(1, 30 * DAY),  # seconds
+    "estimated_duration": Bounds(1, 30 * DAY),
+    "expires_after": Bounds(1, 30 * DAY),
+    "labels": Bounds(0, 64),  # labels one job asks for
+    "label": Bounds(1, 100),  # characters of one label
+    "host": Bounds(1, 255),  # a pinned host's name
+    "fanout_name": Bounds(0, 150),
+}
+
+
+def bounds(name: str) -> Bounds:
+    """The table's bounds of one field."""
+    return SUBMISSION_LIMITS[name]
 
 
 @dataclass(frozen=True)

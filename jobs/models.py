@@ -23,6 +23,7 @@ from jobs.choices import (
 )
 from jobs.querysets import JobQuerySet, LeaseQuerySet, SuiteQuerySet, suite_finished
 from jobs.scheduling import planner
+from schedsite import roles
 from schedsite.model_fields import account_link
 
 
@@ -260,6 +261,12 @@ class Lease(models.Model):
     @property
     def active(self) -> bool:
         return self.released_at is None
+
+    def managed_by(self, user: roles.User) -> bool:
+        """Whether the user may extend or end it: a manual reservation they hold, or staff."""
+        return self.job_id is None and roles.may(
+            user, "reservation.manage", owner_id=self.holder_id
+        )
 
 
 class SchedulerTick(models.Model):

@@ -13,10 +13,10 @@ from typing import Any
 from django.db import transaction
 from django.db.models import QuerySet
 
-from jobs.api.submit_serializers import SuiteCreateInputSerializer, submit_suite
 from jobs.choices import JobKind
 from jobs.job_history import FAILED_STATUSES
 from jobs.models import Job, Suite
+from jobs.submission_schema import SuiteCreateInputSerializer, submit_suite
 from jobs.suite_body import suite_body
 from schedsite.errors import Conflict, InvalidInput
 

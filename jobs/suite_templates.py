@@ -1,8 +1,9 @@
 """Suite templates: save, change, delete, dispatch, and the periodic run (docs/scheduling.md).
 
 A template's body is a `POST /api/suites/` body; every suite made from it goes through the same
-validation and `suite_submit` as one a tester sends. This module sits above the submission
-serializers (it validates bodies with them), so the services package does not re-export it.
+validation and `suite_submit` as one a tester sends. It validates bodies with the submission
+schema (jobs/submission_schema.py), which sits above the services package, so that package does
+not re-export it.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from django_q.models import Schedule
 from hosts import audit
 from hosts.audit import Actor, actor_name, actor_user
 from hosts.choices import EventKind
-from jobs.api.submit_serializers import SuiteCreateInputSerializer, submit_suite
 from jobs.choices import SuiteOrigin, TemplateRunOutcome
 from jobs.models import Job, Suite, SuiteTemplate, TemplateRun
 from jobs.querysets import UNFINISHED_JOB_STATUSES
+from jobs.submission_schema import SuiteCreateInputSerializer, submit_suite
 from jobs.suite_body import suite_body
 from schedsite.errors import Conflict, InvalidInput, ServiceError
 from schedsite.field_changes import (

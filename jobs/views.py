@@ -238,7 +238,7 @@ def job_output(request: HttpRequest, pk: int) -> HttpResponse:
     return response
 
 
-@object_action(Suite, refuse=owners_only("suite", "abort"))
+@object_action(Suite, refuse=owners_only("suite.abort"))
 def suite_abort(request: HttpRequest, suite: Suite) -> HttpResponse:
     """Abort every unfinished job of a suite (its owner, or staff)."""
     fallback = reverse("jobs:suite_detail", args=[suite.pk])
@@ -366,7 +366,7 @@ def _field_error(form: SuiteForm, exc: InvalidInput) -> str:
 def suite_create(request: HttpRequest) -> HttpResponse:
     """Submit a suite: a list of jobs, or one job per host carrying some labels (fan-out)."""
     clone = clone_source(request)
-    if refused := owners_only("suite", "clone")(request, clone):
+    if refused := owners_only("suite.clone")(request, clone):
         return refused
     if request.method == "GET":
         form, rows, extra = clone_form(clone) if clone else (SuiteForm(), [JobRow(), JobRow()], {})

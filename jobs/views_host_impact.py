@@ -16,8 +16,8 @@ from jobs.scheduling import whatif
 from schedsite.ui.htmx import staff_only, ui_login_required
 
 
-def _impact(request: HttpRequest, change: whatif.Change, doing: str) -> HttpResponse:
-    if denied := staff_only(request, doing):
+def _impact(request: HttpRequest, change: whatif.Change, action: str) -> HttpResponse:
+    if denied := staff_only(request, action):
         return denied
     result = whatif.plan_change(change, now=timezone.now())
     context = {"summary": whatif.summary(result), "stranded": len(result.stranded)}
@@ -29,7 +29,7 @@ def _impact(request: HttpRequest, change: whatif.Change, doing: str) -> HttpResp
 def lock_impact(request: HttpRequest, hostname: str) -> HttpResponse:
     host = get_object_or_404(Host, hostname=hostname)
     change = whatif.Change(lock_host_ids=frozenset([host.pk]), lock_reason="(the lock you preview)")
-    return _impact(request, change, "preview locking hosts")
+    return _impact(request, change, "host.lock_impact")
 
 
 @ui_login_required
@@ -37,4 +37,4 @@ def lock_impact(request: HttpRequest, hostname: str) -> HttpResponse:
 def pause_impact(request: HttpRequest, name: str) -> HttpResponse:
     worker = get_object_or_404(Worker, name=name)
     hosts = frozenset(Host.objects.filter(worker=worker).values_list("pk", flat=True))
-    return _impact(request, whatif.Change(pause_host_ids=hosts), "preview pausing workers")
+    return _impact(request, whatif.Change(pause_host_ids=hosts), "worker.pause_impact")

@@ -71,7 +71,7 @@ def done(request: HttpRequest, message: str, url: str) -> HttpResponse:
 # --- hosts ----------------------------------------------------------------------------------
 
 
-@staff_form_page("add hosts")
+@staff_form_page("host.create")
 def host_create(request: HttpRequest) -> HttpResponse:
     """Add a host: hostname, worker, labels (with suggestions) and build."""
     form = HostCreateForm(posted(request))
@@ -87,7 +87,7 @@ def host_create(request: HttpRequest) -> HttpResponse:
     return render(request, HOST_FORM, {"form": form, "host": None}, status=status)
 
 
-@staff_form_page("edit hosts")
+@staff_form_page("host.partial_update")
 def host_edit(request: HttpRequest, hostname: str) -> HttpResponse:
     """Change a host's labels, worker and build; refused if someone changed them meanwhile."""
     host = get_object_or_404(host_queryset(), hostname=hostname)
@@ -119,7 +119,7 @@ def host_edit(request: HttpRequest, hostname: str) -> HttpResponse:
 # --- workers --------------------------------------------------------------------------------
 
 
-@staff_form_page("add workers")
+@staff_form_page("worker.create")
 def worker_create(request: HttpRequest) -> HttpResponse:
     """Add a worker (a lab server); its runner then starts with --worker NAME."""
     form = WorkerForm(posted(request))
@@ -134,7 +134,7 @@ def worker_create(request: HttpRequest) -> HttpResponse:
     return render(request, WORKER_FORM, {"form": form, "worker": None}, status=status)
 
 
-@staff_form_page("edit workers")
+@staff_form_page("worker.partial_update")
 def worker_rename(request: HttpRequest, name: str) -> HttpResponse:
     """Rename a worker or change its max jobs; a renamed worker's runner must be restarted."""
     worker = get_object_or_404(Worker, name=name)
@@ -209,7 +209,7 @@ def _refused(request: HttpRequest, message: str, status: int = 409) -> HttpRespo
     return render(request, IMPORT_PAGE, context, status=status)
 
 
-@staff_form_page("import hosts")
+@staff_form_page("host.import")
 def host_import(request: HttpRequest) -> HttpResponse:
     """Bulk import: a preview of every row first (nothing saved), then apply it all or nothing."""
     if request.method == "GET":

@@ -186,7 +186,7 @@ def host_list(request: HttpRequest) -> HttpResponse:
 
 
 def _host_bulk(request: HttpRequest) -> HttpResponse:
-    if denied := staff_only(request, "lock or unlock hosts"):
+    if denied := staff_only(request, "host.bulk_lock"):
         return denied
     list_path = reverse("hosts:host_list")
     query = current_list_query(request, list_path)
@@ -258,9 +258,7 @@ def host_detail_context(request: HttpRequest, host: Host, **extra: Any) -> dict:
         "host": host,
         "lease": lease,
         # Its holder or staff may extend or end a reservation (docs/ui.md#reservations).
-        "manages_reservation": bool(lease)
-        and lease.job_id is None
-        and roles.can_manage(request.user, lease.holder_id),
+        "manages_reservation": bool(lease) and lease.managed_by(request.user),
         "waiters": waiters,
         "waiter_reasons": selectors.wait_reasons_for(waiters.jobs) if waiters.jobs else {},
         **timeline_context(host),
@@ -398,7 +396,7 @@ class Switch:
 
     target: Target
     service: Callable[..., Any]
-    deny: str  # what only staff may do, for the refusal
+    action: str  # its staff-only action in schedsite.roles.PERMISSIONS
     done: str  # the message, formatted with the changed object
     reason_form: str = ""  # a lock or a pause: its form's prefix (lock_reason, lock_error)
     error_form: str = ""  # a form without a reason that shows its own error (health_error)
@@ -406,36 +404,36 @@ class Switch:
 
 SWITCHES = {
     "host_lock": Switch(
-        HOST, services.host_lock, "lock hosts", "Locked {0.hostname}: {0.lock_reason}", "lock"
+        HOST, services.host_lock, "host.lock", "Locked {0.hostname}: {0.lock_reason}", "lock"
     ),
-    "host_unlock": Switch(HOST, services.host_unlock, "unlock hosts", "Unlocked {0.hostname}"),
+    "host_unlock": Switch(HOST, services.host_unlock, "host.unlock", "Unlocked {0.hostname}"),
     "worker_pause": Switch(
         WORKER,
         services.worker_pause,
-        "pause workers",
+        "worker.pause",
         "Paused {0.name}: {0.paused_reason}",
         "pause",
     ),
-    "worker_resume": Switch(WORKER, services.worker_resume, "resume workers", "Resumed {0.name}"),
+    "worker_resume": Switch(WORKER, services.worker_resume, "worker.resume", "Resumed {0.name}"),
     # The health card's buttons (docs/health.md#staff-actions).
     "host_verify": Switch(
         HOST,
         job_services.host_verify_now,
-        "verify hosts",
+        "host.verify",
         "Verify job queued for {0.hostname}: it runs when the host is free",
         error_form="health",
     ),
     "host_repair": Switch(
         HOST,
         job_services.host_repair_now,
-        "repair hosts",
+        "host.repair",
         "Repair job queued for {0.hostname}, with a fresh count of attempts",
         error_form="health",
     ),
     "host_retire": Switch(
         HOST,
         job_services.host_delete,
-        "retire hosts",
+        "host.destroy",
         "Retired {0.hostname}: kept with its history, out of service",
         error_form="health",
     ),
@@ -480,7 +478,7 @@ def hold_change(request: HttpRequest, change: str, **lookup: str) -> HttpRespons
     from (or in the row), and the page stays as it was.
     """
     switch = SWITCHES[change]
-    if denied := staff_only(request, switch.deny):
+    if denied := staff_only(request, switch.action):
         return denied
     target = switch.target
     obj = get_object_or_404(target.model, **lookup)  # the route names hostname= or name=

@@ -69,8 +69,7 @@ def lease_list_context(request: HttpRequest, query: Any, page_number: str | None
         **context,
         "leases": leases,
         # An Actions column for staff, or for a tester who holds a reservation listed here.
-        "actions": staff
-        or any(lease.holder_id == request.user.pk and lease.job_id is None for lease in leases),
+        "actions": staff or any(lease.managed_by(request.user) for lease in leases),
         "staff": staff,
         "durations": RESERVE_DURATIONS,
         "refresh": refresh_seconds(),
@@ -91,7 +90,7 @@ def lease_list(request: HttpRequest) -> HttpResponse:
 
 
 def _lease_reserve(request: HttpRequest) -> HttpResponse:
-    if denied := staff_only(request, "reserve hosts"):
+    if denied := staff_only(request, "lease.create"):
         return denied
     form = ReserveForm(request.POST)
     form.is_valid()
@@ -216,7 +215,7 @@ def lease_refused(
 @require_POST
 def lease_release(request: HttpRequest, pk: int) -> HttpResponse:
     """Release a lease by hand (staff): its job is requeued, or aborted if asked."""
-    if denied := staff_only(request, "release leases"):
+    if denied := staff_only(request, "host.release"):
         return denied
     lease = get_object_or_404(Lease.objects.select_related("host", "job"), pk=pk)
     form = ReleaseForm(request.POST)

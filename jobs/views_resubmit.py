@@ -34,7 +34,7 @@ def suite_queued(request: HttpRequest, suite: Suite, message: str) -> HttpRespon
     return go_to(request, reverse("jobs:suite_detail", args=[suite.pk]))
 
 
-@object_action(Suite, refuse=owners_only("suite", "re-run"))
+@object_action(Suite, refuse=owners_only("suite.rerun"))
 def suite_rerun(request: HttpRequest, suite: Suite) -> HttpResponse:
     """Submit a finished suite's failed jobs again as a new suite (its owner, or staff)."""
     try:

@@ -77,7 +77,7 @@ def scheduler_settings(request: HttpRequest) -> HttpResponse:
     """The scheduler settings and who changed them; POST saves them (staff)."""
     if request.method == "GET":
         return render(request, PAGE, settings_context(request))
-    if denied := staff_only(request, "change the scheduler settings"):
+    if denied := staff_only(request, "scheduler.scheduler_settings_update"):
         return denied
     form = SchedulerSettingsForm(request.POST)
     if not form.is_valid():

@@ -94,7 +94,7 @@ def template_detail(request: HttpRequest, pk: int) -> HttpResponse:
     template = get_object_or_404(SuiteTemplate, pk=pk)
     if request.method == "GET":
         return render(request, DETAIL_PAGE, detail_context(request, template))
-    if denied := owners_only("template", "change")(request, template):
+    if denied := owners_only("template.partial_update")(request, template):
         return denied
     form = TemplateForm(request.POST)
     form.is_valid()  # every field is optional text or a tick box: the service checks them
@@ -110,7 +110,7 @@ def template_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return go_to(request, reverse("jobs:template_detail", args=[template.pk]))
 
 
-@object_action(SuiteTemplate, refuse=owners_only("template", "dispatch"))
+@object_action(SuiteTemplate, refuse=owners_only("template.dispatch_template"))
 def template_dispatch(request: HttpRequest, template: SuiteTemplate) -> HttpResponse:
     """Submit a new suite from the template, then show it."""
     form = DispatchForm(request.POST)
@@ -131,7 +131,7 @@ def template_dispatch(request: HttpRequest, template: SuiteTemplate) -> HttpResp
     return render(request, DETAIL_PAGE, context, status=status)
 
 
-@object_action(SuiteTemplate, refuse=owners_only("template", "delete"))
+@object_action(SuiteTemplate, refuse=owners_only("template.destroy"))
 def template_delete(request: HttpRequest, template: SuiteTemplate) -> HttpResponse:
     """Delete the template and its schedule; its suites stay."""
     try:
@@ -142,7 +142,7 @@ def template_delete(request: HttpRequest, template: SuiteTemplate) -> HttpRespon
     return go_to(request, reverse("jobs:template_list"))
 
 
-@object_action(Suite, refuse=owners_only("suite", "save"))
+@object_action(Suite, refuse=owners_only("suite.save_as_template"))
 def suite_save_template(request: HttpRequest, suite: Suite) -> HttpResponse:
     """Save a suite as a template (its owner, or staff), then show the template."""
     name = request.POST.get("name", "").strip() or suite.name

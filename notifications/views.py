@@ -94,7 +94,7 @@ def secret_regenerate(request: HttpRequest) -> HttpResponse:
 @require_GET
 def delivery_list(request: HttpRequest) -> HttpResponse:
     """Every delivery, newest first, with its status, attempts and last error (staff)."""
-    if denied := staff_only(request, "see the delivery log"):
+    if denied := staff_only(request, "notification.deliveries"):
         return denied
     context = filtered_page(
         DeliveryFilterSet,

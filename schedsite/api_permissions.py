@@ -49,12 +49,30 @@ class CanManageOwned(BasePermission):
         return roles.can_manage(request.user, obj.owner_id)
 
 
-class RolePermissionsMixin:
-    """Every action needs an authenticated user, plus the permissions listed for the action."""
+# The DRF permissions that enforce each kind of rule of the table (schedsite.roles.PERMISSIONS).
+GATES: dict[roles.Who, tuple[type[BasePermission], ...]] = {
+    roles.Who.OWNER: (CanManageOwned,),
+    roles.Who.RUNNER: (IsStaffOrRunner,),
+    roles.Who.WORKER_RUNNER: (IsStaffOrRunner, RunsObjectWorker),
+    roles.Who.STAFF: (IsLabStaff,),
+}
 
-    # action name -> extra permission classes; actions not listed need only authentication.
-    action_permissions: dict[str, tuple[type[BasePermission], ...]] = {}
+
+def action_rule(view: APIView) -> roles.Rule | None:
+    """The table's rule for the view's action; None when any signed-in user may take it."""
+    resource = getattr(view, "permission_resource", "")
+    action = getattr(view, "action", None) or ""
+    return roles.PERMISSIONS.get(f"{resource}.{action}") if resource else None
+
+
+class RolePermissionsMixin:
+    """Every action needs an authenticated user, plus what the table says of the action."""
+
+    # The resource's prefix in schedsite.roles.PERMISSIONS ("host": "host.lock", …); a view
+    # that checks an owner itself (suites: the message names the action) leaves it empty.
+    permission_resource: str = ""
 
     def get_permissions(self) -> list[BasePermission]:
-        extra = self.action_permissions.get(getattr(self, "action", None) or "", ())
+        rule = action_rule(self)  # type: ignore[arg-type]
+        extra = GATES[rule.who] if rule else ()
         return [IsAuthenticated(), *(cls() for cls in extra)]

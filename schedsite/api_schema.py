@@ -71,6 +71,8 @@ class AutoSchema(SpectacularAutoSchema):
         rules = getattr(getattr(serializer, "Meta", None), "openapi_request_rules", None)
         if rules and direction == "request":
             schema = {**schema, **rules}
+        if getattr(serializer, "refuses_unknown_fields", False) and direction == "request":
+            schema = {**schema, "additionalProperties": False}  # a misspelt field is a 400
         return schema
 
     def _map_serializer_field(

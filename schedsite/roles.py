@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import enum
+from dataclasses import dataclass
+
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Q
 
@@ -61,3 +64,93 @@ def runner_may_work(user: User, runner_id: int | None) -> bool:
     if is_staff(user):
         return True
     return bool(is_runner(user) and runner_id is not None and runner_id == user.pk)
+
+
+class Who(enum.Enum):
+    """Who may take an action (docs/security.md#roles)."""
+
+    OWNER = "its owner, or lab staff"  # the owner of a suite or template; a reservation's holder
+    RUNNER = "a runner, or lab staff"  # the lease the runner names is checked by the service
+    WORKER_RUNNER = "its worker's runner, or lab staff"
+    STAFF = "lab staff"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Who may take one action, and how a refusal names the action ("lock hosts")."""
+
+    who: Who
+    doing: str
+
+
+def _staff(doing: str) -> Rule:
+    return Rule(Who.STAFF, doing)
+
+
+def _owner(doing: str) -> Rule:
+    return Rule(Who.OWNER, doing)
+
+
+# Every action that needs more than a signed-in user, keyed "<resource>.<action>" with the API's
+# action names; the API's permissions (schedsite.api_permissions) and the pages' refusals
+# (schedsite.ui.htmx) both read it, and tests/security/test_permission_table.py walks it.
+PERMISSIONS: dict[str, Rule] = {
+    "host.create": _staff("add hosts"),
+    "host.import": _staff("import hosts"),
+    "host.partial_update": _staff("edit hosts"),
+    "host.destroy": _staff("retire hosts"),
+    "host.lock": _staff("lock hosts"),
+    "host.unlock": _staff("unlock hosts"),
+    "host.bulk_lock": _staff("lock or unlock hosts"),
+    "host.lock_impact": _staff("preview locking hosts"),
+    "host.release": _staff("release leases"),
+    "host.repair": _staff("repair hosts"),
+    "host.verify": _staff("verify hosts"),
+    "worker.create": _staff("add workers"),
+    "worker.partial_update": _staff("edit workers"),
+    "worker.destroy": _staff("delete workers"),
+    "worker.pause": _staff("pause workers"),
+    "worker.resume": _staff("resume workers"),
+    "worker.pause_impact": _staff("preview pausing workers"),
+    "worker.heartbeat": Rule(Who.WORKER_RUNNER, "send a worker's heartbeat"),
+    "worker.leases": Rule(Who.WORKER_RUNNER, "read a worker's leases"),
+    "healthpolicy.create": _staff("add health policies"),
+    "healthpolicy.partial_update": _staff("change health policies"),
+    "healthpolicy.destroy": _staff("delete health policies"),
+    "job.start": Rule(Who.RUNNER, "start jobs"),
+    "job.complete": Rule(Who.RUNNER, "complete jobs"),
+    "lease.create": _staff("reserve hosts"),
+    "lease.release": Rule(Who.WORKER_RUNNER, "release leases"),
+    "lease.heartbeat": Rule(Who.WORKER_RUNNER, "send a lease's heartbeat"),
+    # A manual reservation: its holder or staff extend or end it (Lease.managed_by).
+    "reservation.manage": _owner("extend or end"),
+    "suite.abort": _owner("abort"),
+    "suite.rerun": _owner("re-run"),
+    "suite.clone": _owner("clone"),
+    "suite.save_as_template": _owner("save"),
+    "template.partial_update": _owner("change"),
+    "template.destroy": _owner("delete"),
+    "template.dispatch_template": _owner("dispatch"),
+    "scheduler.tick": _staff("run the scheduler"),
+    "scheduler.scheduler_settings_update": _staff("change the scheduler settings"),
+    "notification.deliveries": _staff("see the delivery log"),
+}
+
+
+def may(
+    user: User, action: str, *, owner_id: int | None = None, runner_id: int | None = None
+) -> bool:
+    """Whether the user may take the action: `owner_id` or `runner_id` of the object acted on.
+
+    An action not in PERMISSIONS is open to every signed-in user.
+    """
+    rule = PERMISSIONS.get(action)
+    if rule is None:
+        return bool(user.is_authenticated)
+    if rule.who is Who.STAFF:
+        return is_staff(user)
+    if rule.who is Who.OWNER:
+        return can_manage(user, owner_id)
+    if rule.who is Who.RUNNER:
+        return is_staff(user) or is_runner(user)
+    return runner_may_work(user, runner_id)

@@ -10,7 +10,8 @@ from django.template.loader import render_to_string
 from rest_framework import throttling
 from rest_framework.settings import api_settings
 
-from schedsite.api_permissions import IsStaffOrRunner
+from schedsite import roles
+from schedsite.api_permissions import action_rule
 
 if TYPE_CHECKING:  # rest_framework.views imports this module through its settings
     from rest_framework.request import Request
@@ -24,8 +25,8 @@ def is_runner_protocol(view: APIView) -> bool:
 
     docs/api.md#the-runner-protocol-and-run_worker lists them.
     """
-    extra = getattr(view, "action_permissions", {}).get(getattr(view, "action", None) or "", ())
-    return IsStaffOrRunner in extra
+    rule = action_rule(view)
+    return rule is not None and rule.who in (roles.Who.RUNNER, roles.Who.WORKER_RUNNER)
 
 
 class RateFromSettings:

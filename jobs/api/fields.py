@@ -6,16 +6,17 @@ import re
 from datetime import timedelta
 from typing import Any
 
-from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.request import Request
 
-from jobs.choices import Priority
+from jobs.submission_schema import (  # noqa: F401 - the API's fields, declared with the schema
+    MAX_LABELS,
+    PRIORITY_LEVELS,
+    LabelListField,
+    PriorityField,
+    seconds_field,
+)
 from schedsite import links
-from schedsite.api_fields import StrictCharField, StrictIntegerField
-
-MAX_LABELS = 64
-PRIORITY_LEVELS = {level.label: level.value for level in Priority}
 
 
 class RelatedName(serializers.CharField):
@@ -62,54 +63,3 @@ class Seconds(serializers.IntegerField):
 
     def to_representation(self, value: timedelta) -> int:
         return round(value.total_seconds())
-
-
-class LabelListField(serializers.ListField):
-    """A list of label names such as board:eve or pool:cq."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("child", StrictCharField(max_length=100))
-        kwargs.setdefault("max_length", MAX_LABELS)
-        super().__init__(**kwargs)
-
-
-@extend_schema_field(
-    {
-        "oneOf": [
-            {"type": "integer", "minimum": 0, "maximum": 100},
-            {"type": "string", "enum": list(PRIORITY_LEVELS)},
-        ],
-        "description": "0–100, higher first; or a named level: "
-        + ", ".join(f"{name} {value}" for name, value in PRIORITY_LEVELS.items()),
-    }
-)
-class PriorityField(serializers.Field):
-    """A priority: an integer 0–100, or a named level such as "cq" (70)."""
-
-    default_error_messages = {
-        "invalid": "Give an integer from 0 to 100, or one of: " + ", ".join(PRIORITY_LEVELS),
-    }
-
-    def to_internal_value(self, data: object) -> int:
-        if isinstance(data, bool):
-            self.fail("invalid")
-        if isinstance(data, str):
-            text = data.strip().lower()
-            if text in PRIORITY_LEVELS:
-                return PRIORITY_LEVELS[text]
-            # int() alone would accept "²" (then fail) or thousands of digits (then fail).
-            if not (text.isascii() and text.isdigit() and len(text) <= 3):
-                self.fail("invalid")
-            data = int(text)
-        if isinstance(data, float) and data.is_integer():
-            data = int(data)
-        if not isinstance(data, int) or not 0 <= data <= 100:
-            self.fail("invalid")
-        return data  # type: ignore[return-value]
-
-    def to_representation(self, value: int) -> int:
-        return value
-
-
-def seconds_field(**kwargs: Any) -> serializers.IntegerField:
-    return StrictIntegerField(min_value=1, max_value=30 * 24 * 3600, **kwargs)

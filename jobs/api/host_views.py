@@ -24,20 +24,9 @@ from jobs import services as job_services
 from jobs.api import host_serializers as s
 from jobs.api.serializers import LeaseSerializer, RunnerLeaseSerializer
 from jobs.models import Lease
-from schedsite.api_permissions import (
-    IsLabStaff,
-    IsStaffOrRunner,
-    RolePermissionsMixin,
-    RunsObjectWorker,
-)
+from schedsite.api_permissions import RolePermissionsMixin
 from schedsite.api_views import ActionTablesMixin, NameLookupMixin
 from schedsite.errors import Conflict
-
-STAFF = (IsLabStaff,)
-RUNNER = (IsStaffOrRunner, RunsObjectWorker)
-# Anyone may read the inventory; only staff add to it, change it or delete from it.
-STAFF_WRITES = {"create": STAFF, "partial_update": STAFF, "destroy": STAFF}
-RUNS = ("heartbeat", "leases")  # a worker's runner protocol: its runner, or staff
 
 
 def path_parameter(name: str, description: str) -> OpenApiParameter:
@@ -105,9 +94,7 @@ class WorkerViewSet(InventoryViewSet):
     filterset_class = WorkerFilterSet
     lookup_field = "name"
     lookup_parameter = path_parameter("name", "Worker name.")
-    action_permissions = (
-        STAFF_WRITES | dict.fromkeys(("pause", "resume"), STAFF) | dict.fromkeys(RUNS, RUNNER)
-    )
+    permission_resource = "worker"
     action_summaries = {
         "list": "List workers with their online state and host counts",
         "retrieve": "One worker",
@@ -181,9 +168,7 @@ class HostViewSet(InventoryViewSet):
     filterset_class = HostFilterSet
     lookup_field = "hostname"
     lookup_parameter = path_parameter("hostname", "Hostname (dots allowed).")
-    action_permissions = STAFF_WRITES | dict.fromkeys(
-        ("lock", "unlock", "release", "repair", "verify"), STAFF
-    )
+    permission_resource = "host"
     action_summaries = {
         "list": "List hosts (filter by label, status, locked, leased, worker, q)",
         "retrieve": "One host, with its active lease and recent events",
@@ -266,7 +251,7 @@ class HealthPolicyViewSet(
 
     queryset = HealthPolicy.objects.all()
     serializer_class = s.HealthPolicySerializer
-    action_permissions = STAFF_WRITES
+    permission_resource = "healthpolicy"
     action_summaries = {
         "list": "List health policies",
         "retrieve": "One health policy",

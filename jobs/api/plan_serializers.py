@@ -23,22 +23,23 @@ from jobs.scheduling.whatif import (
     summary,
 )
 from jobs.services.submission import suite_prepare
+from jobs.submission_schema import StrictInputSerializer, limited_integer
 from schedsite.api_fields import StrictCharField, StrictIntegerField
 
 MAX_NAMES = 1000  # workers or hosts one preview may pause or lock
 LIST_LIMIT = 200  # jobs listed per part of the answer; the counts give the totals
 
 
-class SuiteChangeInputSerializer(serializers.Serializer):
+class SuiteChangeInputSerializer(StrictInputSerializer):
     """A queued suite's new priority, min_duts or max_duts (null: no cap)."""
 
     suite = StrictIntegerField(min_value=1, help_text="The suite's id.")
     priority = PriorityField(required=False)
-    min_duts = StrictIntegerField(min_value=0, max_value=100000, required=False)
-    max_duts = StrictIntegerField(min_value=1, max_value=100000, required=False, allow_null=True)
+    min_duts = limited_integer("min_duts", required=False)
+    max_duts = limited_integer("max_duts", required=False, allow_null=True)
 
 
-class PlanInputSerializer(serializers.Serializer):
+class PlanInputSerializer(StrictInputSerializer):
     """A proposed change: a suite to submit, workers to pause, hosts to lock, suite edits or
     scheduler settings."""
 

@@ -10,6 +10,7 @@ from rest_framework import serializers
 from jobs.api.fields import PriorityField, RelatedName
 from jobs.choices import SuiteStatus
 from jobs.models import Suite, SuiteTemplate, TemplateRun
+from jobs.submission_schema import StrictInputSerializer
 from jobs.suite_templates import DISPATCH_PARAMETERS, cron_words
 from schedsite.api_fields import StrictBooleanField, StrictCharField, StrictIntegerField
 
@@ -67,7 +68,7 @@ CRON_HELP = (
 )
 
 
-class SuiteTemplateUpdateInputSerializer(serializers.Serializer):
+class SuiteTemplateUpdateInputSerializer(StrictInputSerializer):
     """The fields of a template a PATCH may change; only those sent change."""
 
     name = StrictCharField(max_length=200, required=False)

@@ -16,10 +16,8 @@ from jobs.api import template_serializers as ts
 from jobs.api.views import TOO_MANY, idempotent_create
 from jobs.models import Suite, SuiteTemplate
 from schedsite import roles
-from schedsite.api_permissions import CanManageOwned, RolePermissionsMixin
+from schedsite.api_permissions import RolePermissionsMixin
 from schedsite.api_views import ActionTablesMixin
-
-OWNED = (CanManageOwned,)
 
 
 class SuiteTemplateViewSet(
@@ -32,12 +30,7 @@ class SuiteTemplateViewSet(
     """Saved suites to dispatch with a build, by hand or on a cron (docs/api.md#suite-templates)."""
 
     serializer_class = ts.SuiteTemplateSerializer
-    action_permissions = {
-        "partial_update": OWNED,
-        "destroy": OWNED,
-        "dispatch_template": OWNED,
-        "runs": (),
-    }
+    permission_resource = "template"
     action_summaries = {
         "list": "List suite templates with their schedule, next run and last run",
         "retrieve": "One suite template",
@@ -73,7 +66,7 @@ class SuiteTemplateViewSet(
         fields = {k: data[k] for k in ("cron", "enabled") if k in data}
         if "from_suite" in data:
             suite = data["from_suite"]
-            if not roles.can_manage(request.user, suite.owner_id):
+            if not roles.may(request.user, "suite.save_as_template", owner_id=suite.owner_id):
                 raise PermissionDenied("You may only save your own suites as templates.")
             template = suite_templates.template_from_suite(
                 by=request.user, suite=suite, name=data.get("name", ""), **fields

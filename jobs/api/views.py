@@ -31,17 +31,11 @@ from jobs.scheduling import whatif
 from jobs.scheduling.queue import queue_jobs, queue_select
 from schedsite import roles
 from schedsite.api_exceptions import ErrorSerializer
-from schedsite.api_permissions import (
-    IsLabStaff,
-    IsStaffOrRunner,
-    RolePermissionsMixin,
-    RunsObjectWorker,
-)
+from schedsite.api_permissions import RolePermissionsMixin
 from schedsite.api_views import ActionTablesMixin
 from schedsite.errors import Conflict
 from schedsite.prepared import PreparedQuery
 
-STAFF = (IsLabStaff,)
 TOO_MANY = OpenApiResponse(
     ErrorSerializer,
     description="Too many submissions in the last minute (SUBMIT_RATE_PER_MINUTE); retry after "
@@ -159,7 +153,7 @@ class SuiteViewSet(ReadViewSet):
 
     def _own_suite(self, doing: str) -> Suite:
         suite = self.get_object()
-        if not roles.can_manage(self.request.user, suite.owner_id):
+        if not roles.may(self.request.user, f"suite.{self.action}", owner_id=suite.owner_id):
             raise PermissionDenied(f"You may only {doing} your own suites.")
         return suite
 
@@ -206,7 +200,7 @@ class JobViewSet(ReadViewSet):
     serializer_class = s.JobSerializer
     filterset_class = JobFilterSet
     # Which worker a runner acts for depends on the job's lease: checked in _runner_lease.
-    action_permissions = {"start": (IsStaffOrRunner,), "complete": (IsStaffOrRunner,)}
+    permission_resource = "job"
     action_summaries = {
         "list": "List jobs (filter status, suite, label, host, owner, q)",
         "retrieve": "One job, with its wait reason and active lease",
@@ -352,13 +346,8 @@ class LeaseViewSet(ReadViewSet):
 
     serializer_class = s.LeaseSerializer
     filterset_class = LeaseFilterSet
-    action_permissions = {
-        "create": STAFF,
-        "release": (IsStaffOrRunner, RunsObjectWorker),
-        "extend": (),  # its holder or staff: the service checks (reservation_check_manager)
-        "end": (),  # the same
-        "heartbeat": (IsStaffOrRunner, RunsObjectWorker),
-    }
+    # extend and end: its holder or staff, "reservation.manage", checked by the service.
+    permission_resource = "lease"
     action_summaries = {
         "list": "List leases (filter active, worker, host, job, manual)",
         "retrieve": "One lease",
@@ -457,7 +446,7 @@ class SchedulerViewSet(ReadViewSet):
 
     serializer_class = queue_s.SchedulerTickSerializer
     queryset = SchedulerTick.objects.defer("wait_reasons")
-    action_permissions = {"tick": STAFF, "scheduler_settings_update": STAFF}
+    permission_resource = "scheduler"
     action_summaries = {
         "list": "Recent scheduler ticks, newest first: timings and counts",
         "retrieve": "One scheduler tick",

@@ -18,9 +18,8 @@ from jobs import transitions
 from jobs.choices import ReleaseReason
 from jobs.models import Lease
 from jobs.transitions import Mover
-from schedsite import roles
+from schedsite.durations import human_duration
 from schedsite.errors import Conflict, Forbidden, InvalidInput
-from schedsite.ui.durations import human_duration
 
 
 @transaction.atomic
@@ -56,7 +55,7 @@ def reservation_check_manager(*, lease: Lease, by: Actor) -> None:
     """Refuse anyone but the reservation's holder or staff (docs/ui.md#reservations)."""
     if by is None or isinstance(by, str):
         return  # a system actor, named in the audit trail: a management command, a script
-    if not roles.can_manage(by, lease.holder_id):
+    if not lease.managed_by(by):
         raise Forbidden("only the holder of a reservation or lab staff can change it")
 
 

@@ -31,13 +31,18 @@ from schedsite.errors import InvalidInput
 def _check_suite(*, name: str, priority: int, min_duts: int, max_duts: int | None) -> None:
     if not (name or "").strip():
         raise InvalidInput("name is required", field="name")
-    if len(name.strip()) > 200:
-        raise InvalidInput("name: at most 200 characters", field="name")
+    longest = limits.bounds("name").high
+    if len(name.strip()) > longest:
+        raise InvalidInput(f"name: at most {longest} characters", field="name")
     check_priority(priority)
-    if isinstance(min_duts, bool) or not isinstance(min_duts, int) or min_duts < 0:
-        raise InvalidInput("min_duts must be a whole number ≥ 0", field="min_duts")
-    if max_duts is not None and (not isinstance(max_duts, int) or max_duts < 1):
-        raise InvalidInput("max_duts must be empty or ≥ 1", field="max_duts")
+    low, high = limits.bounds("min_duts").low, limits.bounds("min_duts").high
+    if isinstance(min_duts, bool) or not isinstance(min_duts, int) or not low <= min_duts <= high:
+        raise InvalidInput(
+            f"min_duts must be a whole number from {low} to {high}", field="min_duts"
+        )
+    low, high = limits.bounds("max_duts").low, limits.bounds("max_duts").high
+    if max_duts is not None and (not isinstance(max_duts, int) or not low <= max_duts <= high):
+        raise InvalidInput(f"max_duts must be empty or from {low} to {high}", field="max_duts")
     if max_duts is not None and min_duts > max_duts:
         raise InvalidInput("min_duts cannot exceed max_duts", field="min_duts")
 

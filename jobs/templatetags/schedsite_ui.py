@@ -12,7 +12,7 @@ from django.utils.safestring import SafeString
 from django.utils.text import capfirst
 
 from jobs.choices import TERMINAL_JOB_STATUSES, JobStatus, Priority
-from jobs.models import decode_labels
+from jobs.models import Lease, decode_labels
 from jobs.querysets import unfinished_jobs
 from schedsite import roles
 from schedsite.ui import html
@@ -115,6 +115,12 @@ def wait_title(reason: Mapping | None) -> str:
 def lab_staff(user: object) -> bool:
     """Whether the user is lab staff (schedsite.roles), for showing staff-only controls."""
     return roles.is_staff(user)  # type: ignore[arg-type]
+
+
+@register.filter
+def managed_by(lease: Lease, user: object) -> bool:
+    """Whether the user may extend or end this reservation (Lease.managed_by)."""
+    return lease.managed_by(user)  # type: ignore[arg-type]
 
 
 @register.filter

@@ -181,34 +181,43 @@ def error_response(request: HttpRequest, message: str, status: int) -> HttpRespo
     return response
 
 
-def staff_only(request: HttpRequest, what: str) -> HttpResponse | None:
-    """Refuse a staff-only action to anyone else (the controls are hidden, this is the guard)."""
-    if roles.is_staff(request.user):
+def staff_only(request: HttpRequest, action: str) -> HttpResponse | None:
+    """Refuse a staff-only action of schedsite.roles.PERMISSIONS to anyone else (the controls
+    are hidden, this is the guard)."""
+    rule = roles.PERMISSIONS[action]
+    if rule.who is not roles.Who.STAFF:
+        raise ValueError(f"{action} is not a staff-only action")
+    if roles.may(request.user, action):
         return None
-    return error_response(request, f"Only lab staff can {what}.", 403)
+    return error_response(request, f"Only lab staff can {rule.doing}.", 403)
 
 
-def owners_only(noun: str, doing: str) -> Refusal:
-    """Refuse `doing` a `noun` to all but its owner and lab staff (the buttons hide too)."""
+def owners_only(action: str) -> Refusal:
+    """Refuse an owner's action of schedsite.roles.PERMISSIONS ("suite.abort") to all but the
+    object's owner and lab staff (the buttons hide too)."""
+    rule = roles.PERMISSIONS[action]
+    if rule.who is not roles.Who.OWNER:
+        raise ValueError(f"{action} is not an owner's action")
+    noun = action.partition(".")[0]
 
     def refused(request: HttpRequest, obj: Any) -> HttpResponse | None:
-        if obj is None or roles.can_manage(request.user, obj.owner_id):
+        if obj is None or roles.may(request.user, action, owner_id=obj.owner_id):
             return None
-        message = f"Only the {noun}'s owner or lab staff can {doing} it."
+        message = f"Only the {noun}'s owner or lab staff can {rule.doing} it."
         return error_response(request, message, 403)
 
     return refused
 
 
-def staff_form_page(what: str) -> Callable[[View], View]:
-    """A form page for lab staff (GET shows it, POST saves it); anyone else may not `what`."""
+def staff_form_page(action: str) -> Callable[[View], View]:
+    """A form page for lab staff (GET shows it, POST saves it): a staff-only `action`."""
 
     def decorate(view: View) -> View:
         @ui_login_required
         @require_http_methods(["GET", "POST"])
         @wraps(view)
         def page(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            if denied := staff_only(request, what):
+            if denied := staff_only(request, action):
                 return denied
             return view(request, *args, **kwargs)
 

@@ -24,6 +24,7 @@ from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from hosts import rules
 from hosts.choices import AWAITING_MAINTENANCE, IN_MAINTENANCE, HostStatus
 from hosts.models import Host, Label, Worker
 from hosts.querysets import online_cutoff
@@ -112,14 +113,23 @@ def _maintenance_wait_reason(job: Job, *, busy: bool) -> dict:
     why = "the next tick leases it"
     if host is None:
         why = "its host is gone"
-    elif host.locked:
-        why = f"its host is locked: {host.lock_reason}"
-    elif host.worker_id and host.worker.paused:
-        why = f"worker {host.worker.name} is paused"
-    elif host.worker_id and not host.worker.is_online():
-        why = f"worker {host.worker.name} is offline"
-    elif busy:
-        why = "its host is busy: it runs when the current lease ends"
+    else:
+        worker = host.worker if host.worker_id else None
+        blocker = rules.host_blocker(
+            ready=True,  # a verify or repair job runs on a host that is not ready
+            locked=host.locked,
+            leased=busy,
+            worker_paused=worker is not None and worker.paused,
+            worker_offline=worker is not None and not worker.is_online(),
+        )
+        if blocker is not None:
+            name = worker.name if worker is not None else ""
+            why = {
+                rules.LOCKED: f"its host is locked: {host.lock_reason}",
+                rules.PAUSED: f"worker {name} is paused",
+                rules.OFFLINE: f"worker {name} is offline",
+                rules.LEASED: "its host is busy: it runs when the current lease ends",
+            }[blocker]
     hostname = host.hostname if host else "?"
     return {
         "code": "maintenance_waiting",

@@ -15,6 +15,7 @@ from hosts.audit import Actor, actor_user
 from hosts.choices import HostStatus
 from hosts.models import Host, Label
 from hosts.querysets import HostQuerySet
+from hosts.rules import job_fits_host, missing_labels
 from hosts.services import labels_validate
 from jobs import limits
 from jobs.models import Job, Suite, decode_labels, encode_labels
@@ -224,8 +225,14 @@ def _check_matched(jobs: Sequence[Job], *, indexed: bool) -> None:
         labels = decode_labels(job.label_key)
         if job.host_id is not None:
             host = carries.get(job.host_id)
-            lacks = sorted(set(labels) - set(host.label_names)) if host else []
-            if host is None or lacks:
+            on_pin = host is not None and job_fits_host(
+                labels=set(labels),
+                pinned_host_id=job.host_id,
+                host_id=host.pk,
+                host_labels=set(host.label_names),
+            )
+            if not on_pin:
+                lacks = missing_labels(set(labels), set(host.label_names)) if host else []
                 why = f"lacks {', '.join(lacks)}" if host else "is retired"
                 raise InvalidInput(
                     f"{where}host: {job.host.hostname} {why}, so the job could never run; "
@@ -237,7 +244,7 @@ def _check_matched(jobs: Sequence[Job], *, indexed: bool) -> None:
             what = f"label{'s' * (len(missing) > 1)} {', '.join(missing)}"
         else:
             if job.label_key not in fits:
-                fits[job.label_key] = lab.carrying(labels).exists()
+                fits[job.label_key] = lab.fitting(labels).exists()
             if fits[job.label_key]:
                 continue
             what = f"{', '.join(labels)} together" if labels else "anything: it has no hosts"

@@ -6,6 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
+from hosts.rules import job_fits_host, missing_labels
 from jobs.scheduling.planner.hostindex import HostIndex, host_blocker
 from jobs.scheduling.planner.matching import Matching, bit_indexes
 from jobs.scheduling.planner.types import HostState, JobState, SuiteState, WaitReason
@@ -215,8 +216,13 @@ class Explainer:
                     f"Pinned host #{pinned_host_id} does not exist",
                     {"host_id": pinned_host_id},
                 )
-            missing = sorted(labels - host.labels)
-            if missing:
+            if not job_fits_host(
+                labels=labels,
+                pinned_host_id=pinned_host_id,
+                host_id=host.id,
+                host_labels=host.labels,
+            ):
+                missing = missing_labels(labels, host.labels)
                 return WaitReason(
                     "pinned_host_lacks_labels",
                     f"Pinned host {host.hostname} lacks "

@@ -90,16 +90,10 @@ def _first_victim(
             return None  # ranked by priority: every later victim runs higher still
         if victim.host_id in taken:
             continue
-        if job.pinned_host_id is not None and victim.host_id != job.pinned_host_id:
-            continue
         if victim.suite_id is not None and left.get(victim.suite_id, 1) <= 0:
             continue
         host = hosts_by_id.get(victim.host_id)
-        if host is None or not job.labels <= host.labels or not _usable_when_freed(host):
+        if host is None or not host.usable_when_freed or not job.fits(host):
             continue
         return victim
     return None
-
-
-def _usable_when_freed(host: HostState) -> bool:
-    return host.ready and not host.locked and not host.worker_paused and not host.worker_offline

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from hosts.rules import host_blocker, job_fits_host
+
 
 @dataclass(frozen=True, slots=True)
 class HostState:
@@ -26,28 +28,26 @@ class HostState:
     # When its last lease ended (None: never leased); `host_choice: spread` takes the oldest.
     last_used: datetime | None = None
 
-    @property
-    def schedulable(self) -> bool:
-        return host_is_schedulable(
+    def blocker(self, *, once_freed: bool = False) -> str | None:
+        """What keeps it from a lease, by the one rule (hosts.rules.host_blocker); None if
+        nothing does. `once_freed`: as if its lease (if any) had ended."""
+        return host_blocker(
             ready=self.ready,
             locked=self.locked,
-            leased=self.leased,
+            leased=self.leased and not once_freed,
             worker_paused=self.worker_paused,
             worker_offline=self.worker_offline,
         )
 
+    @property
+    def schedulable(self) -> bool:
+        """Whether it may take a lease now (hosts.rules.host_is_schedulable)."""
+        return self.blocker() is None
 
-def host_is_schedulable(
-    *, ready: bool, locked: bool, leased: bool, worker_paused: bool, worker_offline: bool
-) -> bool:
-    """Whether a host may take a lease: ready, unlocked, unleased, its worker (if any) up.
-
-    The rule itself, on plain facts. The snapshot and the API read the facts from the
-    database and ask this function; `Host.objects.schedulable(now)` (hosts/querysets.py) is
-    its SQL twin for counts and filters, held to the same cases by tests/hosts/test_querysets.py.
-    A host with no worker is neither paused nor offline.
-    """
-    return ready and not locked and not leased and not worker_paused and not worker_offline
+    @property
+    def usable_when_freed(self) -> bool:
+        """Whether it could take work once its lease ends: schedulable but for that lease."""
+        return self.blocker(once_freed=True) is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +83,16 @@ class JobState:
     # by it. None: unknown, ordered as the policy's default_duration.
     size_s: float | None = None
     owner: int | None = None  # the submitter's account id: fair share orders by its usage
+
+    def fits(self, host: HostState) -> bool:
+        """Whether the host carries its labels and is its pinned host, if it has one
+        (hosts.rules.job_fits_host); whether the host is free is `host.blocker()`."""
+        return job_fits_host(
+            labels=self.labels,
+            pinned_host_id=self.pinned_host_id,
+            host_id=host.id,
+            host_labels=host.labels,
+        )
 
 
 ORDERINGS = ("fifo", "size", "dynsize")

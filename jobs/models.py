@@ -20,7 +20,7 @@ from jobs.choices import (
     SuiteStatus,
     TemplateRunOutcome,
 )
-from jobs.querysets import JobQuerySet, LeaseQuerySet
+from jobs.querysets import ACTIVE_LEASE, JobQuerySet, LeaseQuerySet
 from jobs.scheduling import planner
 from schedsite.model_fields import account_link
 
@@ -224,29 +224,30 @@ class Lease(models.Model):
             # The invariants of the whole product, guarded by the database itself.
             models.UniqueConstraint(
                 fields=["host"],
-                condition=Q(released_at__isnull=True),
+                condition=ACTIVE_LEASE,
                 name="one_active_lease_per_host",
             ),
             models.UniqueConstraint(
                 fields=["job"],
-                condition=Q(released_at__isnull=True, job__isnull=False),
+                condition=Q(job__isnull=False) & ACTIVE_LEASE,
                 name="one_active_lease_per_job",
             ),
             models.CheckConstraint(
-                condition=Q(released_at__isnull=True) | ~Q(release_reason=""),
+                condition=ACTIVE_LEASE | ~Q(release_reason=""),
                 name="released_lease_has_reason",
             ),
         ]
         indexes = [
             models.Index(
                 fields=["expires_at"],
-                condition=Q(released_at__isnull=True),
+                condition=ACTIVE_LEASE,
                 name="lease_active_expiry",
             ),
             # The snapshot's read of the hosts each retried job failed on.
             models.Index(fields=["job"], condition=Q(host_failed=True), name="lease_host_failed"),
             # When each host's last lease ended (`host_choice: spread`): one probe per host,
-            # however long the lease history.
+            # however long the lease history. Released leases, `~ACTIVE_LEASE` in words its
+            # migration keeps (PostgreSQL reads `released()`'s NOT (… IS NULL) as this).
             models.Index(
                 fields=["host", "-released_at"],
                 condition=Q(released_at__isnull=False),
@@ -259,6 +260,7 @@ class Lease(models.Model):
 
     @property
     def active(self) -> bool:
+        """Not yet released: it holds its host (the Python twin of querysets.ACTIVE_LEASE)."""
         return self.released_at is None
 
 

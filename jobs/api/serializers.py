@@ -106,7 +106,7 @@ class LeaseSerializer(ActiveLeaseSerializer):
         return lease.job.suite_id if lease.job_id else None
 
     def get_active(self, lease: Lease) -> bool:
-        return lease.released_at is None
+        return lease.active
 
     def get_manual(self, lease: Lease) -> bool:
         return lease.job_id is None

@@ -10,6 +10,8 @@ the same table of cases by tests/hosts/test_querysets.py and tests/hosts/test_ru
 from __future__ import annotations
 
 from collections.abc import Set
+from dataclasses import dataclass
+from typing import Protocol
 
 # What keeps a host from taking a lease, the most lasting cause first (host_blocker).
 LOCKED = "locked"
@@ -20,25 +22,49 @@ LEASED = "leased"  # an active lease or manual reservation holds it
 BLOCKERS = (LOCKED, PAUSED, OFFLINE, NOT_READY, LEASED)
 
 
-def host_blocker(
-    *, ready: bool, locked: bool, leased: bool, worker_paused: bool, worker_offline: bool
-) -> str | None:
+class HostFacts(Protocol):
+    """What the rule decides on; the planner's HostState is one, `Facts` another."""
+
+    @property
+    def ready(self) -> bool: ...  # its status is ready
+    @property
+    def locked(self) -> bool: ...
+    @property
+    def leased(self) -> bool: ...  # an active lease or manual reservation holds it
+    @property
+    def worker_paused(self) -> bool: ...  # False for a host with no worker
+    @property
+    def worker_offline(self) -> bool: ...  # False for a host with no worker
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """A host's facts read by hand (the API, a page), for `host_blocker`."""
+
+    ready: bool
+    locked: bool
+    leased: bool
+    worker_paused: bool
+    worker_offline: bool
+
+
+def host_blocker(host: HostFacts, *, once_freed: bool = False) -> str | None:
     """Why a host cannot take a lease now, the most lasting cause first; None if it can.
 
     The "schedulable host" rule itself: a host takes a lease when it is ready, unlocked and
-    unleased, and its worker (if it has one) is neither paused nor offline. A host with no
-    worker is neither paused nor offline. Ask with `leased=False` whether it could take work
-    once its lease ends (preemption, the what-if plan).
+    unleased, and its worker (if it has one) is neither paused nor offline. `once_freed`: as
+    if its lease (if any) had ended, whether it could take work then (preemption, the what-if
+    plan, a maintenance job waiting for its host).
     """
-    if locked:
+    if host.locked:
         return LOCKED
-    if worker_paused:
+    if host.worker_paused:
         return PAUSED
-    if worker_offline:
+    if host.worker_offline:
         return OFFLINE
-    if not ready:
+    if not host.ready:
         return NOT_READY
-    if leased:
+    if host.leased and not once_freed:
         return LEASED
     return None
 
@@ -47,16 +73,8 @@ def host_is_schedulable(
     *, ready: bool, locked: bool, leased: bool, worker_paused: bool, worker_offline: bool
 ) -> bool:
     """Whether a host may take a lease: nothing keeps it from work (`host_blocker`)."""
-    return (
-        host_blocker(
-            ready=ready,
-            locked=locked,
-            leased=leased,
-            worker_paused=worker_paused,
-            worker_offline=worker_offline,
-        )
-        is None
-    )
+    facts = Facts(ready, locked, leased, worker_paused, worker_offline)
+    return host_blocker(facts) is None
 
 
 def job_fits_host(

@@ -14,7 +14,7 @@ from django.http import QueryDict
 from hosts.forms import split_labels
 from hosts.models import Host
 from hosts.services import labels_validate
-from jobs.choices import HostChoice, Priority, SchedulerOrdering
+from jobs.choices import DEFAULT_PRIORITY, HostChoice, Priority, SchedulerOrdering
 from jobs.models import SchedulerSettings
 from jobs.services import JobSpec, settings_value
 from jobs.services.scheduler_settings import SETTINGS_FIELDS
@@ -44,7 +44,7 @@ class SuiteForm(forms.Form):
     name = forms.CharField(max_length=200)
     build = forms.CharField(max_length=200, required=False)
     priority = forms.TypedChoiceField(
-        choices=PRIORITY_CHOICES, coerce=int, initial=Priority.DEFAULT
+        choices=PRIORITY_CHOICES, coerce=int, initial=DEFAULT_PRIORITY
     )
     min_duts = forms.IntegerField(label="Min DUTs", min_value=0, max_value=10000, initial=0)
     max_duts = forms.IntegerField(label="Max DUTs", min_value=1, max_value=10000, required=False)

@@ -11,6 +11,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from jobs.choices import (
+    DEFAULT_PRIORITY,
     HostChoice,
     JobKind,
     JobStatus,
@@ -40,7 +41,7 @@ class Suite(models.Model):
 
     name = models.CharField(max_length=200)
     build = models.CharField(max_length=200, blank=True)
-    priority = models.PositiveSmallIntegerField(default=40)
+    priority = models.PositiveSmallIntegerField(default=DEFAULT_PRIORITY)
     min_duts = models.PositiveIntegerField(default=0)
     max_duts = models.PositiveIntegerField(null=True, blank=True)
     owner = account_link("suites")
@@ -108,7 +109,7 @@ class Job(models.Model):
         Suite, null=True, blank=True, on_delete=models.CASCADE, related_name="jobs"
     )
     name = models.CharField(max_length=200)
-    priority = models.PositiveSmallIntegerField(default=40)
+    priority = models.PositiveSmallIntegerField(default=DEFAULT_PRIORITY)
     label_key = models.CharField(max_length=2000, blank=True)  # encode_labels(); immutable
     host = models.ForeignKey(  # a pinned host
         "hosts.Host", null=True, blank=True, on_delete=models.PROTECT, related_name="pinned_jobs"

@@ -87,7 +87,10 @@ def wait_reasons_for(jobs: list[Job], tick: SchedulerTick | None = None) -> dict
         if own[job.pk] is None and tick is not None and job.created_at <= tick.started_at:
             classes[job.pk] = planner.class_key(snapshot.job_state(job))
     table = _class_reasons(tick, set(classes.values())) if tick is not None else {}
-    pending = {"code": "pending_tick", "message": "Waiting for the next scheduler tick."}
+    pending = {
+        "code": planner.WaitCode.PENDING_TICK,
+        "message": "Waiting for the next scheduler tick.",
+    }
     return {
         pk: reason or table.get(classes.get(pk, "")) or {**pending, "details": {}}
         for pk, reason in own.items()
@@ -101,7 +104,7 @@ def _own_wait_reason(job: Job, *, now: datetime, busy: set[int]) -> dict | None:
     if job.not_before is not None and job.not_before > now:
         until = timezone.localtime(job.not_before)
         return {
-            "code": "retry_backoff",
+            "code": planner.WaitCode.RETRY_BACKOFF,
             "message": f"{job.message or 'retry'}; waiting until {until:%H:%M:%S}",
             "details": {"not_before": job.not_before.isoformat()},
         }
@@ -115,13 +118,14 @@ def _maintenance_wait_reason(job: Job, *, busy: bool) -> dict:
         why = "its host is gone"
     else:
         worker = host.worker if host.worker_id else None
-        blocker = rules.host_blocker(
+        facts = rules.Facts(
             ready=True,  # a verify or repair job runs on a host that is not ready
             locked=host.locked,
             leased=busy,
             worker_paused=worker is not None and worker.paused,
             worker_offline=worker is not None and not worker.is_online(),
         )
+        blocker = rules.host_blocker(facts)
         if blocker is not None:
             name = worker.name if worker is not None else ""
             why = {
@@ -132,7 +136,7 @@ def _maintenance_wait_reason(job: Job, *, busy: bool) -> dict:
             }[blocker]
     hostname = host.hostname if host else "?"
     return {
-        "code": "maintenance_waiting",
+        "code": planner.WaitCode.MAINTENANCE_WAITING,
         "message": f"{job.get_kind_display()} of {hostname} waits: {why}.",
         "details": {"host": hostname},
     }

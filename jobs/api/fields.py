@@ -10,12 +10,11 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.request import Request
 
-from jobs.choices import Priority
+from jobs.choices import PRIORITY_LEVELS, parse_priority
 from schedsite import links
 from schedsite.api_fields import StrictCharField, StrictIntegerField
 
 MAX_LABELS = 64
-PRIORITY_LEVELS = {level.label: level.value for level in Priority}
 
 
 class RelatedName(serializers.CharField):
@@ -91,21 +90,10 @@ class PriorityField(serializers.Field):
     }
 
     def to_internal_value(self, data: object) -> int:
-        if isinstance(data, bool):
+        try:
+            return parse_priority(data)
+        except ValueError:
             self.fail("invalid")
-        if isinstance(data, str):
-            text = data.strip().lower()
-            if text in PRIORITY_LEVELS:
-                return PRIORITY_LEVELS[text]
-            # int() alone would accept "²" (then fail) or thousands of digits (then fail).
-            if not (text.isascii() and text.isdigit() and len(text) <= 3):
-                self.fail("invalid")
-            data = int(text)
-        if isinstance(data, float) and data.is_integer():
-            data = int(data)
-        if not isinstance(data, int) or not 0 <= data <= 100:
-            self.fail("invalid")
-        return data  # type: ignore[return-value]
 
     def to_representation(self, value: int) -> int:
         return value

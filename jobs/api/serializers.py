@@ -26,6 +26,7 @@ from jobs.choices import JobKind, JobStatus, ReleaseReason, SuiteStatus
 from jobs.filtersets import RESERVATION
 from jobs.job_history import Attempt, suite_outcome
 from jobs.models import Job, Lease, SchedulerTick, Suite, decode_labels
+from jobs.scheduling.planner import WAIT_CODES
 from jobs.scheduling.queue import aging_of
 from schedsite.api_fields import (
     StrictBooleanField,
@@ -147,7 +148,7 @@ class LeaseExtendInputSerializer(serializers.Serializer):
 
 
 class WaitReasonSerializer(serializers.Serializer):
-    code = serializers.CharField()
+    code = serializers.ChoiceField(choices=WAIT_CODES)
     message = serializers.CharField()
     details = serializers.DictField()
 

@@ -11,7 +11,7 @@ from rest_framework import serializers
 from hosts.models import Host
 from jobs import services
 from jobs.api.fields import LabelListField, PriorityField, seconds_field
-from jobs.choices import Priority
+from jobs.choices import DEFAULT_PRIORITY
 from jobs.models import Suite
 from jobs.services import JobSpec
 from jobs.services.submission import MAX_EXPIRES_AFTER
@@ -129,7 +129,7 @@ class SuiteCreateInputSerializer(serializers.Serializer):
 
     name = StrictCharField(max_length=200)
     build = StrictCharField(max_length=200, allow_blank=True, default="")
-    priority = PriorityField(default=Priority.DEFAULT.value)
+    priority = PriorityField(default=DEFAULT_PRIORITY)
     min_duts = StrictIntegerField(min_value=0, max_value=100000, default=0)
     max_duts = StrictIntegerField(
         min_value=1, max_value=100000, required=False, allow_null=True, default=None

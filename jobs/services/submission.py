@@ -18,6 +18,7 @@ from hosts.querysets import HostQuerySet
 from hosts.rules import job_fits_host, missing_labels
 from hosts.services import labels_validate
 from jobs import limits
+from jobs.choices import DEFAULT_PRIORITY
 from jobs.models import Job, Suite, decode_labels, encode_labels
 from jobs.scheduling.triggers import request_tick
 from schedsite.errors import InvalidInput
@@ -71,7 +72,8 @@ def job_from_spec(
         raise InvalidInput(f"{where}name is required", field=f"{where}name")
     if len(name) > 200:
         raise InvalidInput(f"{where}name: at most 200 characters", field=f"{where}name")
-    priority = spec.priority if spec.priority is not None else (suite.priority if suite else 40)
+    if (priority := spec.priority) is None:
+        priority = suite.priority if suite else DEFAULT_PRIORITY
     _check_priority(priority, f"{where}priority")
     if not 0 <= spec.max_retries <= 100:
         raise InvalidInput(f"{where}max_retries must be 0–100", field=f"{where}max_retries")
@@ -157,7 +159,7 @@ def suite_prepare(
     name: str,
     jobs: Sequence[JobSpec] = (),
     build: str = "",
-    priority: int = 40,
+    priority: int = DEFAULT_PRIORITY,
     min_duts: int = 0,
     max_duts: int | None = None,
     fanout_labels: Sequence[str] | None = None,

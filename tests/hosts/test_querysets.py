@@ -158,7 +158,7 @@ def test_the_rule_names_the_most_lasting_cause_first():
     facts = dict(ready=False, locked=True, leased=True, worker_paused=True, worker_offline=True)
     said = []
     for name in ("locked", "worker_paused", "worker_offline", "ready", "leased"):
-        said.append(rules.host_blocker(**facts))
+        said.append(rules.host_blocker(rules.Facts(**facts)))
         facts[name] = name == "ready"
-    said.append(rules.host_blocker(**facts))
+    said.append(rules.host_blocker(rules.Facts(**facts)))
     assert said == ["locked", "paused", "offline", "not_ready", "leased", None]

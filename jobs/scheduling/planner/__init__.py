@@ -40,12 +40,14 @@ from jobs.scheduling.planner.ordering import (
 from jobs.scheduling.planner.types import (
     HOST_CHOICES,
     ORDERINGS,
+    WAIT_CODES,
     Assignment,
     HostState,
     JobState,
     Plan,
     Policy,
     SuiteState,
+    WaitCode,
     WaitReason,
     WorkerLoad,
 )
@@ -58,6 +60,7 @@ _LABELS, _PIN, _SUITE = attrgetter("labels"), attrgetter("pinned_host_id"), attr
 __all__ = [
     "DEFAULT_POLICY",
     "HOST_CHOICES",
+    "WAIT_CODES",
     "ORDERINGS",
     "Assignment",
     "HostIndex",
@@ -67,6 +70,7 @@ __all__ = [
     "Plan",
     "Policy",
     "SuiteState",
+    "WaitCode",
     "WaitReason",
     "WorkerLoad",
     "aging_bonus",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hosts.rules import LEASED
+from hosts.rules import host_blocker as the_rule
 from jobs.scheduling.planner.types import HostState
 
 # (labels, what keeps the hosts from work, the priority of the jobs they run if busy)
@@ -15,7 +16,7 @@ def host_blocker(host: HostState) -> str | None:
     """Why a host cannot take work whatever this tick leases, the most lasting cause first;
     None if it is free (schedulable). The rule of hosts/rules.py, with a lease told apart as a
     job's ("busy") or a manual reservation ("reserved")."""
-    blocker = host.blocker()
+    blocker = the_rule(host)
     if blocker == LEASED:
         return "busy" if host.lease_priority is not None else "reserved"
     return blocker

@@ -6,11 +6,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from jobs.scheduling.planner.types import HostState, JobState, Policy, WaitReason
+from jobs.scheduling.planner.types import HostState, JobState, Policy, WaitCode, WaitReason
 
 # A waiting job that might run if a host were freed. The others wait for something preemption
 # cannot change: no host with the labels, the suite's cap, a host that is locked or down.
-PREEMPTING = frozenset({"hosts_unavailable", "outranked", "pinned_host_busy"})
+PREEMPTING = frozenset({WaitCode.HOSTS_UNAVAILABLE, WaitCode.OUTRANKED, WaitCode.PINNED_HOST_BUSY})
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 
 from hosts.rules import host_blocker, job_fits_host
 
@@ -31,13 +32,7 @@ class HostState:
     def blocker(self, *, once_freed: bool = False) -> str | None:
         """What keeps it from a lease, by the one rule (hosts.rules.host_blocker); None if
         nothing does. `once_freed`: as if its lease (if any) had ended."""
-        return host_blocker(
-            ready=self.ready,
-            locked=self.locked,
-            leased=self.leased and not once_freed,
-            worker_paused=self.worker_paused,
-            worker_offline=self.worker_offline,
-        )
+        return host_blocker(self, once_freed=once_freed)
 
     @property
     def schedulable(self) -> bool:
@@ -126,11 +121,38 @@ class WorkerLoad:
     running: int = 0  # hosts of the worker holding an active lease
 
 
+class WaitCode(StrEnum):
+    """Why a queued job waits: every code a wait reason may carry, the only place they are
+    written. The planner gives most; jobs/selectors.py the three the planner does not see
+    (a retry's backoff, a maintenance job, a job newer than the latest tick). The API's
+    `wait_reason.code` enum, the UI's badges (jobs/templatetags/schedsite_ui.py WAIT_KINDS) and
+    docs/scheduling.md#wait-reasons are held to it by tests/jobs/test_wait_codes.py."""
+
+    RETRY_BACKOFF = "retry_backoff"
+    MAINTENANCE_WAITING = "maintenance_waiting"
+    PINNED_HOST_MISSING = "pinned_host_missing"
+    PINNED_HOST_LACKS_LABELS = "pinned_host_lacks_labels"
+    NO_MATCHING_HOST = "no_matching_host"
+    SUITE_AT_MAX_DUTS = "suite_at_max_duts"
+    PINNED_HOST_LOCKED = "pinned_host_locked"
+    PINNED_HOST_BUSY = "pinned_host_busy"
+    PINNED_HOST_PAUSED = "pinned_host_paused"
+    PINNED_HOST_OFFLINE = "pinned_host_offline"
+    PINNED_HOST_NOT_READY = "pinned_host_not_ready"
+    PINNED_HOST_AT_CAPACITY = "pinned_host_at_capacity"
+    HOSTS_UNAVAILABLE = "hosts_unavailable"
+    OUTRANKED = "outranked"
+    PENDING_TICK = "pending_tick"
+
+
+WAIT_CODES = tuple(code.value for code in WaitCode)  # as plain strings: the API's choices
+
+
 @dataclass(frozen=True, slots=True)
 class WaitReason:
     """Why a job is still queued after a tick: a stable code, plain words and the numbers."""
 
-    code: str
+    code: WaitCode
     message: str
     details: Mapping[str, object] = field(default_factory=dict)
 

@@ -82,6 +82,12 @@ class HostQuerySet(models.QuerySet):
         )
         return self.filter(pk__in=ids)
 
+    def fitting(self, labels: list[str], pinned_host_id: int | None = None) -> HostQuerySet:
+        """Hosts a job needing `labels` (pinned to `pinned_host_id`, if any) fits: the SQL twin
+        of hosts.rules.job_fits_host, held to its cases by tests/hosts/test_rules.py."""
+        hosts = self.carrying(labels)
+        return hosts if pinned_host_id is None else hosts.filter(pk=pinned_host_id)
+
     def _holding_a_lease(self) -> Exists:
         """True for a host (the outer row) that an active lease or reservation holds."""
         # Leases belong to the jobs app, which builds on this one: reach the model through
@@ -126,7 +132,8 @@ class HostQuerySet(models.QuerySet):
     def schedulable(self, now: datetime) -> HostQuerySet:
         """Hosts that may take a lease at `now`: ready, unlocked, unleased, worker absent or up.
 
-        The SQL twin of the planner's `host_is_schedulable`, which decides on the snapshot's
-        plain data; tests/hosts/test_querysets.py holds the two to the same table of cases.
+        The SQL twin of `hosts.rules.host_is_schedulable`, which the planner asks on the
+        snapshot's plain data; tests/hosts/test_querysets.py holds the two to the same table of
+        cases.
         """
         return self.in_service(now).filter(status=HostStatus.READY).unleased()

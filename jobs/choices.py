@@ -68,6 +68,42 @@ class Priority(models.IntegerChoices):
     SUPER = 80, "super"
 
 
+# What a suite or a standalone job runs at when it names no priority.
+DEFAULT_PRIORITY: int = Priority.DEFAULT.value
+# Level name -> value: the one table the API, the forms, the lab files and the pages read.
+PRIORITY_LEVELS: dict[str, int] = {level.label: level.value for level in Priority}
+
+
+def priority_name(value: int) -> str:
+    """The name of the level at `value` ("cq" for 70); "" for a value between levels."""
+    try:
+        return Priority(value).label
+    except ValueError:
+        return ""
+
+
+def parse_priority(value: object) -> int:
+    """Read a priority as a person or a file gives it: an integer 0–100 (70, 70.0, "70") or a
+    level's name ("cq", " CQ "). The one parser; ValueError says what is wrong."""
+    if isinstance(value, bool):
+        raise ValueError(f"must be a whole number, got {value!r}")
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in PRIORITY_LEVELS:
+            return PRIORITY_LEVELS[text]
+        # int() alone would accept "²" (then fail) or thousands of digits (then fail).
+        if not (text.isascii() and text.isdigit() and len(text) <= 3):
+            raise ValueError(f"unknown level {value!r} (use 0–100 or {', '.join(PRIORITY_LEVELS)})")
+        value = int(text)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int):
+        raise ValueError(f"must be a whole number, got {value!r}")
+    if not 0 <= value <= 100:
+        raise ValueError(f"must be from 0 to 100, got {value}")
+    return value
+
+
 class SuiteOrigin(models.TextChoices):
     """How a suite came to be: sent by a tester, dispatched from a template, or by its cron."""
 

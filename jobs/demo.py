@@ -18,7 +18,7 @@ from hosts import services as host_services
 from hosts.choices import HostStatus
 from hosts.models import HealthPolicy, Host, Worker
 from jobs import services, suite_templates
-from jobs.choices import JobKind, JobStatus
+from jobs.choices import DEFAULT_PRIORITY, JobKind, JobStatus
 from jobs.models import Job, Lease, Suite, decode_labels, encode_labels
 from schedsite.errors import ServiceError
 
@@ -154,7 +154,7 @@ def submit_random_suite(
     owner,  # noqa: ANN001
     rng: random.Random,
     name: str,
-    priority: int = 40,
+    priority: int = DEFAULT_PRIORITY,
     min_duts: int = 0,
     max_duts: int | None = None,
     jobs: int = 8,

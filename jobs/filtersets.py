@@ -71,7 +71,7 @@ class SuiteFilterSet(filters.FilterSet):
 
 
 class LeaseFilterSet(filters.FilterSet):
-    active = StrictBooleanFilter(field_name="released_at", lookup_expr="isnull")
+    active = StrictBooleanFilter(method="filter_active", label="Released at is null")
     worker = filters.CharFilter(field_name="host__worker__name")
     host = filters.CharFilter(field_name="host__hostname")
     job = IdFilter(field_name="job_id")
@@ -85,6 +85,11 @@ class LeaseFilterSet(filters.FilterSet):
     class Meta:
         model = Lease
         fields = ["active", "worker", "host", "job", "manual", "kind"]
+
+    def filter_active(self, queryset: QuerySet[Lease], name: str, value: bool | None) -> QuerySet:
+        if value is None:
+            return queryset
+        return queryset.active() if value else queryset.released()  # type: ignore[attr-defined]
 
     def filter_kind(self, queryset: QuerySet[Lease], name: str, value: list[str]) -> QuerySet:
         if not value:

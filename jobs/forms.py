@@ -14,7 +14,7 @@ from django.http import QueryDict
 from hosts.forms import split_labels
 from hosts.models import Host
 from hosts.services import labels_validate
-from jobs.choices import HostChoice, Priority, SchedulerOrdering
+from jobs.choices import DEFAULT_PRIORITY, HostChoice, Priority, SchedulerOrdering
 from jobs.limits import bounds
 from jobs.models import SchedulerSettings
 from jobs.services import JobSpec, settings_value
@@ -50,7 +50,7 @@ class SuiteForm(forms.Form):
     name = forms.CharField(max_length=bounds("name").high)
     build = forms.CharField(max_length=bounds("build").high, required=False)
     priority = forms.TypedChoiceField(
-        choices=PRIORITY_CHOICES, coerce=int, initial=Priority.DEFAULT
+        choices=PRIORITY_CHOICES, coerce=int, initial=DEFAULT_PRIORITY
     )
     min_duts = limited_integer("min_duts", label="Min DUTs", initial=0)
     max_duts = limited_integer("max_duts", label="Max DUTs", required=False)

@@ -61,12 +61,12 @@ def job_attempts(job: Job, *, now: datetime | None = None) -> list[Attempt]:
         ended_job = (
             lease is last
             and job.status in TERMINAL_JOB_STATUSES
-            and lease.released_at is not None
+            and not lease.active
             # The job's final move and the lease's release are one step with one time; a job
             # requeued and then aborted or expired in the queue ended after its last lease.
             and job.finished_at == lease.released_at
         )
-        went_back = lease.released_at is not None and not ended_job
+        went_back = not lease.active and not ended_job
         ending = next((e for e in mine if e.kind in ENDING_EVENTS and e.lease_id == lease.pk), None)
         retried = next((e for e in mine if e.kind == EventKind.RETRIED), None)
         attempts.append(
@@ -87,7 +87,7 @@ def job_attempts(job: Job, *, now: datetime | None = None) -> list[Attempt]:
 
 
 def _result(job: Job, lease: Lease, *, ended_job: bool) -> str:
-    if lease.released_at is None:
+    if lease.active:
         return job.status if job.status in ACTIVE_JOB_STATUSES else JobStatus.LEASED
     if ended_job:
         return job.status

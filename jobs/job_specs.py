@@ -19,6 +19,7 @@ from hosts.models import Host
 from hosts.querysets import HostQuerySet
 from hosts.services import labels_validate
 from jobs import limits
+from jobs.choices import DEFAULT_PRIORITY
 from jobs.models import Job, Suite, encode_labels
 from schedsite.errors import InvalidInput
 
@@ -72,7 +73,8 @@ def job_from_spec(
     longest = limits.bounds("name").high
     if len(name) > longest:
         raise InvalidInput(f"{where}name: at most {longest} characters", field=f"{where}name")
-    priority = spec.priority if spec.priority is not None else (suite.priority if suite else 40)
+    if (priority := spec.priority) is None:
+        priority = suite.priority if suite else DEFAULT_PRIORITY
     check_priority(priority, f"{where}priority")
     retries = limits.bounds("max_retries")
     if not retries.low <= spec.max_retries <= retries.high:

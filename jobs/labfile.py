@@ -21,7 +21,7 @@ from hosts.models import Host, Label, Worker
 from hosts.validators import label_validator, name_validator
 from jobs import services as jobs_services
 from jobs import transitions
-from jobs.choices import Priority
+from jobs.choices import DEFAULT_PRIORITY, parse_priority
 from jobs.limits import bounds
 from jobs.models import Job, Lease, Suite, encode_labels
 from jobs.scheduling.triggers import request_tick
@@ -30,7 +30,6 @@ from jobs.submission_schema import LAB_JOB_FIELDS, LAB_SUITE_FIELDS, unknown_fie
 from jobs.transitions import Mover
 from schedsite.errors import InvalidInput, ServiceError
 
-PRIORITY_NAMES = {p.label: p.value for p in Priority}
 LABEL_MAX = Label._meta.get_field("name").max_length
 # How a lab file names a worker or a host: the validator, the longest name, the word for it.
 Naming = tuple[Callable[[str], None], int, str]
@@ -142,17 +141,11 @@ class _Checker:
         return value
 
     def priority(self, entry: dict, where: str, default: int) -> int:
-        value = entry.get("priority", default)
-        if isinstance(value, str):
-            if value.lower() in PRIORITY_NAMES:
-                return PRIORITY_NAMES[value.lower()]
-            self.fail(
-                f"{where}.priority",
-                f"unknown level {value!r} (use 0–100 or {', '.join(PRIORITY_NAMES)})",
-            )
+        try:
+            return parse_priority(entry.get("priority", default))
+        except ValueError as error:
+            self.fail(f"{where}.priority", str(error))
             return default
-        result = self.integer(entry, "priority", where, default=default, low=0, high=100)
-        return default if result is None else result
 
     def labels(self, entry: dict, key: str, where: str) -> list[str]:
         value = entry.get(key) or []
@@ -329,7 +322,7 @@ def _validate_suites(data: dict, check: _Checker, jobs: _JobChecker) -> list[dic
     for i, entry in enumerate(_entries(data, "suites", check)):
         where = _label(i, entry, "suites", "name")
         check.known(entry, where, LAB_SUITE_FIELDS)
-        priority = check.priority(entry, where, 40)
+        priority = check.priority(entry, where, DEFAULT_PRIORITY)
         min_duts = check.limited(entry, "min_duts", where, default=0)
         max_duts = check.limited(entry, "max_duts", where, default=None)
         if max_duts is not None and min_duts is not None and min_duts > max_duts:
@@ -374,7 +367,7 @@ def validate(data: Any) -> dict:
     job_check = _JobChecker(check, host_labels)
     suites = _validate_suites(data, check, job_check)
     jobs = [
-        job_check.entry(entry, _label(i, entry, "jobs", "name"), 40)
+        job_check.entry(entry, _label(i, entry, "jobs", "name"), DEFAULT_PRIORITY)
         for i, entry in enumerate(_entries(data, "jobs", check))
     ]
     if check.problems:

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 
-from jobs.choices import Priority
+from jobs.choices import priority_name
 from jobs.models import Job, SubmitLimit, Suite
 from schedsite import roles
 from schedsite.errors import InvalidInput, LimitExceeded
@@ -88,8 +88,8 @@ def _plural(count: int, noun: str) -> str:
 
 
 def _priority_name(value: int) -> str:
-    names = {level.value: level.label for level in Priority}
-    return f"{value} ({names[value]})" if value in names else str(value)
+    name = priority_name(value)
+    return f"{value} ({name})" if name else str(value)
 
 
 def submission_check(

@@ -11,6 +11,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from jobs.choices import (
+    DEFAULT_PRIORITY,
     HostChoice,
     JobKind,
     JobStatus,
@@ -21,7 +22,7 @@ from jobs.choices import (
     SuiteStatus,
     TemplateRunOutcome,
 )
-from jobs.querysets import JobQuerySet, LeaseQuerySet, SuiteQuerySet, suite_finished
+from jobs.querysets import ACTIVE_LEASE, JobQuerySet, LeaseQuerySet, SuiteQuerySet, suite_finished
 from jobs.scheduling import planner
 from schedsite import roles
 from schedsite.model_fields import account_link
@@ -42,7 +43,7 @@ class Suite(models.Model):
 
     name = models.CharField(max_length=200)
     build = models.CharField(max_length=200, blank=True)
-    priority = models.PositiveSmallIntegerField(default=40)
+    priority = models.PositiveSmallIntegerField(default=DEFAULT_PRIORITY)
     min_duts = models.PositiveIntegerField(default=0)
     max_duts = models.PositiveIntegerField(null=True, blank=True)
     owner = account_link("suites")
@@ -109,7 +110,7 @@ class Job(models.Model):
         Suite, null=True, blank=True, on_delete=models.CASCADE, related_name="jobs"
     )
     name = models.CharField(max_length=200)
-    priority = models.PositiveSmallIntegerField(default=40)
+    priority = models.PositiveSmallIntegerField(default=DEFAULT_PRIORITY)
     label_key = models.CharField(max_length=2000, blank=True)  # encode_labels(); immutable
     host = models.ForeignKey(  # a pinned host
         "hosts.Host", null=True, blank=True, on_delete=models.PROTECT, related_name="pinned_jobs"
@@ -225,29 +226,30 @@ class Lease(models.Model):
             # The invariants of the whole product, guarded by the database itself.
             models.UniqueConstraint(
                 fields=["host"],
-                condition=Q(released_at__isnull=True),
+                condition=ACTIVE_LEASE,
                 name="one_active_lease_per_host",
             ),
             models.UniqueConstraint(
                 fields=["job"],
-                condition=Q(released_at__isnull=True, job__isnull=False),
+                condition=Q(job__isnull=False) & ACTIVE_LEASE,
                 name="one_active_lease_per_job",
             ),
             models.CheckConstraint(
-                condition=Q(released_at__isnull=True) | ~Q(release_reason=""),
+                condition=ACTIVE_LEASE | ~Q(release_reason=""),
                 name="released_lease_has_reason",
             ),
         ]
         indexes = [
             models.Index(
                 fields=["expires_at"],
-                condition=Q(released_at__isnull=True),
+                condition=ACTIVE_LEASE,
                 name="lease_active_expiry",
             ),
             # The snapshot's read of the hosts each retried job failed on.
             models.Index(fields=["job"], condition=Q(host_failed=True), name="lease_host_failed"),
             # When each host's last lease ended (`host_choice: spread`): one probe per host,
-            # however long the lease history.
+            # however long the lease history. Released leases, `~ACTIVE_LEASE` in words its
+            # migration keeps (PostgreSQL reads `released()`'s NOT (… IS NULL) as this).
             models.Index(
                 fields=["host", "-released_at"],
                 condition=Q(released_at__isnull=False),
@@ -260,6 +262,7 @@ class Lease(models.Model):
 
     @property
     def active(self) -> bool:
+        """Not yet released: it holds its host (the Python twin of querysets.ACTIVE_LEASE)."""
         return self.released_at is None
 
     def managed_by(self, user: roles.User) -> bool:

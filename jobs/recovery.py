@@ -122,7 +122,7 @@ def _completed_job_leases() -> QuerySet[Lease]:
 def _last_results(host: Host, streak: int, lease: Lease | None) -> list[tuple]:
     """(kind, status, suite id, job id) of the host's last `streak` completed job leases."""
     earlier = getattr(lease, "earlier_results", None)
-    if lease is None or earlier is None or lease.released_at is None:
+    if lease is None or earlier is None or lease.active:
         rows = _completed_job_leases().filter(host=host)
         columns = ("job__kind", "job__status", "job__suite_id", "job_id")
         return list(rows.values_list(*columns)[:streak])

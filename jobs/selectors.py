@@ -24,6 +24,7 @@ from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from hosts import rules
 from hosts.choices import AWAITING_MAINTENANCE, IN_MAINTENANCE, HostStatus
 from hosts.models import Host, Label, Worker
 from hosts.querysets import online_cutoff
@@ -86,7 +87,10 @@ def wait_reasons_for(jobs: list[Job], tick: SchedulerTick | None = None) -> dict
         if own[job.pk] is None and tick is not None and job.created_at <= tick.started_at:
             classes[job.pk] = planner.class_key(snapshot.job_state(job))
     table = _class_reasons(tick, set(classes.values())) if tick is not None else {}
-    pending = {"code": "pending_tick", "message": "Waiting for the next scheduler tick."}
+    pending = {
+        "code": planner.WaitCode.PENDING_TICK,
+        "message": "Waiting for the next scheduler tick.",
+    }
     return {
         pk: reason or table.get(classes.get(pk, "")) or {**pending, "details": {}}
         for pk, reason in own.items()
@@ -100,7 +104,7 @@ def _own_wait_reason(job: Job, *, now: datetime, busy: set[int]) -> dict | None:
     if job.not_before is not None and job.not_before > now:
         until = timezone.localtime(job.not_before)
         return {
-            "code": "retry_backoff",
+            "code": planner.WaitCode.RETRY_BACKOFF,
             "message": f"{job.message or 'retry'}; waiting until {until:%H:%M:%S}",
             "details": {"not_before": job.not_before.isoformat()},
         }
@@ -112,17 +116,27 @@ def _maintenance_wait_reason(job: Job, *, busy: bool) -> dict:
     why = "the next tick leases it"
     if host is None:
         why = "its host is gone"
-    elif host.locked:
-        why = f"its host is locked: {host.lock_reason}"
-    elif host.worker_id and host.worker.paused:
-        why = f"worker {host.worker.name} is paused"
-    elif host.worker_id and not host.worker.is_online():
-        why = f"worker {host.worker.name} is offline"
-    elif busy:
-        why = "its host is busy: it runs when the current lease ends"
+    else:
+        worker = host.worker if host.worker_id else None
+        facts = rules.Facts(
+            ready=True,  # a verify or repair job runs on a host that is not ready
+            locked=host.locked,
+            leased=busy,
+            worker_paused=worker is not None and worker.paused,
+            worker_offline=worker is not None and not worker.is_online(),
+        )
+        blocker = rules.host_blocker(facts)
+        if blocker is not None:
+            name = worker.name if worker is not None else ""
+            why = {
+                rules.LOCKED: f"its host is locked: {host.lock_reason}",
+                rules.PAUSED: f"worker {name} is paused",
+                rules.OFFLINE: f"worker {name} is offline",
+                rules.LEASED: "its host is busy: it runs when the current lease ends",
+            }[blocker]
     hostname = host.hostname if host else "?"
     return {
-        "code": "maintenance_waiting",
+        "code": planner.WaitCode.MAINTENANCE_WAITING,
         "message": f"{job.get_kind_display()} of {hostname} waits: {why}.",
         "details": {"host": hostname},
     }

@@ -18,14 +18,13 @@ from rest_framework import serializers
 
 from hosts.models import Host
 from jobs import services
-from jobs.choices import Priority
+from jobs.choices import DEFAULT_PRIORITY, PRIORITY_LEVELS, parse_priority
 from jobs.limits import bounds
 from jobs.models import Suite
 from jobs.services import JobSpec
 from schedsite.api_fields import StrictBooleanField, StrictCharField, StrictIntegerField
 
 MAX_LABELS = bounds("labels").high
-PRIORITY_LEVELS = {level.label: level.value for level in Priority}
 
 # What a lab file's suites and jobs may hold (README.md, "Lab-file format"): the API's fields
 # they share, and where a job runs now.
@@ -98,21 +97,10 @@ class PriorityField(serializers.Field):
     }
 
     def to_internal_value(self, data: object) -> int:
-        if isinstance(data, bool):
+        try:
+            return parse_priority(data)
+        except ValueError:
             self.fail("invalid")
-        if isinstance(data, str):
-            text = data.strip().lower()
-            if text in PRIORITY_LEVELS:
-                return PRIORITY_LEVELS[text]
-            # int() alone would accept "²" (then fail) or thousands of digits (then fail).
-            if not (text.isascii() and text.isdigit() and len(text) <= 3):
-                self.fail("invalid")
-            data = int(text)
-        if isinstance(data, float) and data.is_integer():
-            data = int(data)
-        if not isinstance(data, int) or not 0 <= data <= 100:
-            self.fail("invalid")
-        return data  # type: ignore[return-value]
 
     def to_representation(self, value: int) -> int:
         return value
@@ -230,7 +218,7 @@ class SuiteCreateInputSerializer(StrictInputSerializer):
 
     name = StrictCharField(max_length=bounds("name").high)
     build = StrictCharField(max_length=bounds("build").high, allow_blank=True, default="")
-    priority = PriorityField(default=Priority.DEFAULT.value)
+    priority = PriorityField(default=DEFAULT_PRIORITY)
     min_duts = limited_integer("min_duts", default=0)
     max_duts = limited_integer("max_duts", required=False, allow_null=True, default=None)
     expires_after = expires_after_field(

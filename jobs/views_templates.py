@@ -11,11 +11,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.text import capfirst
 from django.views.decorators.http import require_GET, require_http_methods
-from rest_framework.exceptions import ValidationError
 
 from jobs import suite_templates, template_selectors
-from jobs.api.fields import PriorityField
-from jobs.choices import Priority
+from jobs.choices import DEFAULT_PRIORITY, parse_priority
 from jobs.forms import DispatchForm, TemplateForm
 from jobs.models import Suite, SuiteTemplate
 from jobs.views_resubmit import suite_queued
@@ -30,9 +28,9 @@ RUNS_SHOWN = 50
 def _priority(value: object) -> int:
     """The body's priority as a number: it may name a level ("daily"), as the API allows."""
     try:
-        return PriorityField().to_internal_value(value)
-    except ValidationError:
-        return Priority.DEFAULT.value
+        return parse_priority(value)
+    except ValueError:
+        return DEFAULT_PRIORITY
 
 
 def body_summary(body: dict[str, Any]) -> dict[str, Any]:
@@ -42,7 +40,7 @@ def body_summary(body: dict[str, Any]) -> dict[str, Any]:
     return {
         "name": body.get("name", ""),
         "build": body.get("build", ""),
-        "priority": _priority(body.get("priority", Priority.DEFAULT.value)),
+        "priority": _priority(body.get("priority", DEFAULT_PRIORITY)),
         "min_duts": body.get("min_duts") or 0,
         "max_duts": body.get("max_duts"),
         "fanout_labels": fanout.get("labels", []),

@@ -409,6 +409,7 @@ SPECTACULAR_SETTINGS = {
         "EventKindEnum": "hosts.choices.EventKind",
         "SchedulerOrderingEnum": "jobs.choices.SchedulerOrdering",
         "HostChoiceEnum": "jobs.choices.HostChoice",
+        "WaitCodeEnum": "jobs.scheduling.planner.types.WAIT_CODES",
     },
     "SWAGGER_UI_SETTINGS": {"persistAuthorization": True, "displayOperationId": False},
 }

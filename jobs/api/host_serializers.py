@@ -10,6 +10,7 @@ from rest_framework import serializers
 
 from hosts.choices import HostStatus
 from hosts.models import HealthPolicy, Host, HostEvent, Worker
+from hosts.rules import host_is_schedulable
 from hosts.services import CAPACITY_MOST, POLICY_LIMITS
 from hosts.validators import NAME_VALIDATORS, label_validator, policy_name_validator
 from jobs import host_inventory as inventory
@@ -20,7 +21,6 @@ from jobs.api.serializers import (
     ActiveLeaseSerializer,
     LeaseReleaseInputSerializer,
 )
-from jobs.scheduling.planner import host_is_schedulable
 from schedsite import links
 from schedsite.api_fields import StrictBooleanField, StrictCharField, StrictIntegerField
 from schedsite.roles import RUNNER_GROUP

@@ -13,7 +13,7 @@ from jobs.api.fields import PriorityField
 from jobs.api.settings_serializers import ProposedSettingsSerializer
 from jobs.api.submit_serializers import SuiteCreateInputSerializer
 from jobs.models import SchedulerSettings, Suite
-from jobs.scheduling.planner import Policy
+from jobs.scheduling.planner import WAIT_CODES, Policy
 from jobs.scheduling.whatif import (
     Change,
     SuiteChange,
@@ -168,7 +168,11 @@ class PlanJobSerializer(serializers.Serializer):
     )
     name = serializers.CharField()
     host = serializers.CharField(required=False, help_text="The host it would be leased.")
-    code = serializers.CharField(required=False, help_text="Its wait reason's code.")
+    code = serializers.ChoiceField(
+        choices=WAIT_CODES,
+        required=False,
+        help_text="Its wait reason's code.",
+    )
     message = serializers.CharField(required=False, help_text="Its wait reason.")
 
 

@@ -26,6 +26,7 @@ from jobs.choices import JobKind, JobStatus, ReleaseReason, SuiteStatus
 from jobs.filtersets import RESERVATION
 from jobs.job_history import Attempt, suite_outcome
 from jobs.models import Job, Lease, Suite, decode_labels
+from jobs.scheduling.planner import WAIT_CODES
 from schedsite.api_fields import (
     StrictBooleanField,
     StrictCharField,
@@ -105,7 +106,7 @@ class LeaseSerializer(ActiveLeaseSerializer):
         return lease.job.suite_id if lease.job_id else None
 
     def get_active(self, lease: Lease) -> bool:
-        return lease.released_at is None
+        return lease.active
 
     def get_manual(self, lease: Lease) -> bool:
         return lease.job_id is None
@@ -146,7 +147,7 @@ class LeaseExtendInputSerializer(serializers.Serializer):
 
 
 class WaitReasonSerializer(serializers.Serializer):
-    code = serializers.CharField()
+    code = serializers.ChoiceField(choices=WAIT_CODES)
     message = serializers.CharField()
     details = serializers.DictField()
 

@@ -303,7 +303,7 @@ class JobViewSet(ReadViewSet):
         lease = self._runner_lease(data.pop("lease", None), data)
         job = service(lease=lease, by=self.request.user, **data)
         # The service leaves the job and the lease as it wrote them: no second read.
-        job.active_leases = [lease] if lease.released_at is None else []
+        job.active_leases = [lease] if lease.active else []
         # The answer of _render, from a serializer whose fields are built once per process.
         context = {
             **self.get_serializer_context(),

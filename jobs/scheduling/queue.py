@@ -17,7 +17,7 @@ every queued job (`_policy_head`), O(queue) per page (docs/performance.md#the-qu
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -28,6 +28,7 @@ from django.utils import timezone
 from django.utils.functional import cached_property
 
 from hosts.models import Host
+from hosts.rules import job_fits_host
 from jobs import selectors
 from jobs.choices import ACTIVE_JOB_STATUSES, JobKind
 from jobs.models import Job, Lease, SchedulerSettings, Suite, decode_labels
@@ -299,17 +300,35 @@ class HostWaiters:
 
 def host_waiters(host: Host, *, limit: int) -> HostWaiters:
     """Queued jobs the host could run (its labels cover theirs; unpinned or pinned to it)."""
-    # Decide per distinct label set, not per job: a lab has hundreds of sets and may queue
-    # 100,000 jobs. Then read the first few in queue order, as the queue page reads a page.
-    queued = Job.objects.queued()
-    carried = set(host.label_names)
-    keys = queued.values_list("label_key", flat=True).distinct().order_by()
-    fitting = [key for key in keys if set(decode_labels(key)) <= carried]
-    if not fitting:
+    # Read the first few in queue order, as the queue page reads a page.
+    fitting = fitting_jobs(Job.objects.queued(), host_id=host.pk, host_labels=host.label_names)
+    if fitting.query.is_empty():
         return HostWaiters(jobs=[], positions={}, count=0)
-    selection = queue_select(
-        queued.filter(Q(host__isnull=True) | Q(host=host), label_key__in=fitting)
-    )
+    selection = queue_select(fitting)
     jobs = queue_jobs(selection.ids[:limit])
     positions = selection.positions([job.pk for job in jobs])
     return HostWaiters(jobs=jobs, positions=positions, count=selection.ids.count())
+
+
+def fitting_jobs(jobs: QuerySet[Job], *, host_id: int, host_labels: Iterable[str]) -> QuerySet[Job]:
+    """The jobs that fit a host: the SQL twin of hosts.rules.job_fits_host.
+
+    The host carries all their labels (decided by the rule itself, once per distinct label
+    set: a lab has hundreds of sets and may queue 100,000 jobs), and they are unpinned or
+    pinned to it (in SQL). tests/hosts/test_rules.py holds it to the rule's cases.
+    """
+    carried = frozenset(host_labels)
+    keys = jobs.values_list("label_key", flat=True).distinct().order_by()
+    fitting = [
+        key
+        for key in keys
+        if job_fits_host(
+            labels=frozenset(decode_labels(key)),
+            pinned_host_id=None,  # the pin is the SQL below
+            host_id=host_id,
+            host_labels=carried,
+        )
+    ]
+    if not fitting:
+        return jobs.none()
+    return jobs.filter(Q(host__isnull=True) | Q(host_id=host_id), label_key__in=fitting)

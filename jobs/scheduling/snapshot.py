@@ -166,7 +166,8 @@ def hosts_last_used(ids: Iterable[int] | None = None) -> dict[int, datetime]:
     query, one probe of the index `lease_host_last_released` per host, whatever the lease
     history's length."""
     last = (
-        Lease.objects.filter(host=OuterRef("pk"), released_at__isnull=False)
+        Lease.objects.released()
+        .filter(host=OuterRef("pk"))
         .order_by("-released_at")
         .values("released_at")[:1]
     )

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from hosts.rules import job_fits_host
 from jobs.models import Job, SchedulerSettings, Suite
 from jobs.scheduling import planner
 from jobs.scheduling.labstate import scheduler_snapshot
@@ -258,8 +259,8 @@ def stranded_jobs(
     unlocked and on a worker that is up. Only the changed hosts can make a job lose its last
     one, so a class of identical jobs is looked at only if a changed host fits it.
     """
-    usable_before = [h for h in before if _usable(h)]
-    usable_after = [h for h in after if _usable(h)]
+    usable_before = [h for h in before if h.usable_when_freed]
+    usable_after = [h for h in after if h.usable_when_freed]
     changed_hosts = [h for h in usable_before if h.id in changed]
     verdict: dict[tuple[frozenset[str], int | None], bool] = {}
     stranded = []
@@ -273,19 +274,11 @@ def stranded_jobs(
     return stranded
 
 
-def _usable(host: planner.HostState) -> bool:
-    return planner.host_is_schedulable(
-        ready=host.ready,
-        locked=host.locked,
-        leased=False,
-        worker_paused=host.worker_paused,
-        worker_offline=host.worker_offline,
-    )
-
-
 def _fits(host: planner.HostState, key: tuple[frozenset[str], int | None]) -> bool:
     labels, pinned = key
-    return (pinned is None or pinned == host.id) and labels <= host.labels
+    return job_fits_host(
+        labels=labels, pinned_host_id=pinned, host_id=host.id, host_labels=host.labels
+    )
 
 
 # --- in words ------------------------------------------------------------------------------

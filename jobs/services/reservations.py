@@ -111,7 +111,7 @@ def reservation_end(
         raise Conflict("only manual reservations are ended this way; release a job's lease")
     reservation_check_manager(lease=lease, by=by)
     lease = Lease.objects.select_for_update(of=("self",)).select_related("host").get(pk=lease.pk)
-    if lease.released_at is not None:
+    if not lease.active:
         raise Conflict(f"lease {lease.pk} is no longer active")
     # The holder ends their own hold (the owner's path); staff end anyone's.
     mover = Mover.OWNER if lease.holder_id == getattr(by, "pk", None) else Mover.STAFF

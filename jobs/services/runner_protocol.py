@@ -18,6 +18,7 @@ from hosts.models import Host, Worker
 from jobs import recovery, transitions
 from jobs.choices import JobKind, JobStatus, ReleaseReason
 from jobs.models import Job, Lease
+from jobs.querysets import ACTIVE_LEASE_SQL
 from jobs.services.common import active_lease_for
 from jobs.services.staff import job_abort
 from jobs.transitions import Mover
@@ -150,8 +151,8 @@ def _complete(
 
 def _ended(lease: Lease) -> Conflict:
     """The conflict of acting on a lease that is not an active job lease, saying why."""
-    row = Lease.objects.filter(pk=lease.pk).values("released_at", "release_reason").first()
-    if row is not None and row["released_at"] is not None:
+    row = Lease.objects.released().filter(pk=lease.pk).values("release_reason").first()
+    if row is not None:
         why = f" ({row['release_reason']})" if row["release_reason"] else ""
         return Conflict(f"lease {lease.pk} is no longer active{why}")
     if lease.job_id is None:
@@ -176,7 +177,7 @@ def _extend(lease: Lease, *, at: datetime, unexpired: bool) -> None:
 def _lock_job_lease(lease: Lease) -> Lease:
     """Lock and read an active job lease, for the calls that act on more than its row."""
     locked = Lease.objects.select_for_update().filter(pk=lease.pk).first()
-    if locked is None or locked.released_at is not None or locked.job_id is None:
+    if locked is None or not locked.active or locked.job_id is None:
         raise _ended(locked or lease)
     return locked
 
@@ -256,7 +257,7 @@ def _extend_many(ids: list[int], *, worker: Worker, at: datetime) -> list[int]:
         with connection.cursor() as cursor:
             cursor.execute(
                 f"UPDATE {lease} SET heartbeat_at = %s, expires_at = %s "
-                "WHERE id = ANY(%s) AND released_at IS NULL AND job_id IS NOT NULL "
+                f"WHERE id = ANY(%s) AND {ACTIVE_LEASE_SQL} AND job_id IS NOT NULL "
                 f"AND expires_at >= %s AND host_id IN (SELECT id FROM {host} WHERE worker_id = %s) "
                 "RETURNING id",
                 [at, expires_at, ids, at, worker.pk],

@@ -27,7 +27,7 @@ def lease_release(
     lease = (
         Lease.objects.select_for_update(of=("self",)).select_related("host", "job").get(pk=lease.pk)
     )
-    if lease.released_at is not None:
+    if not lease.active:
         raise Conflict(f"lease {lease.pk} is no longer active")
     text = reason.strip() or "released by hand"
     job = lease.job

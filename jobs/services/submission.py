@@ -13,7 +13,9 @@ from django.utils import timezone
 from hosts.audit import Actor, actor_user
 from hosts.choices import HostStatus
 from hosts.models import Host, Label
+from hosts.rules import job_fits_host, missing_labels
 from jobs import limits
+from jobs.choices import DEFAULT_PRIORITY
 from jobs.job_specs import MAX_EXPIRES_AFTER as MAX_EXPIRES_AFTER
 from jobs.job_specs import (
     JobSpec,
@@ -89,7 +91,7 @@ def suite_prepare(
     name: str,
     jobs: Sequence[JobSpec] = (),
     build: str = "",
-    priority: int = 40,
+    priority: int = DEFAULT_PRIORITY,
     min_duts: int = 0,
     max_duts: int | None = None,
     fanout_labels: Sequence[str] | None = None,
@@ -157,8 +159,14 @@ def _check_matched(jobs: Sequence[Job], *, indexed: bool) -> None:
         labels = decode_labels(job.label_key)
         if job.host_id is not None:
             host = carries.get(job.host_id)
-            lacks = sorted(set(labels) - set(host.label_names)) if host else []
-            if host is None or lacks:
+            on_pin = host is not None and job_fits_host(
+                labels=set(labels),
+                pinned_host_id=job.host_id,
+                host_id=host.pk,
+                host_labels=set(host.label_names),
+            )
+            if not on_pin:
+                lacks = missing_labels(set(labels), set(host.label_names)) if host else []
                 why = f"lacks {', '.join(lacks)}" if host else "is retired"
                 raise InvalidInput(
                     f"{where}host: {job.host.hostname} {why}, so the job could never run; "
@@ -170,7 +178,7 @@ def _check_matched(jobs: Sequence[Job], *, indexed: bool) -> None:
             what = f"label{'s' * (len(missing) > 1)} {', '.join(missing)}"
         else:
             if job.label_key not in fits:
-                fits[job.label_key] = lab.carrying(labels).exists()
+                fits[job.label_key] = lab.fitting(labels).exists()
             if fits[job.label_key]:
                 continue
             what = f"{', '.join(labels)} together" if labels else "anything: it has no hosts"

@@ -11,9 +11,11 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.text import capfirst
 
+from jobs import choices
 from jobs.choices import TERMINAL_JOB_STATUSES, JobStatus, Priority
 from jobs.models import Lease, decode_labels
 from jobs.querysets import unfinished_jobs
+from jobs.scheduling.planner import WaitCode
 from schedsite import roles
 from schedsite.ui import html
 from schedsite.ui.charts import Segment, stacked_segments
@@ -35,20 +37,25 @@ class WaitKind(NamedTuple):
     title: str  # short: the badge's text
 
 
-# Wait-reason codes (jobs/scheduling/planner/) grouped by what the tester should do about them.
-WAIT_KINDS: dict[str, WaitKind] = {
-    "pending_tick": WaitKind("slate", "Pending"),
-    "no_matching_host": WaitKind("red", "No such host"),
-    "pinned_host_missing": WaitKind("red", "No such host"),
-    "pinned_host_lacks_labels": WaitKind("red", "Cannot run"),
-    "hosts_unavailable": WaitKind("amber", "Hosts unavailable"),
-    "pinned_host_locked": WaitKind("amber", "Host locked"),
-    "pinned_host_paused": WaitKind("amber", "Worker paused"),
-    "pinned_host_offline": WaitKind("amber", "Worker offline"),
-    "pinned_host_not_ready": WaitKind("amber", "Host not ready"),
-    "pinned_host_busy": WaitKind("blue", "Host busy"),
-    "outranked": WaitKind("blue", "Outranked"),
-    "suite_at_max_duts": WaitKind("purple", "At max DUTs"),
+# Every wait-reason code (planner.WaitCode) grouped by what the tester should do about it: red,
+# change the job; amber, the lab must change; blue, wait its turn; purple, its own suite's cap;
+# slate, only time. tests/jobs/test_wait_codes.py fails on a code without its badge.
+WAIT_KINDS: dict[WaitCode, WaitKind] = {
+    WaitCode.PENDING_TICK: WaitKind("slate", "Pending"),
+    WaitCode.RETRY_BACKOFF: WaitKind("slate", "Retry backoff"),
+    WaitCode.MAINTENANCE_WAITING: WaitKind("slate", "Maintenance"),
+    WaitCode.NO_MATCHING_HOST: WaitKind("red", "No such host"),
+    WaitCode.PINNED_HOST_MISSING: WaitKind("red", "No such host"),
+    WaitCode.PINNED_HOST_LACKS_LABELS: WaitKind("red", "Cannot run"),
+    WaitCode.HOSTS_UNAVAILABLE: WaitKind("amber", "Hosts unavailable"),
+    WaitCode.PINNED_HOST_LOCKED: WaitKind("amber", "Host locked"),
+    WaitCode.PINNED_HOST_PAUSED: WaitKind("amber", "Worker paused"),
+    WaitCode.PINNED_HOST_OFFLINE: WaitKind("amber", "Worker offline"),
+    WaitCode.PINNED_HOST_NOT_READY: WaitKind("amber", "Host not ready"),
+    WaitCode.PINNED_HOST_BUSY: WaitKind("blue", "Host busy"),
+    WaitCode.PINNED_HOST_AT_CAPACITY: WaitKind("blue", "Worker full"),
+    WaitCode.OUTRANKED: WaitKind("blue", "Outranked"),
+    WaitCode.SUITE_AT_MAX_DUTS: WaitKind("purple", "At max DUTs"),
 }
 
 
@@ -93,7 +100,7 @@ def wait_tone(reason: Mapping | None) -> str:
     if not reason:
         return "slate"
     code = reason.get("code", "")
-    if code == "hosts_unavailable":
+    if code == WaitCode.HOSTS_UNAVAILABLE:
         details = reason.get("details") or {}
         # Every matching host is merely busy: the job is waiting its turn, nothing is wrong.
         if details.get("matching") and details.get("busy") == details.get("matching"):
@@ -106,7 +113,7 @@ def wait_title(reason: Mapping | None) -> str:
     if not reason:
         return ""
     code = reason.get("code", "")
-    if wait_tone(reason) == "blue" and code == "hosts_unavailable":
+    if wait_tone(reason) == "blue" and code == WaitCode.HOSTS_UNAVAILABLE:
         return "Hosts busy"
     return WAIT_KINDS[code].title if code in WAIT_KINDS else capfirst(code.replace("_", " "))
 
@@ -126,7 +133,7 @@ def managed_by(lease: Lease, user: object) -> bool:
 @register.filter
 def priority_name(value: int | None) -> str:
     try:
-        return Priority(int(value)).label  # type: ignore[arg-type]
+        return choices.priority_name(int(value))  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return ""
 

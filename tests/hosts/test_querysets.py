@@ -1,4 +1,5 @@
-"""Which hosts may take work and which workers are online: one rule, asked four ways."""
+"""Which hosts may take work and which workers are online: one rule (hosts.rules), asked six
+ways."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from datetime import datetime, timedelta
 import pytest
 from django.utils import timezone
 
+from hosts import rules
 from hosts.choices import HostStatus
 from hosts.models import Host, Worker
 from jobs import selectors
@@ -16,6 +18,7 @@ from jobs.choices import JobStatus, ReleaseReason
 from jobs.models import Job, Lease
 from jobs.scheduling import labstate
 from jobs.scheduling.planner import host_is_schedulable
+from jobs.scheduling.planner.hostindex import host_blocker
 
 pytestmark = pytest.mark.django_db
 
@@ -51,6 +54,9 @@ CASES = {
         False,
     ),
 }
+
+# Kept from work by their lease alone: usable once it ends.
+FREE_ONCE_RELEASED = (CASES["leased to a job"][0], CASES["reserved by hand"][0])
 
 
 def build(case: Case, now: datetime) -> Host:
@@ -98,6 +104,11 @@ def test_every_reader_of_the_schedulable_rule_gives_the_same_answer(
     assert Host.objects.schedulable(now).filter(pk=host.pk).exists() is expected
     # The planner's rule, on the facts the tick's snapshot reads.
     assert labstate.scheduler_snapshot(now=now).hosts_by_id[host.pk].schedulable is expected
+    # The planner's count of free hosts (hostindex.host_blocker), and preemption's and the
+    # what-if plan's "usable once its lease ends" (the same rule, its lease set aside).
+    state = labstate.scheduler_snapshot(now=now).hosts_by_id[host.pk]
+    assert (host_blocker(state) is None) is expected
+    assert state.usable_when_freed is (expected or case in FREE_ONCE_RELEASED)
     # The API's `schedulable` field.
     host = Host.objects.select_related("worker").get(pk=host.pk)
     assert HostSerializer(context={"now": now}).get_schedulable(host) is expected
@@ -140,3 +151,14 @@ def test_a_worker_is_online_within_the_timeout_and_offline_after_or_if_never_see
     assert online == {"fresh", "edge"}
     assert {w.name for w in Worker.objects.offline(now)} == {"stale", "never"}
     assert {w.name for w in Worker.objects.all() if w.is_online(now)} == online
+
+
+def test_the_rule_names_the_most_lasting_cause_first():
+    # A pinned job's wait reason and the planner's counts say one cause per host: this one.
+    facts = dict(ready=False, locked=True, leased=True, worker_paused=True, worker_offline=True)
+    said = []
+    for name in ("locked", "worker_paused", "worker_offline", "ready", "leased"):
+        said.append(rules.host_blocker(rules.Facts(**facts)))
+        facts[name] = name == "ready"
+    said.append(rules.host_blocker(rules.Facts(**facts)))
+    assert said == ["locked", "paused", "offline", "not_ready", "leased", None]

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from operator import attrgetter
 
+# The inventory's rule, on the planner's plain values (HostState.schedulable), for its callers.
+from hosts.rules import host_is_schedulable
 from jobs.scheduling.planner.explanations import Explainer, WaitReasons, explain_waits
 from jobs.scheduling.planner.hostindex import HostIndex
 from jobs.scheduling.planner.matching import Matching, assign_hosts, job_classes
@@ -38,15 +40,16 @@ from jobs.scheduling.planner.ordering import (
 from jobs.scheduling.planner.types import (
     HOST_CHOICES,
     ORDERINGS,
+    WAIT_CODES,
     Assignment,
     HostState,
     JobState,
     Plan,
     Policy,
     SuiteState,
+    WaitCode,
     WaitReason,
     WorkerLoad,
-    host_is_schedulable,
 )
 
 _LABELS, _PIN, _SUITE = attrgetter("labels"), attrgetter("pinned_host_id"), attrgetter("suite_id")
@@ -57,6 +60,7 @@ _LABELS, _PIN, _SUITE = attrgetter("labels"), attrgetter("pinned_host_id"), attr
 __all__ = [
     "DEFAULT_POLICY",
     "HOST_CHOICES",
+    "WAIT_CODES",
     "ORDERINGS",
     "Assignment",
     "HostIndex",
@@ -66,6 +70,7 @@ __all__ = [
     "Plan",
     "Policy",
     "SuiteState",
+    "WaitCode",
     "WaitReason",
     "WorkerLoad",
     "aging_bonus",

@@ -6,9 +6,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
+from hosts.rules import job_fits_host, missing_labels
 from jobs.scheduling.planner.hostindex import HostIndex, host_blocker
 from jobs.scheduling.planner.matching import Matching, bit_indexes
-from jobs.scheduling.planner.types import HostState, JobState, SuiteState, WaitReason
+from jobs.scheduling.planner.types import HostState, JobState, SuiteState, WaitCode, WaitReason
 
 # Workers at capacity after a tick: name -> (jobs running, capacity).
 Full = Mapping[str, tuple[int, int]]
@@ -200,7 +201,7 @@ class Explainer:
         # room = max_duts - held - leased this tick; the suite now holds the rest of its cap.
         holds = (suite.max_duts or 0) - self.room[suite.id]
         return WaitReason(
-            "suite_at_max_duts",
+            WaitCode.SUITE_AT_MAX_DUTS,
             f"Suite {suite.name} holds {holds} of max {suite.max_duts} hosts",
             {"suite": suite.name, "suite_id": suite.id, "held": holds, "max_duts": suite.max_duts},
         )
@@ -211,14 +212,19 @@ class Explainer:
             host = self.hosts_by_id.get(pinned_host_id)
             if host is None:
                 return WaitReason(
-                    "pinned_host_missing",
+                    WaitCode.PINNED_HOST_MISSING,
                     f"Pinned host #{pinned_host_id} does not exist",
                     {"host_id": pinned_host_id},
                 )
-            missing = sorted(labels - host.labels)
-            if missing:
+            if not job_fits_host(
+                labels=labels,
+                pinned_host_id=pinned_host_id,
+                host_id=host.id,
+                host_labels=host.labels,
+            ):
+                missing = missing_labels(labels, host.labels)
                 return WaitReason(
-                    "pinned_host_lacks_labels",
+                    WaitCode.PINNED_HOST_LACKS_LABELS,
                     f"Pinned host {host.hostname} lacks "
                     f"{'label' if len(missing) == 1 else 'labels'} {_names(missing)}",
                     {"host": host.hostname, "missing_labels": missing},
@@ -234,7 +240,9 @@ class Explainer:
             message = f"No host has {'label' if len(missing) == 1 else 'labels'} {_names(missing)}"
         else:
             message = f"No host has all of {_names(names)} together"
-        return WaitReason("no_matching_host", message, {"labels": names, "missing_labels": missing})
+        return WaitReason(
+            WaitCode.NO_MATCHING_HOST, message, {"labels": names, "missing_labels": missing}
+        )
 
     def _groups(self, labels: frozenset[str]) -> int:
         """The host groups (bits) whose hosts carry all the labels."""
@@ -268,7 +276,7 @@ class Explainer:
                 "Both hosts that fit" if tally.total == 2 else "All {n} hosts that fit",
                 "None of the {n} hosts that fit is free: ",
             )
-            return WaitReason("hosts_unavailable", message, tally.details())
+            return WaitReason(WaitCode.HOSTS_UNAVAILABLE, message, tally.details())
         # Work conservation: every free matching host was leased this tick, to jobs ahead.
         went = sum(self.matching.used[c] for c in bit_indexes(self.matching.eligible[j]))
         jobs = "a job" if went == 1 else f"{went} jobs"
@@ -278,7 +286,7 @@ class Explainer:
             message += "; " + tally.say(
                 others, "the other one", "the other {n}", "of the other {n}, "
             )
-        return WaitReason("outranked", message, {**tally.details(), "outranked_by": went})
+        return WaitReason(WaitCode.OUTRANKED, message, {**tally.details(), "outranked_by": went})
 
     def _pinned(self, host: HostState) -> WaitReason:
         name = host.hostname
@@ -286,14 +294,14 @@ class Explainer:
         details: dict[str, object] = {"host": name}
         if blocker is None:
             return WaitReason(
-                "outranked",
+                WaitCode.OUTRANKED,
                 f"Its pinned host {name} went to a job ahead of it in the queue",
                 {**details, "outranked_by": 1},
             )
         if blocker == "locked":
             why = f": {host.lock_reason}" if host.lock_reason else ""
             return WaitReason(
-                "pinned_host_locked",
+                WaitCode.PINNED_HOST_LOCKED,
                 f"Pinned host {name} is locked{why}",
                 {**details, "lock_reason": host.lock_reason},
             )
@@ -304,23 +312,26 @@ class Explainer:
                 else "reserved by hand"
             )
             return WaitReason(
-                "pinned_host_busy",
+                WaitCode.PINNED_HOST_BUSY,
                 f"Pinned host {name} is busy ({note})",
                 {**details, "running_priority": host.lease_priority},
             )
         if blocker == "capacity":
             running, limit = self.capacity.full[host.worker]
             return WaitReason(
-                "pinned_host_at_capacity",
+                WaitCode.PINNED_HOST_AT_CAPACITY,
                 f"Pinned host {name} is on {_at_capacity(host.worker, self.capacity.full)}",
                 {**details, "worker": host.worker, "running": running, "max_jobs": limit},
             )
-        words = {
-            "paused": "is on a paused worker",
-            "offline": "is on an offline worker",
-            "not_ready": "is not ready (being checked or repaired)",
-        }
-        return WaitReason(f"pinned_host_{blocker}", f"Pinned host {name} {words[blocker]}", details)
+        code, words = {
+            "paused": (WaitCode.PINNED_HOST_PAUSED, "is on a paused worker"),
+            "offline": (WaitCode.PINNED_HOST_OFFLINE, "is on an offline worker"),
+            "not_ready": (
+                WaitCode.PINNED_HOST_NOT_READY,
+                "is not ready (being checked or repaired)",
+            ),
+        }[blocker]
+        return WaitReason(code, f"Pinned host {name} {words}", details)
 
 
 def explain_waits(

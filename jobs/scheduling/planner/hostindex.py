@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from hosts.rules import LEASED
+from hosts.rules import host_blocker as the_rule
 from jobs.scheduling.planner.types import HostState
 
 # (labels, what keeps the hosts from work, the priority of the jobs they run if busy)
@@ -12,18 +14,12 @@ KeptKey = tuple[frozenset[str], str, int | None]
 
 def host_blocker(host: HostState) -> str | None:
     """Why a host cannot take work whatever this tick leases, the most lasting cause first;
-    None if it is free (schedulable)."""
-    if host.locked:
-        return "locked"
-    if host.worker_paused:
-        return "paused"
-    if host.worker_offline:
-        return "offline"
-    if not host.ready:
-        return "not_ready"
-    if host.leased:
+    None if it is free (schedulable). The rule of hosts/rules.py, with a lease told apart as a
+    job's ("busy") or a manual reservation ("reserved")."""
+    blocker = the_rule(host)
+    if blocker == LEASED:
         return "busy" if host.lease_priority is not None else "reserved"
-    return None
+    return blocker
 
 
 class HostIndex:

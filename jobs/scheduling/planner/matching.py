@@ -6,6 +6,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 
+from hosts.rules import job_fits_host
 from jobs.scheduling.planner.types import Assignment, HostState, JobState
 
 # --- bitsets over host classes ---------------------------------------------------------------
@@ -128,14 +129,26 @@ class Matching:
                     self.affine_bits[build] |= 1 << c
 
     def job_class(self, labels: frozenset[str], pinned_host_id: int | None) -> int:
-        """Register a job class and return its index."""
+        """Register a job class and return its index.
+
+        Its eligible host classes are those whose hosts the job fits (hosts.rules.job_fits_host),
+        found here with one AND of label bitsets per label; tests/hosts/test_rules.py holds the
+        two to the same cases.
+        """
         if pinned_host_id is None:
             bits = self.all_bits
             for label in labels:
                 bits &= self.label_bits.get(label, 0)
         else:
             c = self.class_of_host.get(pinned_host_id)
-            bits = 0 if c is None or not labels <= self.hosts[c][0].labels else 1 << c
+            # The pinned host's class: every host of it carries the pinned host's labels.
+            fits = c is not None and job_fits_host(
+                labels=labels,
+                pinned_host_id=pinned_host_id,
+                host_id=pinned_host_id,
+                host_labels=self.hosts[c][0].labels,
+            )
+            bits = 1 << c if fits else 0  # type: ignore[operator]
         self.eligible.append(bits)
         self.pinned.append(pinned_host_id)
         self.dead.append(not bits)

@@ -6,11 +6,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from jobs.scheduling.planner.types import HostState, JobState, Policy, WaitReason
+from jobs.scheduling.planner.types import HostState, JobState, Policy, WaitCode, WaitReason
 
 # A waiting job that might run if a host were freed. The others wait for something preemption
 # cannot change: no host with the labels, the suite's cap, a host that is locked or down.
-PREEMPTING = frozenset({"hosts_unavailable", "outranked", "pinned_host_busy"})
+PREEMPTING = frozenset({WaitCode.HOSTS_UNAVAILABLE, WaitCode.OUTRANKED, WaitCode.PINNED_HOST_BUSY})
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,16 +90,10 @@ def _first_victim(
             return None  # ranked by priority: every later victim runs higher still
         if victim.host_id in taken:
             continue
-        if job.pinned_host_id is not None and victim.host_id != job.pinned_host_id:
-            continue
         if victim.suite_id is not None and left.get(victim.suite_id, 1) <= 0:
             continue
         host = hosts_by_id.get(victim.host_id)
-        if host is None or not job.labels <= host.labels or not _usable_when_freed(host):
+        if host is None or not host.usable_when_freed or not job.fits(host):
             continue
         return victim
     return None
-
-
-def _usable_when_freed(host: HostState) -> bool:
-    return host.ready and not host.locked and not host.worker_paused and not host.worker_offline

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 
 # A worker's load is the inventory's value: hosts.querysets counts it, the planner reads it.
 from hosts.capacity import WorkerLoad as WorkerLoad
+from hosts.rules import host_blocker, job_fits_host
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,28 +31,20 @@ class HostState:
     # When its last lease ended (None: never leased); `host_choice: spread` takes the oldest.
     last_used: datetime | None = None
 
+    def blocker(self, *, once_freed: bool = False) -> str | None:
+        """What keeps it from a lease, by the one rule (hosts.rules.host_blocker); None if
+        nothing does. `once_freed`: as if its lease (if any) had ended."""
+        return host_blocker(self, once_freed=once_freed)
+
     @property
     def schedulable(self) -> bool:
-        return host_is_schedulable(
-            ready=self.ready,
-            locked=self.locked,
-            leased=self.leased,
-            worker_paused=self.worker_paused,
-            worker_offline=self.worker_offline,
-        )
+        """Whether it may take a lease now (hosts.rules.host_is_schedulable)."""
+        return self.blocker() is None
 
-
-def host_is_schedulable(
-    *, ready: bool, locked: bool, leased: bool, worker_paused: bool, worker_offline: bool
-) -> bool:
-    """Whether a host may take a lease: ready, unlocked, unleased, its worker (if any) up.
-
-    The rule itself, on plain facts. The snapshot and the API read the facts from the
-    database and ask this function; `Host.objects.schedulable(now)` (hosts/querysets.py) is
-    its SQL twin for counts and filters, held to the same cases by tests/hosts/test_querysets.py.
-    A host with no worker is neither paused nor offline.
-    """
-    return ready and not locked and not leased and not worker_paused and not worker_offline
+    @property
+    def usable_when_freed(self) -> bool:
+        """Whether it could take work once its lease ends: schedulable but for that lease."""
+        return self.blocker(once_freed=True) is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +81,16 @@ class JobState:
     size_s: float | None = None
     owner: int | None = None  # the submitter's account id: fair share orders by its usage
 
+    def fits(self, host: HostState) -> bool:
+        """Whether the host carries its labels and is its pinned host, if it has one
+        (hosts.rules.job_fits_host); whether the host is free is `host.blocker()`."""
+        return job_fits_host(
+            labels=self.labels,
+            pinned_host_id=self.pinned_host_id,
+            host_id=host.id,
+            host_labels=host.labels,
+        )
+
 
 ORDERINGS = ("fifo", "size", "dynsize")
 HOST_CHOICES = ("affinity", "spread", "pack")
@@ -112,10 +116,38 @@ class Policy:
 
 
 @dataclass(frozen=True, slots=True)
+class WaitCode(StrEnum):
+    """Why a queued job waits: every code a wait reason may carry, the only place they are
+    written. The planner gives most; jobs/selectors.py the three the planner does not see
+    (a retry's backoff, a maintenance job, a job newer than the latest tick). The API's
+    `wait_reason.code` enum, the UI's badges (jobs/templatetags/schedsite_ui.py WAIT_KINDS) and
+    docs/scheduling.md#wait-reasons are held to it by tests/jobs/test_wait_codes.py."""
+
+    RETRY_BACKOFF = "retry_backoff"
+    MAINTENANCE_WAITING = "maintenance_waiting"
+    PINNED_HOST_MISSING = "pinned_host_missing"
+    PINNED_HOST_LACKS_LABELS = "pinned_host_lacks_labels"
+    NO_MATCHING_HOST = "no_matching_host"
+    SUITE_AT_MAX_DUTS = "suite_at_max_duts"
+    PINNED_HOST_LOCKED = "pinned_host_locked"
+    PINNED_HOST_BUSY = "pinned_host_busy"
+    PINNED_HOST_PAUSED = "pinned_host_paused"
+    PINNED_HOST_OFFLINE = "pinned_host_offline"
+    PINNED_HOST_NOT_READY = "pinned_host_not_ready"
+    PINNED_HOST_AT_CAPACITY = "pinned_host_at_capacity"
+    HOSTS_UNAVAILABLE = "hosts_unavailable"
+    OUTRANKED = "outranked"
+    PENDING_TICK = "pending_tick"
+
+
+WAIT_CODES = tuple(code.value for code in WaitCode)  # as plain strings: the API's choices
+
+
+@dataclass(frozen=True, slots=True)
 class WaitReason:
     """Why a job is still queued after a tick: a stable code, plain words and the numbers."""
 
-    code: str
+    code: WaitCode
     message: str
     details: Mapping[str, object] = field(default_factory=dict)
 

@@ -120,7 +120,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         ("*.models", "*.querysets", "*.choices", "*.validators", "*.migrations", "*.migrations.*"),
     ),
     # Plain values and rules on them, no Django: the planner, and what it shares with hosts.
-    ("pure", ("jobs.scheduling.planner", "jobs.scheduling.planner.*", "hosts.capacity")),
+    (
+        "pure",
+        ("jobs.scheduling.planner", "jobs.scheduling.planner.*", "hosts.capacity", "hosts.rules"),
+    ),
     # The packages themselves: their __init__ holds a docstring and imports nothing.
     ("package", APPS + ("jobs.scheduling",)),
 ]

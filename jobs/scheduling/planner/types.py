@@ -115,7 +115,6 @@ class Policy:
     fair_share_half_life_hours: int = 24
 
 
-@dataclass(frozen=True, slots=True)
 class WaitCode(StrEnum):
     """Why a queued job waits: every code a wait reason may carry, the only place they are
     written. The planner gives most; jobs/selectors.py the three the planner does not see

@@ -13,15 +13,15 @@ from typing import Any
 
 from django.utils.safestring import SafeString, mark_safe
 
+from jobs import badges
 from jobs.choices import JobKind
 from jobs.models import Job
-from jobs.templatetags import schedsite_ui as ui
 from schedsite.ui import html
 from schedsite.ui.markup import markup
 
 # The same few icons and priorities in every row, made once.
 PIN = html.icon("pin")
-priority = cache(ui.priority)
+priority = cache(badges.priority)
 ANY_HOST = mark_safe('<span class="muted">any host</span>')
 
 QUEUE_ROW = (
@@ -88,8 +88,8 @@ def queue_row(row: Mapping[str, Any], now: datetime | None) -> SafeString:
         labels=mark_safe("".join(chips)) if chips else ANY_HOST,  # noqa: S308
         host=host,
         queued=html.ago(job.created_at, now),
-        tone=ui.wait_tone(reason),
-        title=ui.wait_title(reason),
+        tone=badges.wait_tone(reason),
+        title=badges.wait_title(reason),
         message=(reason or {}).get("message", ""),
     )
 

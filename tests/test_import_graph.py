@@ -55,6 +55,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "*.management.*",
             "*.tasks",
             "*.rows",
+            "jobs.badges",
             "*.host_rows",
             "jobs.metrics",
             "jobs.demo",

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import NamedTuple
 
 from django import template
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
-from django.utils.text import capfirst
 
-from jobs import choices
-from jobs.choices import TERMINAL_JOB_STATUSES, JobStatus, Priority
+from jobs import badges
+from jobs.choices import TERMINAL_JOB_STATUSES, JobStatus
 from jobs.models import Lease, decode_labels
 from jobs.querysets import unfinished_jobs
-from jobs.scheduling.planner import WaitCode
 from schedsite import roles
 from schedsite.ui import html
 from schedsite.ui.charts import Segment, stacked_segments
@@ -23,40 +20,12 @@ from schedsite.ui.durations import human_duration
 
 register = template.Library()
 
-# Shared with the rows made in Python (schedsite/ui/html.py); here as tags for the templates.
+# Shared with the rows made in Python (schedsite/ui/html.py, jobs/badges.py); here as tags for
+# the templates.
 badge = register.simple_tag(html.badge)
 icon = register.simple_tag(html.icon)
 ago = register.simple_tag(html.ago)
 until = register.simple_tag(html.until)
-
-
-class WaitKind(NamedTuple):
-    """How a wait reason looks on the queue page."""
-
-    tone: str
-    title: str  # short: the badge's text
-
-
-# Every wait-reason code (planner.WaitCode) grouped by what the tester should do about it: red,
-# change the job; amber, the lab must change; blue, wait its turn; purple, its own suite's cap;
-# slate, only time. tests/jobs/test_wait_codes.py fails on a code without its badge.
-WAIT_KINDS: dict[WaitCode, WaitKind] = {
-    WaitCode.PENDING_TICK: WaitKind("slate", "Pending"),
-    WaitCode.RETRY_BACKOFF: WaitKind("slate", "Retry backoff"),
-    WaitCode.MAINTENANCE_WAITING: WaitKind("slate", "Maintenance"),
-    WaitCode.NO_MATCHING_HOST: WaitKind("red", "No such host"),
-    WaitCode.PINNED_HOST_MISSING: WaitKind("red", "No such host"),
-    WaitCode.PINNED_HOST_LACKS_LABELS: WaitKind("red", "Cannot run"),
-    WaitCode.HOSTS_UNAVAILABLE: WaitKind("amber", "Hosts unavailable"),
-    WaitCode.PINNED_HOST_LOCKED: WaitKind("amber", "Host locked"),
-    WaitCode.PINNED_HOST_PAUSED: WaitKind("amber", "Worker paused"),
-    WaitCode.PINNED_HOST_OFFLINE: WaitKind("amber", "Worker offline"),
-    WaitCode.PINNED_HOST_NOT_READY: WaitKind("amber", "Host not ready"),
-    WaitCode.PINNED_HOST_BUSY: WaitKind("blue", "Host busy"),
-    WaitCode.PINNED_HOST_AT_CAPACITY: WaitKind("blue", "Worker full"),
-    WaitCode.OUTRANKED: WaitKind("blue", "Outranked"),
-    WaitCode.SUITE_AT_MAX_DUTS: WaitKind("purple", "At max DUTs"),
-}
 
 
 SECTIONS = {
@@ -95,27 +64,8 @@ def nav_link(context: template.Context, url_name: str, label: str) -> SafeString
     return format_html('<a href="{}">{}</a>', reverse(url_name), label)
 
 
-@register.filter
-def wait_tone(reason: Mapping | None) -> str:
-    if not reason:
-        return "slate"
-    code = reason.get("code", "")
-    if code == WaitCode.HOSTS_UNAVAILABLE:
-        details = reason.get("details") or {}
-        # Every matching host is merely busy: the job is waiting its turn, nothing is wrong.
-        if details.get("matching") and details.get("busy") == details.get("matching"):
-            return "blue"
-    return WAIT_KINDS[code].tone if code in WAIT_KINDS else "slate"
-
-
-@register.filter
-def wait_title(reason: Mapping | None) -> str:
-    if not reason:
-        return ""
-    code = reason.get("code", "")
-    if wait_tone(reason) == "blue" and code == WaitCode.HOSTS_UNAVAILABLE:
-        return "Hosts busy"
-    return WAIT_KINDS[code].title if code in WAIT_KINDS else capfirst(code.replace("_", " "))
+wait_tone = register.filter(badges.wait_tone)
+wait_title = register.filter(badges.wait_title)
 
 
 @register.filter
@@ -130,26 +80,8 @@ def managed_by(lease: Lease, user: object) -> bool:
     return lease.managed_by(user)  # type: ignore[arg-type]
 
 
-@register.filter
-def priority_name(value: int | None) -> str:
-    try:
-        return choices.priority_name(int(value))  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return ""
-
-
-@register.simple_tag
-def priority(value: int) -> SafeString:
-    """The priority as its named level and number, e.g. 'cq 70'."""
-    name = priority_name(value)
-    tier = "high" if value >= Priority.CQ else "mid" if value >= Priority.BUILD else "low"
-    return format_html(
-        '<span class="prio prio-{}" title="priority {}">{}{}</span>',
-        tier,
-        value,
-        f"{name} " if name else "",
-        value,
-    )
+priority_name = register.filter(badges.priority_name)
+priority = register.simple_tag(badges.priority)
 
 
 @register.filter

@@ -6,8 +6,8 @@ import re
 from pathlib import Path
 
 from jobs.api.serializers import WaitReasonSerializer
+from jobs.badges import WAIT_KINDS, wait_title, wait_tone
 from jobs.scheduling.planner import WaitCode
-from jobs.templatetags.schedsite_ui import WAIT_KINDS, wait_title, wait_tone
 
 ROOT = Path(__file__).resolve().parents[2]
 CODES = {code.value for code in WaitCode}

@@ -119,7 +119,7 @@ class WaitCode(StrEnum):
     """Why a queued job waits: every code a wait reason may carry, the only place they are
     written. The planner gives most; jobs/selectors.py the three the planner does not see
     (a retry's backoff, a maintenance job, a job newer than the latest tick). The API's
-    `wait_reason.code` enum, the UI's badges (jobs/templatetags/schedsite_ui.py WAIT_KINDS) and
+    `wait_reason.code` enum, the UI's badges (jobs/badges.py WAIT_KINDS) and
     docs/scheduling.md#wait-reasons are held to it by tests/jobs/test_wait_codes.py."""
 
     RETRY_BACKOFF = "retry_backoff"

@@ -118,7 +118,15 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # The querysets are the models' managers (models.py imports them): they stand with them.
     (
         "models",
-        ("*.models", "*.querysets", "*.choices", "*.validators", "*.migrations", "*.migrations.*"),
+        (
+            "*.models",
+            "jobs.scheduler_models",
+            "*.querysets",
+            "*.choices",
+            "*.validators",
+            "*.migrations",
+            "*.migrations.*",
+        ),
     ),
     # Plain values and rules on them, no Django: the planner, and what it shares with hosts.
     (

@@ -18,6 +18,7 @@ from jobs.models import (
     IdempotencyKey,
     Job,
     Lease,
+    OutboxEntry,
     SchedulerSettings,
     SchedulerSettingsChange,
     SchedulerTick,
@@ -147,6 +148,15 @@ class SchedulerSettingsAdmin(ViewOnlyAdmin):
 @admin.register(SchedulerSettingsChange)
 class SchedulerSettingsChangeAdmin(ViewOnlyAdmin):
     list_display = ["at", "actor", "version", "changes", "reason"]
+
+
+@admin.register(OutboxEntry)
+class OutboxEntryAdmin(ViewOnlyAdmin):
+    """What the moves told the apps above jobs, and when it was taken (docs/notifications.md)."""
+
+    list_display = ["id", "kind", "created_at", "handled_at", "payload"]
+    list_filter = ["kind", ("handled_at", admin.EmptyFieldListFilter)]
+    ordering = ["-id"]
 
 
 @admin.register(SubmitLimit)

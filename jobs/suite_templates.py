@@ -23,7 +23,6 @@ from hosts.audit import Actor, actor_name, actor_user
 from hosts.choices import EventKind
 from jobs.choices import SuiteOrigin, TemplateRunOutcome
 from jobs.models import Job, Suite, SuiteTemplate, TemplateRun
-from jobs.querysets import UNFINISHED_JOB_STATUSES
 from jobs.submission_schema import SuiteCreateInputSerializer, submit_suite
 from jobs.suite_body import suite_body
 from schedsite.errors import Conflict, InvalidInput, ServiceError
@@ -243,11 +242,8 @@ def template_dispatch(
 def _unfinished_run(template: SuiteTemplate) -> Job | None:
     """A job still queued, leased or running of a suite the template's schedule made."""
     return (
-        Job.objects.filter(
-            suite__template=template,
-            suite__origin=SuiteOrigin.CRON,
-            status__in=UNFINISHED_JOB_STATUSES,
-        )
+        Job.objects.unfinished()
+        .filter(suite__template=template, suite__origin=SuiteOrigin.CRON)
         .select_related("suite")
         .order_by("suite_id")
         .first()

@@ -13,7 +13,8 @@ from hosts import services as host_services
 from hosts.models import Host, HostEvent, Label, Worker
 from jobs import services
 from jobs import services as job_services
-from jobs.models import Job, Lease, SchedulerTick, Suite
+from jobs.choices import OutboxKind
+from jobs.models import Job, Lease, OutboxEntry, SchedulerTick, Suite
 from tests import factories as f
 from tests.factories import signed_in
 from tests.security.conftest import snapshot
@@ -186,6 +187,24 @@ def test_audit_events_and_leases_are_view_only_even_for_a_superuser(root, leased
     assert [r.status_code for r in refused] == [403, 403, 403, 403]
     assert bulk.status_code in (200, 302)
     assert snapshot() == before
+
+
+def test_outbox_entries_are_shown_to_a_superuser_and_cannot_be_written(root):
+    entry = OutboxEntry.objects.create(kind=OutboxKind.JOBS_ENDED, payload={"suite_ids": [7]})
+    base = "/admin/jobs/outboxentry/"
+
+    listing = root.get(base)
+    assert listing.status_code == 200
+    assert "Jobs of suites ended" in listing.content.decode()
+    assert root.get(f"{base}{entry.pk}/change/").status_code == 200
+    refused = [
+        root.get(f"{base}add/"),
+        root.post(f"{base}{entry.pk}/change/", {"handled_at": "2026-01-01 00:00"}),
+        root.post(f"{base}{entry.pk}/delete/", {"post": "yes"}),
+    ]
+    assert [r.status_code for r in refused] == [403, 403, 403]
+    entry.refresh_from_db()
+    assert entry.handled_at is None
 
 
 # --- hosts and workers change only through the services ------------------------------------

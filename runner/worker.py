@@ -233,7 +233,12 @@ class Runner:
         """A lease that is gone (released, aborted, expired, timed out): stop its job."""
         run = self.runs.get(lease_id)
         if run is not None:
-            log.warning("lease %s lost, stopping its job", lease_id)
+            if run.reporting:
+                # Our own result (or abort) ended the lease before this heartbeat reached the
+                # server, or before the run was reaped: nothing was lost.
+                log.debug("lease %s: ended by its job's own report", lease_id)
+            else:
+                log.warning("lease %s lost, stopping its job", lease_id)
             run.lost.set()
         self.waiting.pop(lease_id, None)
 
@@ -365,6 +370,9 @@ class JobRun(threading.Thread):
         self.command = list(runner.config.command_for(self.kind))
         self.outcome = "lost"
         self.lost = threading.Event()  # set by the runner when the lease's heartbeat says gone
+        # Set before this run reports its result or aborts its job: from then on the lease may
+        # end at the runner's own request, and a heartbeat saying "gone" is no loss.
+        self.reporting = False
         self._tail: list[str] = []
         self._tail_len = 0
 
@@ -445,6 +453,7 @@ class JobRun(threading.Thread):
         config = self.runner.config
         output = "".join(self._tail)[-config.output_tail :]
         if stop_reason.startswith("runner stopped"):
+            self.reporting = True
             if self.runner.abort_job(self.lease, stop_reason):
                 self.outcome = "aborted"
             return
@@ -485,6 +494,7 @@ class JobRun(threading.Thread):
 
     def _complete(self, result: str, message: str, *, host_ok: bool) -> None:
         body = {"lease": self.lease["id"], "result": result, "message": message, "host_ok": host_ok}
+        self.reporting = True
         try:
             self.runner.api.call("POST", f"jobs/{self.job['id']}/complete/", body)
         except ApiError as exc:

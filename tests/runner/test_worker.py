@@ -175,6 +175,57 @@ def test_a_lease_reported_gone_kills_its_command_and_reports_nothing():
     assert runner.waiting == {}
 
 
+def lost_warnings(caplog) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno >= logging.WARNING and "lost" in r.getMessage()
+    ]
+
+
+def test_a_lease_gone_while_its_job_runs_is_logged_lost(caplog):
+    fake = RecordingApi(gone=[7])
+    runner = runner_for(fake, ["sleep", "30"], kill_timeout=1)
+    runner._start(LEASE)
+
+    with caplog.at_level(logging.DEBUG, logger="schedsite.runner"):
+        runner._beat()
+        runner.runs[7].join(30)
+
+    assert lost_warnings(caplog) == ["lease 7 lost, stopping its job"]
+
+
+def test_a_lease_the_runner_completed_itself_is_not_logged_lost(caplog):
+    # The heartbeat was sent with the lease still held, and reached the server after the
+    # job's own result had released it: the server answers "gone", but nothing was lost.
+    fake = RecordingApi(gone=[7])
+    runner = runner_for(fake, ["true"])
+    runner._start(LEASE)
+    runner.runs[7].join(30)
+
+    with caplog.at_level(logging.DEBUG, logger="schedsite.runner"):
+        runner._beat()  # before the finished run is reaped
+        runner._reap()
+
+    assert fake.completes()[0]["result"] == "passed"
+    assert runner.results["passed"] == 1 and runner.results["lost"] == 0
+    assert lost_warnings(caplog) == []
+
+
+def test_a_lease_the_runner_aborted_itself_is_not_logged_lost(caplog):
+    fake = RecordingApi(gone=[7])
+    runner = runner_for(fake, ["sleep", "30"], kill_timeout=1)
+    runner._start(LEASE)
+    runner.kill()  # grace over: the job is killed and aborted by the runner itself
+    runner.runs[7].join(30)
+
+    with caplog.at_level(logging.DEBUG, logger="schedsite.runner"):
+        runner._beat()
+
+    assert fake.posts("/abort/") and runner.runs[7].outcome == "aborted"
+    assert lost_warnings(caplog) == []
+
+
 def test_against_a_server_without_the_bulk_heartbeat_it_beats_each_lease():
     fake = RecordingApi(bulk=False, heartbeat_status=409)
     runner = runner_for(fake, ["sleep", "30"], kill_timeout=1)

@@ -1,7 +1,12 @@
-"""Serve the UI with the scheduler cluster and one real runner per worker; Ctrl-C stops all."""
+"""Serve the UI with the scheduler cluster and one real runner per worker; Ctrl-C stops all.
+
+So does closing the terminal (SIGHUP), and the processes it started end when it dies, however
+it dies: nothing is left holding the port or the database.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
@@ -19,7 +24,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.utils import timezone
 
 from jobs import demo, selectors
-from jobs.management.stopping import StopRequest
+from jobs.management.stopping import StopRequest, die_with_parent
 
 FEED_EVERY = 2.0  # seconds between top-ups of the demo queue
 LOG_TAIL_LINES = 20  # of a process's log, shown when it exits
@@ -149,6 +154,8 @@ class Command(BaseCommand):
                 # The token travels in the environment, not on the command line (`ps`).
                 commands[f"runner {worker}"] = (cmd, {"SCHEDSITE_TOKEN": token})
         stopping = StopRequest()
+        # Each child gets SIGTERM should this process die without stopping them (SIGKILL).
+        armed = die_with_parent()
         show_banner = True  # once everything has started, and again on request
         banners = 0
 
@@ -180,6 +187,7 @@ class Command(BaseCommand):
                         stdout=out,
                         stderr=subprocess.STDOUT,
                         start_new_session=True,
+                        preexec_fn=armed,  # noqa: PLW1509 - no threads here yet
                     )
             if "web" in procs and not stopping.requested:
                 wait_for_port(addr, timeout=30)
@@ -217,7 +225,9 @@ class Command(BaseCommand):
                 else:
                     time.sleep(0.5)
         finally:
-            self.stdout.write("  stopping the runners, the scheduler and the web server…")
+            # After SIGHUP the terminal is gone: a write to it fails, and must not stop the stop.
+            with contextlib.suppress(OSError):
+                self.stdout.write("  stopping the runners, the scheduler and the web server…")
             # Runners first, while the web server still answers: they abort what they hold.
             runners = [p for name, p in procs.items() if name.startswith("runner")]
             others = [p for name, p in procs.items() if not name.startswith("runner")]

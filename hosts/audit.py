@@ -103,18 +103,21 @@ def record_alike(
     kind: str,
     *,
     actor: Actor,
-    at: datetime,
+    at: datetime | Sequence[datetime],
     host_ids: Sequence[int],
     subjects: Sequence[str],
     messages: Sequence[str],
     lease_ids: Sequence[int | None],
     job_ids: Sequence[int | None],
 ) -> None:
-    """Write many host events of one kind, by one actor, at one time (a tick's leases).
+    """Write many host events of one kind, by one actor, at one time (a tick's leases), or each
+    at its own time (`at` a sequence, one per host).
 
     The same rows as `record_many` of `entry`s, without building a model instance for each:
     a cold tick writes 10,000 of them, and the instances took 0.2 s.
     """
+    n = len(host_ids)
+    ats = [at] * n if isinstance(at, datetime) else list(at)
     if connection.vendor != "postgresql":
         record_many(
             [
@@ -123,18 +126,17 @@ def record_alike(
                     actor=actor,
                     host_id=h,
                     subject=s,
-                    at=at,
+                    at=when,
                     message=m,
                     lease_id=lease,
                     job_id=j,
                 )
-                for h, s, m, lease, j in zip(
-                    host_ids, subjects, messages, lease_ids, job_ids, strict=True
+                for h, s, m, lease, j, when in zip(
+                    host_ids, subjects, messages, lease_ids, job_ids, ats, strict=True
                 )
             ]
         )
         return
-    n = len(host_ids)
     name = actor_name(actor)
     _insert_columns(
         [
@@ -148,7 +150,7 @@ def record_alike(
             messages,
             lease_ids,
             job_ids,
-            [at] * n,
+            ats,
         ]
     )
 

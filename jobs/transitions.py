@@ -17,7 +17,7 @@ from enum import StrEnum
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import Max, Q, QuerySet
 from django.utils import timezone
 
 from hosts import audit
@@ -276,11 +276,15 @@ def lease_jobs(
     INSERT writes a `leased` event per host (`subjects` are the hostnames, `messages` say to
     what). Return host id -> lease id. Conflict if a job was not queued: the caller's
     transaction (the tick's) then undoes the leases too.
+
+    A lease and its event are stamped `at`, or when its host's previous lease was released if
+    that came later (released while the tick ran): a host's leases never overlap in time.
     """
     _may_create(JOB_LEASE, mover)
     if not pairs:
         return {}
-    lease_of_host = _insert_leases(pairs, at=at)
+    acquired = _insert_leases(pairs, at=at)
+    lease_of_host = {h: lease_id for h, (lease_id, _at) in acquired.items()}
     moved = _move_jobs(
         [j for _h, j in pairs], to=JobStatus.LEASED, mover=mover, at=at, fields=fields
     )
@@ -289,7 +293,7 @@ def lease_jobs(
     audit.record_alike(
         EventKind.LEASED,
         actor=by,
-        at=at,
+        at=[acquired[h][1] if h in acquired else at for h, _j in pairs],
         host_ids=[h for h, _j in pairs],
         subjects=subjects,
         messages=messages,
@@ -299,40 +303,59 @@ def lease_jobs(
     return lease_of_host
 
 
-def _insert_leases(pairs: Sequence[tuple[int, int]], *, at: datetime) -> dict[int, int]:
-    """Create one job lease per (host id, job id), expiring LEASE_TTL from `at`."""
-    expires = at + timedelta(seconds=settings.LEASE_TTL)
+def _insert_leases(
+    pairs: Sequence[tuple[int, int]], *, at: datetime
+) -> dict[int, tuple[int, datetime]]:
+    """Create one job lease per (host id, job id); return host id -> (lease id, acquired at).
+
+    Each lease is acquired at `at`, or at its host's last release if later, and expires
+    LEASE_TTL after that.
+    """
+    ttl = timedelta(seconds=settings.LEASE_TTL)
     if connection.vendor != "postgresql":
+        hosts = [h for h, _j in pairs]
+        released = dict(
+            Lease.objects.filter(host_id__in=hosts, released_at__isnull=False)
+            .values("host_id")
+            .annotate(last=Max("released_at"))
+            .values_list("host_id", "last")
+        )
         leases = Lease.objects.bulk_create(
             [
                 Lease(
                     host_id=host_id,
                     job_id=job_id,
                     reason="scheduled",
-                    acquired_at=at,
-                    expires_at=expires,
+                    acquired_at=(start := max(at, released.get(host_id) or at)),
+                    expires_at=start + ttl,
                 )
                 for host_id, job_id in pairs
             ]
         )
-        return {lease.host_id: lease.pk for lease in leases if lease.pk is not None}
+        return {
+            lease.host_id: (lease.pk, lease.acquired_at) for lease in leases if lease.pk is not None
+        }
     # One INSERT ... SELECT FROM unnest(arrays): bulk_create spends about a second of a cold
     # tick building and binding 10,000 rows x 7 parameters; two arrays bind in microseconds.
-    # The partial unique constraints still guard every row.
+    # The partial unique constraints still guard every row. The host's last release is one
+    # probe of the lease_host_released index per row.
     table = connection.ops.quote_name(Lease._meta.db_table)
     columns = _columns(
         Lease, "host", "job", "reason", "acquired_at", "expires_at", "release_reason", "released_by"
     )
+    host, released_at = _columns(Lease, "host"), _columns(Lease, "released_at")
     sql = (
         f"INSERT INTO {table} ({columns}) "  # noqa: S608 - the model's table and columns, quoted
-        "SELECT h, j, 'scheduled', %s, %s, '', '' "
-        "FROM unnest(%s::bigint[], %s::bigint[]) AS u(h, j) "
-        f"RETURNING {_columns(Lease, 'host', 'id')}"
+        "SELECT h, j, 'scheduled', a, a + %s, '', '' FROM ("
+        f"SELECT h, j, GREATEST(%s, (SELECT max(l.{released_at}) FROM {table} AS l "
+        f"WHERE l.{host} = u.h)) AS a "
+        "FROM unnest(%s::bigint[], %s::bigint[]) AS u(h, j)) AS v "
+        f"RETURNING {_columns(Lease, 'host', 'id', 'acquired_at')}"
     )
     with connection.cursor() as cursor:
         hosts, jobs = bigint_array(h for h, _ in pairs), bigint_array(j for _, j in pairs)
-        cursor.execute(sql, [at, expires, hosts, jobs])
-        return dict(cursor.fetchall())
+        cursor.execute(sql, [ttl, at, hosts, jobs])
+        return {h: (lease_id, acquired_at) for h, lease_id, acquired_at in cursor.fetchall()}
 
 
 def _columns(model: type, *names: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.core.management import call_command
 from django.utils import timezone
 from django_q.models import OrmQ, Schedule
@@ -251,3 +252,25 @@ def test_only_the_latest_ticks_keep_their_wait_reason_tables(monkeypatch):
     assert sorted(reasons) == ids  # the history itself stays
     assert [tid for tid in ids if reasons[tid]] == ids[-2:]
     assert selectors.wait_reasons_for([job])[job.pk]["code"] == "no_matching_host"
+
+
+def test_a_host_released_after_the_tick_started_is_leased_no_earlier_than_its_release():
+    # The tick stamps its leases with its start time; a host whose lease was released while
+    # the tick ran must not appear leased twice at once in its history.
+    t0 = timezone.now()
+    f.host("h1", ["board:x"])
+    first = f.job("J1")
+    services.scheduler_tick(now=t0)
+    first.refresh_from_db()
+    f.run(first, "passed", at=t0 + timedelta(seconds=2))
+    released = Lease.objects.get(job=first).released_at
+    assert released == t0 + timedelta(seconds=2)
+    f.job("J2")
+
+    services.scheduler_tick(now=t0 + timedelta(seconds=1))  # started before the release
+
+    lease = Lease.objects.get(job__name="J2")
+    assert lease.acquired_at >= released
+    assert lease.expires_at - lease.acquired_at == timedelta(seconds=settings.LEASE_TTL)
+    event = HostEvent.objects.get(kind="leased", lease_id=lease.pk)
+    assert event.created_at >= released

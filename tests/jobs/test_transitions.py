@@ -307,13 +307,14 @@ def test_leasing_a_job_that_is_not_queued_is_a_conflict_and_leaves_no_lease():
     assert not HostEvent.objects.filter(kind=EventKind.LEASED).exists()
 
 
-def test_lease_jobs_leases_many_in_one_statement_each(django_assert_num_queries):
+def test_lease_jobs_leases_many_in_one_statement_each(django_assert_num_queries, is_postgres):
     hosts = [f.host(f"h{i}") for i in range(3)]
     jobs = [f.job(f"J{i}") for i in range(3)]
     pairs = [(h.pk, j.pk) for h, j in zip(hosts, jobs, strict=True)]
     # One INSERT of the leases, one UPDATE of the jobs, one INSERT of the events (the tick's
-    # cold start leases 10,000 jobs: docs/performance.md).
-    with django_assert_num_queries(3):
+    # cold start leases 10,000 jobs: docs/performance.md). SQLite reads the hosts' last
+    # releases, which PostgreSQL's INSERT looks up itself, in a statement of its own.
+    with django_assert_num_queries(3 if is_postgres else 4):
         lease_of_host = transitions.lease_jobs(
             pairs,
             mover=Mover.SCHEDULER,

@@ -132,6 +132,16 @@ def rundemo(
             timeout=30,
             what=lambda: f"the cluster\n{scheduler_log.read_text(errors='replace')}",
         )
+        # And the runners are at work: a job is running when the signal comes.
+        runner_logs = tmp_path / "logs"
+        wait_until(
+            lambda: any(
+                "started on" in log.read_text(errors="replace")
+                for log in runner_logs.glob("runner-*.log")
+            ),
+            timeout=30,
+            what="a runner to start a job",
+        )
         yield popen, port, output, str(database)
     finally:
         # Whatever the test found, leave nothing running.
@@ -156,20 +166,30 @@ def test_the_demo_leaves_no_process_and_no_port_behind(rundemo, signum: int) -> 
 
     os.kill(popen.pid, signum)
 
-    def left() -> list[str]:
-        return [
-            f"{pid} {stat(pid)} " + Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
-            for pid in started_with(database) - {popen.pid}
-        ]
+    def left(*programs: str) -> list[str]:
+        found = []
+        for pid in started_with(database) - {popen.pid}:
+            with contextlib.suppress(OSError):
+                command = Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
+                if not programs or any(p in command for p in programs):
+                    found.append(f"{pid} {stat(pid)} {command}")
+        return found
 
-    wait_until(
-        lambda: not left() and port_free(port),
-        timeout=15,
-        what=lambda: (
+    def what() -> str:
+        return (
             f"the demo's processes to end and the port to be free: left {left()}, "
             f"port free {port_free(port)}\n{output.read_text(errors='replace')[-3000:]}"
-        ),
-    )
+        )
+
+    if signum == signal.SIGKILL:
+        # Within seconds the port is free, the web server and the scheduler cluster are gone.
+        wait_until(
+            lambda: port_free(port) and not left("runserver", "qcluster"), timeout=5, what=what
+        )
+    # The runners stop as on SIGTERM. After SIGHUP the demo stops them first, while the web
+    # server still answers them, then the rest. After SIGKILL the web server is gone with them,
+    # and they give up on it once their retries are spent (some 15 s), killing their jobs.
+    wait_until(lambda: not left() and port_free(port), timeout=45, what=what)
     popen.wait(10)
     if signum == signal.SIGHUP:  # stopped as Ctrl-C stops it
         assert "stopping the runners, the scheduler and the web server" in output.read_text()

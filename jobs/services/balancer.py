@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
@@ -47,19 +49,26 @@ MIN_READY_MOST = 10_000
 # --- the targets ----------------------------------------------------------------------------
 
 
+# A label prefix: a label's part before its colon ("board" of board:eve).
+label_prefix_validator = RegexValidator(
+    r"^[A-Za-z0-9][A-Za-z0-9._/=+-]*\Z", "a label prefix, such as board (no colon)"
+)
+PREFIX_MOST = 50
+
+
 def _prefixes(value: object) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
         raise InvalidInput('same: a list of label prefixes, such as ["board"]', field="same")
-    out: list[str] = []
     for prefix in value:
-        prefix = prefix.strip().rstrip(":")
-        if not prefix or ":" in prefix or len(prefix) > 50:
+        try:
+            label_prefix_validator(prefix)
+        except ValidationError as exc:
             raise InvalidInput(
-                f"same: {prefix!r} is not a label prefix (such as board)", field="same"
-            )
-        if prefix not in out:
-            out.append(prefix)
-    return sorted(out)
+                f"same: {prefix[:40]!r} is not {exc.messages[0]}", field="same"
+            ) from exc
+        if len(prefix) > PREFIX_MOST:
+            raise InvalidInput(f"same: a prefix is at most {PREFIX_MOST} characters", field="same")
+    return sorted(set(value))
 
 
 def pool_target_clean(

@@ -14,6 +14,8 @@ from schedsite.pgarrays import bigint_array, text_array
 
 Actor = AbstractBaseUser | AnonymousUser | str | None
 SCHEDULER = "scheduler"
+# The pool balancer (jobs.services.balancer): it swaps labels of spares and broken members.
+BALANCER = "balancer"
 
 
 def actor_name(actor: Actor) -> str:

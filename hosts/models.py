@@ -189,3 +189,31 @@ class HealthPolicy(models.Model):
     @property
     def labels(self) -> list[str]:
         return [name for name in self.label_key.split(",") if name]
+
+
+class PoolTarget(models.Model):
+    """A pool the balancer keeps full (docs/health.md#pool-targets).
+
+    When fewer than `min_ready` hosts carrying the `pool` label are in service (ready or
+    leased), a ready spare (carrying `spare`, with the same value of each label prefix in
+    `same` as a broken member, e.g. the same `board:*`) swaps places with that broken member.
+    """
+
+    pool = models.CharField(max_length=100, unique=True, validators=[label_validator])
+    spare = models.CharField(max_length=100, validators=[label_validator])
+    min_ready = models.PositiveIntegerField()
+    # Label prefixes ("board") whose value a spare must share with the member it replaces.
+    same = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["pool"]
+        constraints = [
+            models.CheckConstraint(
+                condition=~Q(pool=models.F("spare")), name="pool_target_spare_not_pool"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.pool} ≥ {self.min_ready}"

@@ -12,11 +12,14 @@ from jobs import suite_templates
 from jobs.models import SchedulerState
 from jobs.scheduling.tick import scheduler_tick
 from jobs.scheduling.triggers import TICK_FUNC
+from jobs.services.balancer import pools_balance
 from schedsite.schedules import install_every
 
 log = logging.getLogger("schedsite.scheduler")
 
 SCHEDULE_NAME = "schedsite: scheduler tick"
+BALANCE_SCHEDULE = "schedsite: pool balancer"
+BALANCE_FUNC = "jobs.tasks.balance_pools"
 
 
 def tick(trigger: str = "schedule") -> dict:
@@ -31,7 +34,8 @@ def tick(trigger: str = "schedule") -> dict:
             SchedulerState.objects.filter(pk=1).update(tick_pending=False)
             # No `now` from here: the tick reads the clock once it holds the planner lock, so a
             # tick that waited behind another one does not act on a stale time.
-            return scheduler_tick(trigger=trigger).as_dict()
+            summary = scheduler_tick(trigger=trigger).as_dict()
+            break
         except (OperationalError, InterfaceError) as exc:
             # The database went away (a restart, a failover, a killed session). The tick
             # rolled back whole, and whoever asked for it still needs it: failing here would
@@ -43,6 +47,26 @@ def tick(trigger: str = "schedule") -> dict:
             connection.close()  # the next attempt opens a fresh connection
             time.sleep(delay)
             delay = min(delay * 2, 4.0)
+    # After the tick, in its own transactions: a host that broke in it (or since) is swapped
+    # out of its pool at once, not at the balancer's next periodic run.
+    _balance_after_tick()
+    return summary
+
+
+def _balance_after_tick() -> None:
+    try:
+        pools_balance()
+    except (OperationalError, InterfaceError) as exc:
+        # The tick is done; the periodic run (and the next tick) balances again.
+        log.warning("pool balancer after the tick hit a database error: %s", exc)
+
+
+def balance_pools() -> dict:
+    """Fill the pools short of their targets (the balancer's periodic django-q2 entry point)."""
+    result = pools_balance()
+    for warning in result.warnings:
+        log.warning("pool balancer: %s", warning)
+    return result.as_dict()
 
 
 def analyze_jobs() -> None:
@@ -54,6 +78,7 @@ def analyze_jobs() -> None:
 def install_schedule(**_kwargs: object) -> None:
     """Install the periodic safety-net tick once (idempotent across migrations and restarts)."""
     install_every(SCHEDULE_NAME, TICK_FUNC, settings.TICK_INTERVAL_MINUTES, args="'schedule'")
+    install_every(BALANCE_SCHEDULE, BALANCE_FUNC, settings.POOL_BALANCE_MINUTES)
 
 
 def run_template(template_id: int, slot: str | None = None) -> dict:

@@ -117,6 +117,13 @@ PERMISSIONS: dict[str, Rule] = {
     "healthpolicy.create": _staff("add health policies"),
     "healthpolicy.partial_update": _staff("change health policies"),
     "healthpolicy.destroy": _staff("delete health policies"),
+    # The balancer's targets (docs/health.md#pool-targets): staff's alone, reads included.
+    "pooltarget.list": _staff("see pool targets"),
+    "pooltarget.retrieve": _staff("see pool targets"),
+    "pooltarget.create": _staff("add pool targets"),
+    "pooltarget.partial_update": _staff("change pool targets"),
+    "pooltarget.destroy": _staff("delete pool targets"),
+    "pooltarget.preview": _staff("preview the pool balancer"),
     "job.start": Rule(Who.RUNNER, "start jobs"),
     "job.complete": Rule(Who.RUNNER, "complete jobs"),
     "lease.create": _staff("reserve hosts"),

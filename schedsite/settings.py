@@ -287,6 +287,8 @@ RETRY_BACKOFF_MAX = 600
 REPAIR_BACKOFF = env_int("REPAIR_BACKOFF", 60)  # doubles per failed repair
 REPAIR_MAX_ATTEMPTS = env_int("REPAIR_MAX_ATTEMPTS", 3)  # failed repairs in a row → repair_failed
 HOST_FAILURE_STREAK = env_int("HOST_FAILURE_STREAK", 3)  # failed tests in a row → needs_repair
+# The pool balancer's periodic run (docs/health.md#pool-targets); every tick runs it too.
+POOL_BALANCE_MINUTES = env_int("POOL_BALANCE_MINUTES", 5)
 MAINTENANCE_TIMEOUT = env_int("MAINTENANCE_TIMEOUT", 1800)  # seconds a verify or repair may run
 MAX_JOBS_PER_SUITE = env_int("MAX_JOBS_PER_SUITE", 5000)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 5 * 1024 * 1024)  # 413 above

@@ -8,6 +8,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.routers import DefaultRouter
 
 from jobs.api.host_views import HealthPolicyViewSet, HostViewSet, WorkerViewSet
+from jobs.api.pool_targets import PoolTargetViewSet
 from jobs.api.template_views import SuiteTemplateViewSet
 from jobs.api.views import JobViewSet, LeaseViewSet, QueueView, SchedulerViewSet, SuiteViewSet
 from schedsite.api_views import MeView, TokenView, api_not_found
@@ -20,6 +21,7 @@ router.include_format_suffixes = False
 router.register("workers", WorkerViewSet, basename="worker")
 router.register("hosts", HostViewSet, basename="host")
 router.register("health-policies", HealthPolicyViewSet, basename="healthpolicy")
+router.register("pool-targets", PoolTargetViewSet, basename="pooltarget")
 router.register("suites", SuiteViewSet, basename="suite")
 router.register("suite-templates", SuiteTemplateViewSet, basename="suitetemplate")
 router.register("jobs", JobViewSet, basename="job")

@@ -61,6 +61,8 @@ STATE_REFUSALS = {
     ("POST", "/api/suite-templates/{id}/dispatch/"): "a body whose jobs no host can run",
     ("POST", "/api/scheduler/plan/"): "a suite, worker or host that does not exist",
     ("PATCH", "/api/scheduler/settings/"): "a version other than the settings' current one",
+    ("POST", "/api/pool-targets/"): "a spare label equal to the pool label",
+    ("PATCH", "/api/pool-targets/{id}/"): "a pool or spare equal to the target's other label",
 }
 CONFIG = SchemathesisConfig.from_dict(
     {

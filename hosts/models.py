@@ -91,6 +91,8 @@ class Host(models.Model):
     # Failed repairs in a row; at REPAIR_MAX_ATTEMPTS the host goes to repair_failed.
     repair_attempts = models.PositiveSmallIntegerField(default=0, db_default=0)
     repair_not_before = models.DateTimeField(null=True, blank=True)  # the repair backoff
+    # A repair_failed host's automatic repair (REPAIR_FAILED_RETRY_SECONDS); null otherwise.
+    next_repair_at = models.DateTimeField(null=True, blank=True)
     last_verified_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)

@@ -38,7 +38,7 @@ NOT_BY_POLICY = {
     HostStatus.VERIFYING: "being verified now",
     HostStatus.NEEDS_REPAIR: "after its repair (a passed repair counts as verified)",
     HostStatus.REPAIRING: "after its repair (a passed repair counts as verified)",
-    HostStatus.REPAIR_FAILED: "not until staff press Repair now",
+    HostStatus.REPAIR_FAILED: "after its repair: the automatic one, or staff press Repair now",
     HostStatus.RETIRED: "never: the host is retired",
 }
 NO_POLICY = "no policy: never verified automatically"

@@ -8,7 +8,7 @@ and the result of a verify or repair job moves its host along the health loop.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.contrib.postgres.expressions import ArraySubquery
@@ -36,6 +36,32 @@ def repair_backoff(failed_repairs: int) -> timedelta:
     """How long a host waits before its next repair, after `failed_repairs` in a row."""
     base = max(0, settings.REPAIR_BACKOFF)
     return timedelta(seconds=base * 2 ** max(0, failed_repairs - 1))
+
+
+def repair_failed_retry(failed_repairs: int) -> timedelta | None:
+    """How long a repair_failed host waits for its automatic repair, or None (turned off).
+
+    REPAIR_FAILED_RETRY_SECONDS after the round that gave up, doubling with each automatic
+    repair that failed since (the failed repairs in a row past REPAIR_MAX_ATTEMPTS), capped.
+    """
+    base = settings.REPAIR_FAILED_RETRY_SECONDS
+    if base <= 0:
+        return None
+    rounds = min(max(0, failed_repairs - settings.REPAIR_MAX_ATTEMPTS), 32)
+    return timedelta(seconds=min(base * 2**rounds, max(base, settings.REPAIR_FAILED_RETRY_MAX)))
+
+
+def next_repair_at(failed_repairs: int, *, at: datetime) -> datetime | None:
+    """When a host reaching repair_failed at `at` gets its automatic repair (None: never)."""
+    wait = repair_failed_retry(failed_repairs)
+    return at + wait if wait is not None else None
+
+
+def next_try_words(when: datetime | None) -> str:
+    """How the status event, the notification and the call-out say it."""
+    if when is None:
+        return "no automatic repair (REPAIR_FAILED_RETRY_SECONDS is 0): staff press Repair now"
+    return f"next automatic try at {when.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
 
 
 def retry_or_end(
@@ -199,11 +225,12 @@ def _repair_outcome(job: Job, *, host: Host, passed: bool | None, at: datetime) 
     failures = host.repair_attempts + 1
     what = "its runner stopped heartbeating" if passed is None else brief(job.message)
     if failures >= settings.REPAIR_MAX_ATTEMPTS:
-        why = f"repair failed {failures} times in a row, no more automatic repairs; last: {what}"
+        when = next_repair_at(failures, at=at)
+        why = f"repair failed {failures} times in a row; {next_try_words(when)}; last: {what}"
         return (
             HostStatus.REPAIR_FAILED,
             why,
-            {"repair_attempts": failures, "repair_not_before": None},
+            {"repair_attempts": failures, "repair_not_before": None, "next_repair_at": when},
         )
     wait = repair_backoff(failures)
     why = (

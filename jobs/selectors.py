@@ -14,6 +14,7 @@ from django.db.models import (
     Exists,
     F,
     IntegerField,
+    Min,
     OuterRef,
     Prefetch,
     Q,
@@ -283,6 +284,12 @@ def repair_failed_hostnames(*, limit: int) -> list[str]:
     """Up to `limit` hosts whose repairs gave up, by name (dut4 before dut12)."""
     names = Host.objects.filter(status=HostStatus.REPAIR_FAILED).values_list("hostname", flat=True)
     return sorted(names.order_by("hostname")[:limit], key=_natural_key)
+
+
+def repair_failed_next_try() -> datetime | None:
+    """The soonest automatic repair of a repair_failed host, for the call-out (None: none)."""
+    hosts = Host.objects.filter(status=HostStatus.REPAIR_FAILED, next_repair_at__isnull=False)
+    return hosts.aggregate(soonest=Min("next_repair_at"))["soonest"]
 
 
 def _natural_key(name: str) -> list[tuple[int, int | str]]:

@@ -154,6 +154,8 @@ _SYSTEM_MOVES: dict[tuple[str, str], frozenset[Mover]] = {
     (H.NEEDS_VERIFY, H.NEEDS_REPAIR): _by(RUNNER),
     (H.VERIFYING, H.NEEDS_REPAIR): _by(RUNNER),
     (H.REPAIRING, H.NEEDS_REPAIR): _by(RUNNER, SCHEDULER),
+    # A repair_failed host's automatic repair, at its next_repair_at (docs/health.md).
+    (H.REPAIR_FAILED, H.NEEDS_REPAIR): _by(SCHEDULER),
 }
 HOST = Machine(
     "host",
@@ -454,6 +456,11 @@ def lease_event(kind: str, lease: Lease, *, by: Actor, at: datetime, message: st
 # --- hosts ----------------------------------------------------------------------------------
 
 
+def _leaving(to: str) -> dict[str, object]:
+    """What a host's move clears: only a repair_failed host waits for an automatic repair."""
+    return {} if to == HostStatus.REPAIR_FAILED else {"next_repair_at": None}
+
+
 def move_host(
     host: Host,
     *,
@@ -474,7 +481,7 @@ def move_host(
     # The move, its audit and its outbox entry commit together (no savepoint: inside a
     # caller's transaction this adds no statement; nothing raises inside it).
     with transaction.atomic(savepoint=False):
-        moved = Host.objects.filter(pk=host.pk, status=old).update(status=to)
+        moved = Host.objects.filter(pk=host.pk, status=old).update(status=to, **_leaving(to))
         if moved:
             audit.record(
                 EventKind.STATUS,
@@ -490,6 +497,8 @@ def move_host(
     if not moved:
         raise Conflict(f"host {host.hostname} changed status concurrently; try again")
     host.status = to
+    for field, value in _leaving(to).items():
+        setattr(host, field, value)
     if to == HostStatus.READY:
         request_tick("host ready")
 
@@ -522,6 +531,7 @@ def move_hosts(
     )
     if not moving:
         return []
+    fields = {**_leaving(to), **fields}
     Host.objects.filter(pk__in=[pk for pk, _, _ in moving]).update(status=to, **fields)
     audit.record_many(
         [

@@ -80,7 +80,12 @@ def repair_failed_callout(counts: dict[str, int]) -> dict | None:
     if not total:
         return None
     names = selectors.repair_failed_hostnames(limit=REPAIR_FAILED_NAMED)
-    return {"total": total, "names": names, "more": total - len(names)}
+    return {
+        "total": total,
+        "names": names,
+        "more": total - len(names),
+        "next_try": selectors.repair_failed_next_try(),
+    }
 
 
 @ui_login_required

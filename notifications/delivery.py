@@ -57,7 +57,10 @@ def describe(payload: dict[str, Any]) -> tuple[str, str]:
     elif kind == EventKind.HOST_REPAIR_FAILED:
         host = payload["host"]
         subject = f"Host {host['hostname']} reached repair_failed"
-        text = f"{subject}: {host['reason']}\n\nIt needs a person now.\n\n{host['url']}\n"
+        # Payloads queued before the field existed have none.
+        when = host.get("next_repair_at")
+        then = f"Next automatic try at {when}; until then it" if when else "It"
+        text = f"{subject}: {host['reason']}\n\n{then} needs a person.\n\n{host['url']}\n"
     else:
         worker = payload["worker"]
         subject = f"Worker {worker['name']} went offline"

@@ -214,6 +214,9 @@ def hosts_repair_failed(host_ids: Sequence[int], *, status: str, at: datetime, w
     for host in Host.objects.filter(pk__in=list(host_ids)).select_related("worker"):
         key = f"{EventKind.HOST_REPAIR_FAILED}:{host.pk}:{at.isoformat()}"
         payload = host_payload(host, why, status=status)
+        # When the health loop tries again by itself (null: not automatically), as the host says.
+        when = host.next_repair_at
+        payload["host"]["next_repair_at"] = when.isoformat() if when else None
         count += _announce(EventKind.HOST_REPAIR_FAILED, key, payload, at, staff)
     return count
 

@@ -286,6 +286,10 @@ RETRY_BACKOFF = env_int("RETRY_BACKOFF", 30)  # doubles per attempt, at most RET
 RETRY_BACKOFF_MAX = 600
 REPAIR_BACKOFF = env_int("REPAIR_BACKOFF", 60)  # doubles per failed repair
 REPAIR_MAX_ATTEMPTS = env_int("REPAIR_MAX_ATTEMPTS", 3)  # failed repairs in a row → repair_failed
+# A repair_failed host's automatic repair comes this long after; doubles per failed round, at
+# most REPAIR_FAILED_RETRY_MAX; 0 = none (staff press Repair now).
+REPAIR_FAILED_RETRY_SECONDS = env_int("REPAIR_FAILED_RETRY_SECONDS", 4 * 3600)
+REPAIR_FAILED_RETRY_MAX = 48 * 3600
 HOST_FAILURE_STREAK = env_int("HOST_FAILURE_STREAK", 3)  # failed tests in a row → needs_repair
 # The pool balancer's periodic run (docs/health.md#pool-targets); every tick runs it too.
 POOL_BALANCE_MINUTES = env_int("POOL_BALANCE_MINUTES", 5)

@@ -234,6 +234,7 @@ class HostSerializer(ActiveLeaseMixin, serializers.ModelSerializer):
             "current_build",
             "repair_attempts",
             "repair_not_before",
+            "next_repair_at",
             "last_verified_at",
             "leased",
             "schedulable",

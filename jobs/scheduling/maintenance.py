@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Count, Exists, OuterRef, Q, Subquery
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 
 from hosts import audit
 from hosts.audit import SCHEDULER
@@ -41,6 +41,7 @@ def maintenance_phase(*, now: datetime) -> tuple[int, list[dict]]:
         return 0, []
     expired = expire_queued(now=now)
     release_orphans(now=now)
+    retry_repair_failed(now=now)
     create_due(now=now)
     return expired, lease_maintenance(now=now)
 
@@ -51,6 +52,7 @@ def _anything_to_do(*, now: datetime) -> bool:
         "expiring": Job.objects.queued().filter(expires_at__lt=now),
         "maintenance": Job.objects.queued().filter(kind__in=MAINTENANCE_KINDS),
         "hosts": Host.objects.filter(status__in=(*AWAITING_MAINTENANCE, *IN_MAINTENANCE)),
+        "repair_failed": _repair_failed_due(now),
         "policies": HealthPolicy.objects.filter(enabled=True),
     }
     # Uncorrelated EXISTS on any one row; with no host at all, look the long way.
@@ -109,6 +111,48 @@ def release_orphans(*, now: datetime) -> None:
                 why="its maintenance job ended without a result (aborted, timed out or released)",
                 at=now,
             )
+
+
+def _repair_failed_due(now: datetime) -> QuerySet[Host]:
+    """repair_failed hosts whose automatic repair is due; with it turned off, every one that
+    still shows a time (to clear it)."""
+    if settings.REPAIR_FAILED_RETRY_SECONDS <= 0:
+        return Host.objects.filter(next_repair_at__isnull=False)
+    return Host.objects.filter(status=HostStatus.REPAIR_FAILED, next_repair_at__lte=now)
+
+
+def retry_repair_failed(*, now: datetime) -> list[Job]:
+    """Give each repair_failed host whose next_repair_at has come an automatic repair.
+
+    The host goes to needs_repair (a status event by the scheduler saying it is automatic) with
+    its failed repairs in a row kept, so the repair job queued here is one try: failed, it
+    sends the host back to repair_failed with twice the wait (jobs.recovery.repair_failed_retry).
+    A locked host, a retired one or one whose worker is paused or offline is left alone; it
+    keeps its time and gets the repair once it is back in service.
+    """
+    due = _repair_failed_due(now)
+    if settings.REPAIR_FAILED_RETRY_SECONDS <= 0:
+        due.update(next_repair_at=None)
+        return []
+    ids = list(
+        due.filter(pk__in=Host.objects.in_service(now).values("pk"))
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    if not ids:
+        return []
+    moved = transitions.move_hosts(
+        ids,
+        to=HostStatus.NEEDS_REPAIR,
+        mover=Mover.SCHEDULER,
+        by=SCHEDULER,
+        why="automatic repair: its next_repair_at came (REPAIR_FAILED_RETRY_SECONDS)",
+        at=now,
+        repair_not_before=None,
+    )
+    hosts = Host.objects.filter(pk__in=moved).exclude(_unfinished_maintenance())
+    due_jobs = [(host, JobKind.REPAIR) for host in hosts.only("id", "hostname").order_by("pk")]
+    return create_maintenance_jobs(due_jobs, now=now, why="automatic repair of repair_failed")
 
 
 def _unfinished_maintenance() -> Exists:

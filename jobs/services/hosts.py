@@ -7,6 +7,7 @@ host state machine is jobs.transitions', and a host with unfinished jobs is not 
 from __future__ import annotations
 
 from django.db import transaction
+from django.utils import timezone
 
 from hosts import audit
 from hosts import services as inventory
@@ -16,6 +17,7 @@ from hosts.models import Host
 from hosts.services import check_status, host_has_history
 from jobs import transitions
 from jobs.choices import JobKind, JobStatus
+from jobs.recovery import next_repair_at, next_try_words
 from jobs.scheduling.triggers import request_tick
 from jobs.transitions import Mover
 from schedsite.errors import Conflict
@@ -39,7 +41,15 @@ def host_set_status(*, host: Host, status: str, by: Actor, message: str = "") ->
         raise Conflict(f"host {host.hostname} no longer exists")
     if old == status:
         return host
+    when = None
+    if status == HostStatus.REPAIR_FAILED:  # set by hand: the automatic repair comes all the same
+        attempts = Host.objects.filter(pk=host.pk).values_list("repair_attempts", flat=True)[0]
+        when = next_repair_at(attempts, at=timezone.now())
+        message = "; ".join(filter(None, [message, next_try_words(when)]))
     transitions.move_host(host, old=old, to=status, mover=Mover.STAFF, by=by, why=message)
+    if when is not None:
+        Host.objects.filter(pk=host.pk).update(next_repair_at=when)
+        host.next_repair_at = when
     return host
 
 

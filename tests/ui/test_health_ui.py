@@ -59,7 +59,7 @@ def test_the_host_page_shows_the_health_card_to_everyone(request, lab, settings,
     assert "Health" in html and "Maintenance history" in html
     assert '<span class="badge tone-red">Repair failed</span>' in html
     assert "3 of 3 failed in a row" in html
-    assert "Not until staff press Repair now" in html
+    assert "After its repair: the automatic one, or staff press Repair now" in html
     staff = who == "sam_client"
     assert ("Repair now</button>" in html) is staff and ("Retire</button>" in html) is staff
     assert "Verify now" not in html  # a host that needs repair is not verified

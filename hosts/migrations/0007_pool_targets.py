@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("hosts", "0005_worker_capacity"),
+        ("hosts", "0006_next_repair_at"),
     ]
 
     operations = [

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
+from django_q.conf import Conf
 from django_q.tasks import async_task
 
 from jobs.models import SchedulerState
@@ -41,7 +42,10 @@ def on_worker_started(**_kwargs: object) -> None:
     still saying a tick is on its way: a request older than a second is taken over, so the
     first lease is made in seconds, not at the safety net's next minute. A tick that turns out
     to be a duplicate changes nothing. Never fails the worker's start (the safety net stays).
+    With `Q_SYNC` no cluster starts: each task runs in a worker made for it alone, here.
     """
+    if Conf.SYNC:
+        return
     try:
         _enqueue("cluster started", stale_seconds=STARTING_STALE_SECONDS)
     except Exception:

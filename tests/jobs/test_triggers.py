@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from django_q.conf import Conf
 from django_q.models import OrmQ
 from django_q.signals import post_spawn
 
@@ -179,3 +180,13 @@ def test_a_cluster_starting_takes_over_a_request_a_dead_cluster_left_pending():
     before = OrmQ.objects.count()
     post_spawn.send(sender="django_q", proc_name="Process-1")
     assert OrmQ.objects.count() == before + 1
+
+
+def test_a_task_run_synchronously_is_no_cluster_starting(monkeypatch):  # noqa: ANN001
+    # With Q_SYNC every task runs in a worker made for it, which sends post_spawn too.
+    monkeypatch.setattr(Conf, "SYNC", True)
+    SchedulerState.objects.update_or_create(pk=1, defaults={"tick_pending": False})
+    before = OrmQ.objects.count()
+    post_spawn.send(sender="django_q", proc_name="MainProcess")
+    assert OrmQ.objects.count() == before
+    assert not SchedulerState.objects.get(pk=1).tick_pending

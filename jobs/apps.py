@@ -20,15 +20,18 @@ class JobsConfig(AppConfig):
     verbose_name = "Scheduling"
 
     def ready(self) -> None:
-        # Registers the `in_array` lookup the scheduler filters ids with.
-        import schedsite.pgarrays  # noqa: F401, PLC0415
+        # jobs.tasks imports the models, which cannot load while the app registry is filling
+        # (django_q.signals too). schedsite.pgarrays registers the `in_array` lookup.
+        from django_q.signals import post_spawn  # noqa: PLC0415
 
-        # jobs.tasks imports the models, which cannot load while the app registry is filling.
+        import schedsite.pgarrays  # noqa: F401, PLC0415
         from hosts.signals import tick_wanted_signal  # noqa: PLC0415
-        from jobs.scheduling.triggers import on_tick_wanted  # noqa: PLC0415
+        from jobs.scheduling.triggers import on_tick_wanted, on_worker_started  # noqa: PLC0415
         from jobs.tasks import install_schedule  # noqa: PLC0415
 
         tick_wanted_signal.connect(on_tick_wanted, dispatch_uid="jobs-tick-wanted")
+        # A cluster asks for a tick as it starts (docs/scheduling.md#triggers).
+        post_spawn.connect(on_worker_started, dispatch_uid="jobs-cluster-started")
 
         post_migrate.connect(install_schedule, sender=self, dispatch_uid="schedsite-schedule")
         post_migrate.connect(create_cache_table, sender=self, dispatch_uid="schedsite-cache")

@@ -8,13 +8,14 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig, TooManyFieldsSent
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import DataError, IntegrityError
+from django.db import DataError, IntegrityError, OperationalError
 from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
-from schedsite.errors import Conflict, Forbidden, LimitExceeded, ServiceError
+from schedsite.errors import Conflict, Forbidden, LimitExceeded, ServiceError, Unavailable
+from schedsite.transactions import RETRY_AFTER, is_transient
 
 log = logging.getLogger("schedsite.api")
 
@@ -36,10 +37,12 @@ class ConflictError(exceptions.APIException):
 
 
 def service_error_response(exc: ServiceError) -> Response:
-    """Render a service error: 400 with the field named, 403, 409 or 429 with a detail."""
-    if isinstance(exc, LimitExceeded):
+    """Render a service error: 400 with the field named, 403, 409, 429 or 503 with a detail."""
+    if isinstance(exc, LimitExceeded | Unavailable):
         return Response(
-            {"detail": exc.message}, status=429, headers={"Retry-After": str(exc.retry_after)}
+            {"detail": exc.message},
+            status=exc.status_code,
+            headers={"Retry-After": str(exc.retry_after)},
         )
     if isinstance(exc, Conflict):
         return Response({"detail": exc.message}, status=409)
@@ -52,6 +55,12 @@ def service_error_response(exc: ServiceError) -> Response:
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """Map every error a client can provoke to a 4xx response (docs/api.md#conventions)."""
+    if isinstance(exc, OperationalError) and is_transient(exc):
+        # A deadlock or serialization failure outside a retried service: nothing was changed,
+        # and the same request may well succeed in a moment.
+        log.warning("transient database error answered with 503: %s", exc)
+        exc = Unavailable("The database was busy with a conflicting change; try again.",
+                          retry_after=RETRY_AFTER)  # fmt: skip
     if isinstance(exc, ServiceError):
         set_rollback()
         return service_error_response(exc)

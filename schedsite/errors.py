@@ -40,3 +40,16 @@ class LimitExceeded(ServiceError):
     def __init__(self, message: str, *, retry_after: int, field: str | None = None) -> None:
         super().__init__(message, field=field)
         self.retry_after = max(1, retry_after)
+
+
+class Unavailable(ServiceError):
+    """The database could not carry the change out now (HTTP 503); nothing was changed.
+
+    `retry_after` says in how many seconds to try again.
+    """
+
+    status_code = 503
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = max(1, retry_after)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from django.db import OperationalError
 from django.http import HttpRequest, HttpResponse
 
+from schedsite.errors import Unavailable
 from schedsite.throttles import (
     SAFE_METHODS,
     LoginThrottle,
@@ -13,6 +15,7 @@ from schedsite.throttles import (
     too_many_attempts,
     wait_words,
 )
+from schedsite.transactions import RETRY_AFTER, is_transient
 from schedsite.ui.htmx import error_response
 
 # URL names of the HTML login forms; /api/token/ is a DRF view and lists LoginThrottle itself.
@@ -64,3 +67,26 @@ def refuse_write(request: HttpRequest, seconds: int) -> HttpResponse:
 
 def retry_after(throttle: LoginThrottle | WriteThrottle) -> int:
     return max(1, round(throttle.wait() or 1))
+
+
+class BusyDatabaseMiddleware:
+    """A page whose transaction lost to a deadlock (after its service's retries) is a 503 with
+    Retry-After, as the API answers (schedsite/api_exceptions.py), never a 500."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exc: Exception) -> HttpResponse | None:
+        if isinstance(exc, Unavailable):
+            seconds = exc.retry_after
+        elif isinstance(exc, OperationalError) and is_transient(exc):
+            seconds = RETRY_AFTER
+        else:
+            return None
+        message = "The database was busy with a conflicting change: nothing was changed. Try again."
+        response = error_response(request, message, 503)
+        response["Retry-After"] = str(seconds)
+        return response

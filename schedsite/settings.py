@@ -88,6 +88,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "schedsite.middleware.ThrottleMiddleware",
+    # A deadlock that outlived its service's retries: a 503 with Retry-After, not a 500.
+    "schedsite.middleware.BusyDatabaseMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",

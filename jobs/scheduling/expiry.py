@@ -10,7 +10,7 @@ from hosts.audit import SCHEDULER
 from hosts.choices import HostStatus
 from jobs import recovery, transitions
 from jobs.choices import JobKind, JobStatus, ReleaseReason
-from jobs.models import Job, Lease
+from jobs.models import Lease
 from jobs.transitions import Mover
 
 TICK = Mover.SCHEDULER
@@ -67,20 +67,26 @@ def lease_expire_overdue(*, now: datetime) -> int:
 
 
 def job_timeout_overdue(*, now: datetime) -> int:
-    """Abort running jobs past their timeout and release their hosts."""
-    candidates = list(
-        Job.objects.select_for_update(skip_locked=True)
-        .filter(status=JobStatus.RUNNING, started_at__isnull=False)
-        .filter(started_at__lt=now - F("timeout"))
-        .values_list("id", flat=True)
+    """Abort running jobs past their timeout and release their hosts.
+
+    The lease first, then the job, then the host: the one lock order (docs/architecture.md, "Lock
+    order"), which a runner's `complete` keeps too, so the two never deadlock. A lease someone
+    holds (a runner completing it) is skipped: the next tick sees what became of it.
+    """
+    leases = list(
+        Lease.objects.select_for_update(skip_locked=True, of=("self",))
+        .active()
+        .filter(job__status=JobStatus.RUNNING, job__started_at__isnull=False)
+        .filter(job__started_at__lt=now - F("job__timeout"))
+        .select_related("host", "job")
+        .order_by("pk")
     )
-    if not candidates:
+    if not leases:
         return 0
     text = "timed out: ran longer than its timeout"
-    transitions.move_jobs(candidates, to=JobStatus.ABORTED, mover=TICK, at=now, message=text)
-    leases = list(
-        Lease.objects.active().filter(job_id__in=candidates).select_related("host", "job")
-    )
+    # Every path that moves a running job holds its lease first: these jobs are still running.
+    ids = [lease.job_id for lease in leases]
+    transitions.move_jobs(ids, to=JobStatus.ABORTED, mover=TICK, at=now, message=text)
 
     def said(lease: Lease) -> str:
         return (
@@ -90,4 +96,4 @@ def job_timeout_overdue(*, now: datetime) -> int:
     transitions.release_leases(
         leases, reason=ReleaseReason.TIMEOUT, mover=TICK, by=SCHEDULER, at=now, message=said
     )
-    return len(candidates)
+    return len(leases)

@@ -271,18 +271,20 @@ def lease_maintenance(*, now: datetime) -> list[dict]:
     host_ids = sorted(set(waiting.values_list("host_id", flat=True)))
     if not host_ids:
         return []
-    # Lock order everywhere: hosts, then jobs; a job someone else holds waits for a later tick.
-    hosts = {
-        host.pk: host
-        for host in Host.objects.select_for_update(of=("self",))
-        .select_related("worker")
-        .filter(pk__in=host_ids)
-    }
+    # The one lock order (docs/architecture.md#lock-order): jobs, then hosts; a job someone
+    # else holds waits for a later tick.
     queued = list(
         waiting.select_for_update(skip_locked=True)
         .order_by("id")
         .values_list("id", "kind", "host_id")
     )
+    hosts = {
+        host.pk: host
+        for host in Host.objects.select_for_update(of=("self",))
+        .select_related("worker")
+        .filter(pk__in=host_ids)
+        .order_by("pk")
+    }
     free = set(
         Host.objects.in_service(now).unleased().filter(pk__in=host_ids).values_list("pk", flat=True)
     )

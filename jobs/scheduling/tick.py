@@ -335,12 +335,13 @@ def _apply(
         return []
     host_ids = sorted(a.host_id for a in assignments)
     job_ids = sorted(a.job_id for a in assignments)
-    # Lock order everywhere: hosts, then jobs. Locking first and re-reading in a new statement
-    # means any write that locked these rows before us has committed and is visible now.
+    # The one lock order (docs/architecture.md#lock-order): jobs, then hosts, each in id order.
+    # Locking first and re-reading in a new statement means any write that locked these rows
+    # before us has committed and is visible now.
     host_rows = Host.objects.filter(pk__in_array=host_ids)
     job_rows = Job.objects.filter(pk__in_array=job_ids)
-    list(host_rows.select_for_update().values_list("pk", flat=True))
-    list(job_rows.select_for_update().values_list("pk", flat=True))
+    list(job_rows.select_for_update().order_by("pk").values_list("pk", flat=True))
+    list(host_rows.select_for_update().order_by("pk").values_list("pk", flat=True))
     ok_hosts = set(host_rows.schedulable(now).values_list("pk", flat=True))
     ok_jobs = set(job_rows.queued().values_list("pk", flat=True))
     kept = [a for a in assignments if a.host_id in ok_hosts and a.job_id in ok_jobs]

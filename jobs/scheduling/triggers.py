@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
+from django_q.conf import Conf
 from django_q.tasks import async_task
 
 from jobs.models import SchedulerState
@@ -29,8 +30,30 @@ def on_tick_wanted(*, reason: str, **_kwargs: object) -> None:
     request_tick(reason)
 
 
-def _enqueue(reason: str) -> None:
-    if not _claim_request(timezone.now()):
+# A worker starting takes over a request older than this: a cluster's workers all start within
+# it, and ask for one tick between them.
+STARTING_STALE_SECONDS = 1
+
+
+def on_worker_started(**_kwargs: object) -> None:
+    """django-q2's `post_spawn`, in each task worker as it starts: ask for a tick at once.
+
+    The cluster may be starting after one died mid-tick, its request lost with it and the flag
+    still saying a tick is on its way: a request older than a second is taken over, so the
+    first lease is made in seconds, not at the safety net's next minute. A tick that turns out
+    to be a duplicate changes nothing. Never fails the worker's start (the safety net stays).
+    With `Q_SYNC` no cluster starts: each task runs in a worker made for it alone, here.
+    """
+    if Conf.SYNC:
+        return
+    try:
+        _enqueue("cluster started", stale_seconds=STARTING_STALE_SECONDS)
+    except Exception:
+        log.exception("could not ask for a tick as the cluster started")
+
+
+def _enqueue(reason: str, *, stale_seconds: int | None = None) -> None:
+    if not _claim_request(timezone.now(), stale_seconds=stale_seconds):
         return
     try:
         async_task(TICK_FUNC, reason[:50], task_name="tick", group="tick")
@@ -39,7 +62,7 @@ def _enqueue(reason: str) -> None:
         log.exception("could not enqueue a tick")
 
 
-def _claim_request(now: datetime) -> bool:
+def _claim_request(now: datetime, *, stale_seconds: int | None = None) -> bool:
     """Flag a tick as requested; True if this request should enqueue it.
 
     Compare-and-set: only the request that flips the flag enqueues; the rest ride along. A tick
@@ -50,7 +73,9 @@ def _claim_request(now: datetime) -> bool:
     tick, should the old one turn up after all, changes nothing
     (docs/deployment.md#what-happens-when-things-fail).
     """
-    stale_before = now - timedelta(seconds=settings.TICK_REQUEST_STALE_SECONDS)
+    if stale_seconds is None:
+        stale_seconds = settings.TICK_REQUEST_STALE_SECONDS
+    stale_before = now - timedelta(seconds=stale_seconds)
     if connection.vendor == "postgresql":
         # Every finished job asks for a tick: one statement, the row created if missing.
         table = connection.ops.quote_name(SchedulerState._meta.db_table)

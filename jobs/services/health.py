@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.db import transaction
 from django.utils import timezone
 
 from hosts import audit
@@ -16,6 +15,7 @@ from jobs.scheduling.maintenance import create_maintenance_jobs
 from jobs.scheduling.triggers import request_tick
 from jobs.transitions import Mover
 from schedsite.errors import Conflict
+from schedsite.transactions import atomic_retry
 
 # Why a host in each status cannot be verified now, as staff read it.
 _NO_VERIFY = {
@@ -32,7 +32,7 @@ def _locked(host: Host) -> Host:
     return Host.objects.select_for_update().get(pk=host.pk)
 
 
-@transaction.atomic
+@atomic_retry
 def host_repair_now(*, host: Host, by: Actor) -> Host:
     """Send a host to repair at once, with a fresh count of attempts."""
     host = _locked(host)
@@ -56,7 +56,7 @@ def host_repair_now(*, host: Host, by: Actor) -> Host:
     return host
 
 
-@transaction.atomic
+@atomic_retry
 def host_verify_now(*, host: Host, by: Actor) -> Host:
     """Queue a verify job for a ready host (or one waiting for a verify) at once."""
     host = _locked(host)
@@ -79,7 +79,7 @@ def host_purge_counts(host: Host) -> dict[str, int]:
     }
 
 
-@transaction.atomic
+@atomic_retry
 def host_purge(*, host: Host, by: Actor) -> dict[str, int]:
     """Delete a host with its leases, events and maintenance jobs for real (admins only)."""
     host = _locked(host)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -20,9 +19,10 @@ from jobs.models import Lease
 from jobs.transitions import Mover
 from schedsite.durations import human_duration
 from schedsite.errors import Conflict, Forbidden, InvalidInput
+from schedsite.transactions import atomic_retry
 
 
-@transaction.atomic
+@atomic_retry
 def lease_reserve(
     *, host: Host, holder: Actor, duration: timedelta, reason: str, at: datetime | None = None
 ) -> Lease:
@@ -59,7 +59,7 @@ def reservation_check_manager(*, lease: Lease, by: Actor) -> None:
         raise Forbidden("only the holder of a reservation or lab staff can change it")
 
 
-@transaction.atomic
+@atomic_retry
 def lease_extend(
     *, lease: Lease, by: Actor, duration: timedelta, at: datetime | None = None
 ) -> Lease:
@@ -100,7 +100,7 @@ def lease_extend(
     return lease
 
 
-@transaction.atomic
+@atomic_retry
 def reservation_end(
     *, lease: Lease, by: Actor, reason: str = "", at: datetime | None = None
 ) -> Lease:

@@ -23,6 +23,7 @@ from jobs.services.common import active_lease_for
 from jobs.services.staff import job_abort
 from jobs.transitions import Mover
 from schedsite.errors import Conflict, Forbidden, InvalidInput
+from schedsite.transactions import atomic_retry
 
 RUNNER = Mover.RUNNER
 COMPLETED, RELEASED, FAILED = ReleaseReason.COMPLETED, ReleaseReason.RELEASED, JobStatus.FAILED
@@ -31,7 +32,7 @@ COMPLETED, RELEASED, FAILED = ReleaseReason.COMPLETED, ReleaseReason.RELEASED, J
 WAITS_FOR = {JobKind.VERIFY: HostStatus.NEEDS_VERIFY, JobKind.REPAIR: HostStatus.NEEDS_REPAIR}
 
 
-@transaction.atomic
+@atomic_retry
 def job_start(*, job: Job, by: Actor, at: datetime | None = None) -> Job:
     """Mark a leased job running (the runner has begun the test)."""
     lease = active_lease_for(job)
@@ -80,7 +81,7 @@ def _mark_worker_seen(lease: Lease, *, at: datetime) -> None:
     Worker.objects.filter(pk__in=worker_of_host, last_seen__isnull=False).update(last_seen=at)
 
 
-@transaction.atomic
+@atomic_retry
 def job_complete(*, job: Job, by: Actor, **report: Unpack[Report]) -> Job:
     """Record a job's result and release its lease, then act on what it says of the host."""
     _check_result(report["result"])
@@ -182,7 +183,7 @@ def _lock_job_lease(lease: Lease) -> Lease:
     return locked
 
 
-@transaction.atomic
+@atomic_retry
 def lease_job_start(*, lease: Lease, by: Actor, at: datetime | None = None) -> Job:
     """Start the job of a lease the runner holds."""
     return _start(lease, by=by, at=at or timezone.now())
@@ -202,7 +203,7 @@ def _check_result(result: str) -> None:
         raise InvalidInput("result must be 'passed' or 'failed'", field="result")
 
 
-@transaction.atomic
+@atomic_retry
 def lease_job_complete(*, lease: Lease, by: Actor, **report: Unpack[Report]) -> Job:
     """Report the result of the job of a lease the runner holds, and release the lease."""
     _check_result(report["result"])  # a bad result is a 400 even on a lease that has ended
@@ -274,7 +275,7 @@ def _extend_many(ids: list[int], *, worker: Worker, at: datetime) -> list[int]:
     return held
 
 
-@transaction.atomic
+@atomic_retry
 def lease_job_abort(
     *, lease: Lease, by: Actor, reason: str = "", at: datetime | None = None
 ) -> Job:
@@ -283,7 +284,7 @@ def lease_job_abort(
     return job_abort(job=lease.job, by=by, reason=reason, at=at, mover=Mover.RUNNER)
 
 
-@transaction.atomic
+@atomic_retry
 def lease_hand_back(*, lease: Lease, by: Actor, reason: str, at: datetime | None = None) -> Lease:
     """Give back a lease its stopping runner never started; the job is queued again.
 

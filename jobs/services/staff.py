@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.db import transaction
 from django.utils import timezone
 
 from hosts.audit import Actor, actor_name
@@ -15,9 +14,10 @@ from jobs.models import Job, Lease, Suite
 from jobs.services.common import active_lease_for
 from jobs.transitions import Mover
 from schedsite.errors import Conflict
+from schedsite.transactions import atomic_retry
 
 
-@transaction.atomic
+@atomic_retry
 def lease_release(
     *, lease: Lease, by: Actor, requeue: bool = True, reason: str = "", at: datetime | None = None
 ) -> Lease:
@@ -44,7 +44,7 @@ def lease_release(
     return lease
 
 
-@transaction.atomic
+@atomic_retry
 def job_abort(
     *,
     job: Job,
@@ -78,7 +78,7 @@ def job_abort(
     return job
 
 
-@transaction.atomic
+@atomic_retry
 def suite_abort(*, suite: Suite, by: Actor, at: datetime | None = None) -> int:
     """Abort every unfinished job of a suite; returns how many were aborted."""
     at = at or timezone.now()

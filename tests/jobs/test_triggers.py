@@ -7,7 +7,9 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from django_q.conf import Conf
 from django_q.models import OrmQ
+from django_q.signals import post_spawn
 
 from hosts import services as host_services
 from hosts.choices import HostStatus
@@ -159,3 +161,32 @@ def test_a_request_left_pending_by_a_dead_cluster_does_not_hold_up_the_next_one(
     with django_capture_on_commit_callbacks(execute=True):
         f.job("right after")
     assert OrmQ.objects.count() == before + 1
+
+
+def test_a_cluster_starting_asks_for_a_tick_once_however_many_workers_start():
+    SchedulerState.objects.update_or_create(pk=1, defaults={"tick_pending": False})
+    before = OrmQ.objects.count()
+    # django-q2 sends post_spawn in each task worker as it starts; these two are one cluster's.
+    post_spawn.send(sender="django_q", proc_name="Process-1")
+    post_spawn.send(sender="django_q", proc_name="Process-2")
+    assert OrmQ.objects.count() == before + 1
+    assert SchedulerState.objects.get(pk=1).tick_pending
+
+
+def test_a_cluster_starting_takes_over_a_request_a_dead_cluster_left_pending():
+    # Killed mid-tick a moment ago (under the 5 s an event waits): the flag says a tick is on
+    # its way, but its task died with the cluster. The new cluster does not ride along.
+    pending_request(age=timedelta(seconds=2))
+    before = OrmQ.objects.count()
+    post_spawn.send(sender="django_q", proc_name="Process-1")
+    assert OrmQ.objects.count() == before + 1
+
+
+def test_a_task_run_synchronously_is_no_cluster_starting(monkeypatch):  # noqa: ANN001
+    # With Q_SYNC every task runs in a worker made for it, which sends post_spawn too.
+    monkeypatch.setattr(Conf, "SYNC", True)
+    SchedulerState.objects.update_or_create(pk=1, defaults={"tick_pending": False})
+    before = OrmQ.objects.count()
+    post_spawn.send(sender="django_q", proc_name="MainProcess")
+    assert OrmQ.objects.count() == before
+    assert not SchedulerState.objects.get(pk=1).tick_pending

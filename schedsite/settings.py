@@ -268,6 +268,9 @@ THROTTLE_RATES = {
     # Per runner account. One runner may heartbeat thousands of leases; per second, so the
     # counted window stays short (DRF keeps one timestamp per request in it).
     "runner": env_rate("THROTTLE_RUNNER", "200/s"),
+    # /accounts/password_reset/ sends a mail per POST: per address, and per email asked for.
+    "password_reset": env_rate("THROTTLE_PASSWORD_RESET", "10/hour"),
+    "password_reset_email": env_rate("THROTTLE_PASSWORD_RESET_EMAIL", "3/hour"),
 }
 
 # --- schedsite ------------------------------------------------------------------------------

@@ -235,8 +235,8 @@ NUM_PROXIES = env_int("NUM_PROXIES", 0)
 
 # django-axes: a username that fails AXES_FAILURE_LIMIT times from one address is refused for
 # AXES_COOLOFF_MINUTES, on every login: the UI's, the admin's and POST /api/token/. Per
-# username *and* address, so neither a colleague behind the same NAT nor a stranger typing
-# your username can lock you out; LoginThrottle bounds how many usernames one address tries.
+# (username, address) pair only: a stranger typing your username locks you out from their
+# address, never from yours; LoginThrottle bounds how many usernames one address tries.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",

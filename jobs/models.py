@@ -401,8 +401,9 @@ class TemplateRun(models.Model):
 class OwnerUsage(models.Model):
     """Host-seconds an owner's jobs held, decayed with the fair-share half-life (fair share).
 
-    Written only by a PostgreSQL trigger when a job lease is released (migration 0006): every
-    code path that ends a lease counts, none has to remember to. `host_seconds` is the decayed
+    Written only by a trigger when a job lease is released (migration 0006 on PostgreSQL,
+    0010 on SQLite): every code path that ends a lease counts, none has to remember to.
+    `host_seconds` is the decayed
     total as of `at`; read it decayed to now (jobs.scheduling.snapshot.owner_usage).
     """
 

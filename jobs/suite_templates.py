@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from cron_descriptor import Options, get_description
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 from django.db import transaction
 from django.utils import timezone
 from django_q.models import Schedule
@@ -37,6 +37,8 @@ RUN_FUNC = "jobs.tasks.run_template"
 # What a dispatch may change in the body: keep it small, and document it (docs/api.md).
 DISPATCH_PARAMETERS = ("build", "priority")
 TEMPLATE_FIELDS = ("name", "body", "cron", "enabled")
+# A cron that matches no date within this many years never fires (0 0 31 2 *): refused on save.
+CRON_HORIZON_YEARS = 5
 
 
 def _error_text(errors: Any, where: str = "") -> list[str]:
@@ -84,6 +86,15 @@ def cron_clean(value: object) -> str:
             "(minute hour day-of-month month day-of-week), such as '0 2 * * *'",
             field="cron",
         )
+    try:
+        start = timezone.localtime()
+        croniter(cron, start, max_years_between_matches=CRON_HORIZON_YEARS).get_next(datetime)
+    except CroniterBadDateError:
+        raise InvalidInput(
+            f"cron: {cron!r} never fires (no such date within {CRON_HORIZON_YEARS} years), "
+            "such as the 31st of February",
+            field="cron",
+        ) from None
     return cron
 
 

@@ -94,11 +94,13 @@ class AutoSchema(SpectacularAutoSchema):
         unsafe = self.method in ("POST", "PUT", "PATCH", "DELETE")
         if unsafe or self._is_list_view():
             codes.append("400")
-        if authenticated:
+        # A view open to all (POST /api/token/) still checks credentials sent along with the
+        # request: an invalid token is a 401 there too.
+        if authenticated or self.view.authentication_classes:
             codes.append("401")
+        if authenticated and (unsafe or len(permissions) > 1):
             # Unsafe requests can also fail the CSRF check of session authentication.
-            if unsafe or len(permissions) > 1:
-                codes.append("403")
+            codes.append("403")
         if "{" in self.path:
             codes.append("404")
         elif self._is_list_view():

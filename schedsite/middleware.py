@@ -6,11 +6,14 @@ from collections.abc import Callable
 
 from django.db import OperationalError
 from django.http import HttpRequest, HttpResponse
+from rest_framework import throttling
 
 from schedsite.errors import Unavailable
 from schedsite.throttles import (
     SAFE_METHODS,
     LoginThrottle,
+    PasswordResetEmailThrottle,
+    PasswordResetThrottle,
     WriteThrottle,
     too_many_attempts,
     wait_words,
@@ -20,6 +23,8 @@ from schedsite.ui.htmx import error_response
 
 # URL names of the HTML login forms; /api/token/ is a DRF view and lists LoginThrottle itself.
 LOGIN_FORMS = {"login", "admin:login"}
+# The form that mails a reset link: throttled per address and per email asked for.
+PASSWORD_RESET_FORM = "password_reset"
 
 
 class ThrottleMiddleware:
@@ -37,6 +42,11 @@ class ThrottleMiddleware:
         match = request.resolver_match
         if match is None or match.namespace == "api":
             return None  # DRF throttles its own views (docs/security.md#throttles-and-lockout)
+        if match.view_name == PASSWORD_RESET_FORM:
+            for reset in (PasswordResetThrottle(), PasswordResetEmailThrottle()):
+                if not reset.allow_request(request, None):
+                    return refuse_password_reset(request, retry_after(reset))
+            return None
         if match.view_name in LOGIN_FORMS:
             throttle, refusal = LoginThrottle(), refuse_sign_in
         elif request.method not in SAFE_METHODS and request.user.is_authenticated:
@@ -54,6 +64,14 @@ def refuse_sign_in(request: HttpRequest, seconds: int) -> HttpResponse:
     return too_many_attempts(request, message, seconds)
 
 
+def refuse_password_reset(request: HttpRequest, seconds: int) -> HttpResponse:
+    """The page that says no more reset mails are sent for a while (nothing was sent)."""
+    message = (
+        f"Too many password reset requests: no mail was sent. Try again in {wait_words(seconds)}."
+    )
+    return too_many_attempts(request, message, seconds, title="Too many password reset requests")
+
+
 def refuse_write(request: HttpRequest, seconds: int) -> HttpResponse:
     """A 429 that says nothing was changed, as a toast (htmx) or an error page."""
     message = (
@@ -65,7 +83,7 @@ def refuse_write(request: HttpRequest, seconds: int) -> HttpResponse:
     return response
 
 
-def retry_after(throttle: LoginThrottle | WriteThrottle) -> int:
+def retry_after(throttle: throttling.SimpleRateThrottle) -> int:
     return max(1, round(throttle.wait() or 1))
 
 

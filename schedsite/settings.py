@@ -237,8 +237,8 @@ NUM_PROXIES = env_int("NUM_PROXIES", 0)
 
 # django-axes: a username that fails AXES_FAILURE_LIMIT times from one address is refused for
 # AXES_COOLOFF_MINUTES, on every login: the UI's, the admin's and POST /api/token/. Per
-# username *and* address, so neither a colleague behind the same NAT nor a stranger typing
-# your username can lock you out; LoginThrottle bounds how many usernames one address tries.
+# (username, address) pair only: a stranger typing your username locks you out from their
+# address, never from yours; LoginThrottle bounds how many usernames one address tries.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
@@ -270,6 +270,9 @@ THROTTLE_RATES = {
     # Per runner account. One runner may heartbeat thousands of leases; per second, so the
     # counted window stays short (DRF keeps one timestamp per request in it).
     "runner": env_rate("THROTTLE_RUNNER", "200/s"),
+    # /accounts/password_reset/ sends a mail per POST: per address, and per email asked for.
+    "password_reset": env_rate("THROTTLE_PASSWORD_RESET", "10/hour"),
+    "password_reset_email": env_rate("THROTTLE_PASSWORD_RESET_EMAIL", "3/hour"),
 }
 
 # --- schedsite ------------------------------------------------------------------------------

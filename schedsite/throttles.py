@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING
 
 from axes.helpers import get_cool_off
@@ -94,6 +95,31 @@ class LoginThrottle(RateFromSettings, throttling.SimpleRateThrottle):
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
 
 
+class PasswordResetThrottle(RateFromSettings, throttling.SimpleRateThrottle):
+    """Password-reset requests (each sends a mail), per client IP."""
+
+    scope = "password_reset"
+
+    def get_cache_key(self, request: HttpRequest, view: object) -> str | None:
+        if request.method != "POST":
+            return None
+        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+
+
+class PasswordResetEmailThrottle(RateFromSettings, throttling.SimpleRateThrottle):
+    """Password-reset requests per email address asked for, whoever asks: one inbox is not
+    flooded from many addresses. Counted whether or not an account has that email."""
+
+    scope = "password_reset_email"
+
+    def get_cache_key(self, request: HttpRequest, view: object) -> str | None:
+        email = request.POST.get("email", "").strip().lower() if request.method == "POST" else ""
+        if not email:
+            return None
+        ident = hashlib.sha256(email.encode()).hexdigest()  # any text, a safe cache key
+        return self.cache_format % {"scope": self.scope, "ident": ident}
+
+
 def client_ip(request: HttpRequest) -> str:
     """The client's address, behind NUM_PROXIES trusted proxies: one rule for throttles and axes."""
     return throttling.BaseThrottle().get_ident(request)
@@ -111,14 +137,18 @@ def lockout_response(
     return too_many_attempts(request, message, seconds)
 
 
-def too_many_attempts(request: HttpRequest, message: str, seconds: int) -> HttpResponse:
+def too_many_attempts(
+    request: HttpRequest, message: str, seconds: int, title: str = ""
+) -> HttpResponse:
     """429 with Retry-After: JSON for the API (/api/token/), a page for the login forms."""
     match = request.resolver_match
     if match is not None and match.namespace == "api":
         response: HttpResponse = JsonResponse({"detail": message}, status=429)
     else:
         body = render_to_string(
-            "registration/too_many_attempts.html", {"message": message}, request=request
+            "registration/too_many_attempts.html",
+            {"message": message, "title": title},
+            request=request,
         )
         response = HttpResponse(body, status=429)
     response["Retry-After"] = str(seconds)

@@ -57,9 +57,15 @@ def idempotent_create(responses: dict) -> Callable[[Callable], Callable]:
 
 
 def runner_id_of_lease(lease: Lease) -> int | None:
-    """The account that runs the worker of the lease's host (None: no worker, or no runner)."""
+    """The account that runs the worker of the lease's host (None: no worker, or no runner).
+
+    A manual reservation is no runner's, whatever worker its host is on: None, so a runner is
+    refused (403) rather than told the lease is not a job's (409).
+    """
     worker = lease.host.worker
-    return worker.runner_id if worker is not None else None
+    if lease.job_id is None or worker is None:
+        return None
+    return worker.runner_id
 
 
 def runner_leases(complete: bool, failed: bool) -> QuerySet[Lease]:

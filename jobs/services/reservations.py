@@ -15,8 +15,9 @@ from hosts.models import Host
 from hosts.services import reason_clean
 from jobs import transitions
 from jobs.choices import ReleaseReason
-from jobs.models import Lease
+from jobs.models import Job, Lease
 from jobs.transitions import Mover
+from schedsite import roles
 from schedsite.durations import human_duration
 from schedsite.errors import Conflict, Forbidden, InvalidInput
 from schedsite.transactions import atomic_retry
@@ -52,11 +53,20 @@ def _check_duration(duration: timedelta) -> None:
 
 
 def reservation_check_manager(*, lease: Lease, by: Actor) -> None:
-    """Refuse anyone but the reservation's holder or staff (docs/ui.md#reservations)."""
+    """Refuse anyone but the reservation's holder or staff (docs/ui.md#reservations).
+
+    Asked before whether the lease is a reservation at all: a job's lease is no reservation
+    (409) only to its job's owner and staff; anyone else is refused (403) first.
+    """
     if by is None or isinstance(by, str):
         return  # a system actor, named in the audit trail: a management command, a script
-    if not lease.managed_by(by):
-        raise Forbidden("only the holder of a reservation or lab staff can change it")
+    if lease.job_id is not None:
+        owner_id = Job.objects.filter(pk=lease.job_id).values_list("owner_id", flat=True).first()
+        if roles.may(by, "reservation.manage", owner_id=owner_id):
+            return
+    elif lease.managed_by(by):
+        return
+    raise Forbidden("only the holder of a reservation or lab staff can change it")
 
 
 @atomic_retry
@@ -66,9 +76,9 @@ def lease_extend(
     """Push a manual reservation's end later by duration, up to MAX_RESERVATION_SECONDS from now."""
     at = at or timezone.now()
     _check_duration(duration)
+    reservation_check_manager(lease=lease, by=by)
     if lease.job_id is not None:
         raise Conflict("only manual reservations are extended; jobs heartbeat their leases")
-    reservation_check_manager(lease=lease, by=by)
     longest = timedelta(seconds=settings.MAX_RESERVATION_SECONDS)
     # One compare-and-set UPDATE: still active, and still ending early enough that the new end
     # stays within the cap. Two extensions at once both count; neither is lost.
@@ -107,9 +117,9 @@ def reservation_end(
     """End a manual reservation now: its holder or staff give the host back."""
     at = at or timezone.now()
     reason = reason_clean(reason, what="end a reservation", required=False)
+    reservation_check_manager(lease=lease, by=by)
     if lease.job_id is not None:
         raise Conflict("only manual reservations are ended this way; release a job's lease")
-    reservation_check_manager(lease=lease, by=by)
     lease = Lease.objects.select_for_update(of=("self",)).select_related("host").get(pk=lease.pk)
     if not lease.active:
         raise Conflict(f"lease {lease.pk} is no longer active")

@@ -190,3 +190,34 @@ def test_a_jobs_lease_is_not_ended_as_a_reservation(staff_client, lab):
     response = staff_client.post(f"/api/leases/{lease.pk}/end/")
     assert response.status_code == 409
     assert "release a job's lease" in response.json()["detail"]
+
+
+@pytest.mark.parametrize("action", ["extend", "end"])
+def test_a_tester_on_someone_elses_jobs_lease_is_refused_with_403(bob_client, lab, action):
+    lease = active_lease(lab.running)  # alice's job
+    response = bob_client.post(f"/api/leases/{lease.pk}/{action}/", {"duration": 3600})
+    assert response.status_code == 403, response.json()
+    assert Lease.objects.get(pk=lease.pk).released_at is None
+
+
+@pytest.mark.parametrize("action", ["extend", "end", "release", "heartbeat"])
+def test_a_runner_on_a_staff_reservation_on_its_workers_host_is_refused_with_403(
+    runner_client, lab, sam, action
+):
+    host = f.host("h9.lab", ["board:x"], worker=lab.w1)  # runner-1's worker
+    lease = services.lease_reserve(
+        host=host, holder=sam, duration=timedelta(hours=1), reason="debug"
+    )
+    response = runner_client.post(
+        f"/api/leases/{lease.pk}/{action}/", {"duration": 3600, "requeue": True}, format="json"
+    )
+    assert response.status_code == 403, response.json()
+    lease.refresh_from_db()
+    assert lease.released_at is None and lease.heartbeat_at is None
+
+
+@pytest.mark.parametrize("action", ["extend", "end"])
+def test_the_owner_of_a_job_is_told_its_lease_is_no_reservation(alice_client, lab, action):
+    lease = active_lease(lab.running)
+    response = alice_client.post(f"/api/leases/{lease.pk}/{action}/", {"duration": 3600})
+    assert response.status_code == 409, response.json()

@@ -153,6 +153,7 @@ def post_counting(client, url: str, body: dict | None = None) -> tuple[int, dict
     return len(captured.captured_queries), response.json()
 
 
+@pytest.mark.postgres  # PostgreSQL's query budget: SQLite's savepoints and locks differ
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("n", [1, 500])
 def test_a_bulk_heartbeat_costs_at_most_6_queries_for_1_or_500_leases(runner_client, lab, n):
@@ -167,6 +168,7 @@ def test_a_bulk_heartbeat_costs_at_most_6_queries_for_1_or_500_leases(runner_cli
     assert extended == n
 
 
+@pytest.mark.postgres  # PostgreSQL's query budget: SQLite's savepoints and locks differ
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("n", [1, 500])
 def test_a_heartbeat_reporting_its_concurrency_stays_within_6_queries(runner_client, lab, n):
@@ -178,6 +180,7 @@ def test_a_heartbeat_reporting_its_concurrency_stays_within_6_queries(runner_cli
     assert (changed, unchanged) == (5, 4)
 
 
+@pytest.mark.postgres  # PostgreSQL's query budget: SQLite's savepoints and locks differ
 @pytest.mark.django_db(transaction=True)
 def test_each_runner_protocol_call_costs_a_fixed_handful_of_queries(runner_client, lab):
     running, leased = active_lease(lab.running), active_lease(lab.leased)
@@ -211,6 +214,7 @@ def test_each_runner_protocol_call_costs_a_fixed_handful_of_queries(runner_clien
     assert max(beat, start, passed, failed) <= 8  # the targets: ≤ 5 and ≤ 8
 
 
+@pytest.mark.postgres  # PostgreSQL's query budget: SQLite's savepoints and locks differ
 @pytest.mark.django_db(transaction=True)
 def test_completing_a_job_of_an_owner_with_notification_settings_adds_two_queries(
     runner_client, lab

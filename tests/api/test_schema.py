@@ -38,6 +38,17 @@ def test_the_schema_documents_every_route_and_its_errors(anon_client):
         assert route in paths
 
 
+def test_the_schema_lists_the_401_that_a_token_request_with_a_bad_token_gets(anon_client, alice):
+    anon_client.credentials(HTTP_AUTHORIZATION="Token not-a-token")
+    response = anon_client.post(
+        "/api/token/", {"username": "alice", "password": "alice-pass"}, format="json"
+    )
+    assert response.status_code == 401
+    anon_client.credentials()
+    paths = anon_client.get("/api/schema/?format=json").json()["paths"]
+    assert "401" in paths["/api/token/"]["post"]["responses"]
+
+
 # --- fuzzing --------------------------------------------------------------------------------
 
 # A schema-valid request may still be refused for what only the server's state knows. These

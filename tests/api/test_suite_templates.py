@@ -59,6 +59,9 @@ def test_a_tester_saves_a_template_and_everyone_reads_it(alice_client, bob_clien
     [
         ({"cron": "0 25 * * *"}, "cron", "not a cron expression"),
         ({"cron": "0 2 * * * *"}, "cron", "five fields"),
+        ({"cron": "0 0 31 2 *"}, "cron", "never fires"),
+        ({"cron": "0 0 30 2 *"}, "cron", "never fires"),
+        ({"cron": "0 0 31 4 *"}, "cron", "never fires"),
         ({"body": {"name": "x", "jobs": []}}, "body", "at least one job"),
         ({"body": {"name": "x", "jobs": [{"name": "a", "host": "nope.lab"}]}}, "body", "nope.lab"),
         ({"body": ["not", "an", "object"]}, "body", "JSON object"),
@@ -69,6 +72,7 @@ def test_a_bad_cron_or_body_is_a_400_that_saves_nothing(alice_client, eve, field
 
     assert response.status_code == 400, response.json()
     assert says in str(response.json())
+    assert field in response.json()
     assert not SuiteTemplate.objects.exists() and not runs().exists()
 
 

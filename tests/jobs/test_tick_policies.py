@@ -186,6 +186,24 @@ def test_fair_share_usage_is_counted_on_lease_release_and_orders_the_queue(alice
     assert leased() == {"bob-1": "h1"}
 
 
+def test_fair_share_usage_decays_by_the_half_life_between_releases(alice) -> None:  # noqa: ANN001
+    """On either database (the demo runs on SQLite): a second release halves the first's use
+    after one half-life and adds its own."""
+    from jobs.models import OwnerUsage
+
+    settings(fair_share_half_life_hours=24)
+    f.host("h1", ["board:x"])
+    start = timezone.now() - timedelta(hours=30)
+    for name, held, end in (("a1", 2, start + timedelta(hours=2)), ("a2", 1, timezone.now())):
+        job = f.job(name, owner=alice)
+        services.scheduler_tick()
+        Lease.objects.filter(job=job).update(acquired_at=end - timedelta(hours=held))
+        f.run(Job.objects.get(pk=job.pk), "passed", at=end)
+    usage = OwnerUsage.objects.get(owner=alice)
+    # 7200 s halved over the 28 hours between the releases (0.5 ** (28/24) = 0.445), + 3600 s.
+    assert abs(usage.host_seconds - (7200 * 0.5 ** (28 / 24) + 3600)) < 60
+
+
 def test_verify_and_repair_jobs_take_a_slot_of_the_workers_capacity_too() -> None:
     from hosts.choices import HostStatus
 

@@ -46,7 +46,10 @@ def rates_in(env: dict[str, str]) -> dict[str, str]:
 
 
 def test_the_default_rates_are_the_documented_ones() -> None:
-    assert set(DOCUMENTED) == {"anon", "login", "read", "write", "runner"}  # the table was read
+    assert set(DOCUMENTED) == {  # the table was read
+        *("anon", "login", "read", "write", "runner"),
+        *("password_reset", "password_reset_email"),
+    }
     assert rates_in(PRODUCTION) == DOCUMENTED
 
 
@@ -137,6 +140,46 @@ def test_the_login_forms_are_slowed_per_address(db, path: str) -> None:  # noqa:
     assert int(response["Retry-After"]) >= 1
     assert "Too many sign-in attempts from your address" in response.content.decode()
     assert Client(REMOTE_ADDR="198.51.100.7").get(path).status_code == 200
+
+
+def test_password_reset_mails_are_limited_per_address(alice, mailoutbox) -> None:  # noqa: ANN001
+    from django.test import Client
+
+    alice.email = "alice@lab.example"
+    alice.save()
+    asker = Client(REMOTE_ADDR="203.0.113.9")
+    for i in range(10):  # THROTTLE_PASSWORD_RESET, 10/hour: other inboxes each time
+        email = "alice@lab.example" if i == 0 else f"nobody{i}@lab.example"
+        assert asker.post("/accounts/password_reset/", {"email": email}).status_code == 302, i
+    refused = asker.post("/accounts/password_reset/", {"email": "someone@lab.example"})
+    assert refused.status_code == 429 and int(refused["Retry-After"]) >= 1
+    assert "no mail was sent" in refused.content.decode()
+    other = Client(REMOTE_ADDR="198.51.100.7")
+    assert other.post("/accounts/password_reset/", {"email": "x@lab.example"}).status_code == 302
+    assert len(mailoutbox) == 1
+
+
+def test_password_reset_mails_to_one_email_are_limited_from_any_address(
+    alice,  # noqa: ANN001
+    mailoutbox,  # noqa: ANN001
+) -> None:
+    from django.test import Client
+
+    alice.email = "alice@lab.example"
+    alice.save()
+    for i in range(3):  # THROTTLE_PASSWORD_RESET_EMAIL, 3/hour, each from another address
+        asker = Client(REMOTE_ADDR=f"203.0.113.{i + 1}")
+        response = asker.post("/accounts/password_reset/", {"email": "alice@lab.example"})
+        assert response.status_code == 302, i
+    fourth = Client(REMOTE_ADDR="203.0.113.50").post(
+        "/accounts/password_reset/", {"email": " Alice@LAB.example "}
+    )
+    assert fourth.status_code == 429
+    assert len(mailoutbox) == 3  # 25 in 5.5 s before
+    bob_mail = Client(REMOTE_ADDR="203.0.113.50").post(
+        "/accounts/password_reset/", {"email": "bob@lab.example"}
+    )
+    assert bob_mail.status_code == 302
 
 
 def test_reads_are_limited_per_user(alice, bob) -> None:  # noqa: ANN001

@@ -88,6 +88,14 @@ def test_staff_change_the_cron_and_a_bad_one_is_shown_in_place(sam_client, bvt):
     assert SuiteTemplate.objects.get().name == "bvt weekly"
 
 
+@pytest.mark.parametrize("cron", ["0 0 31 2 *", "0 0 30 2 *", "0 0 31 4 *"])
+def test_a_cron_that_never_fires_is_shown_in_place_not_a_500(sam_client, bvt, cron):
+    url = f"/templates/{bvt.pk}/"
+    bad = sam_client.post(url, {"name": "bvt nightly", "cron": cron, "enabled": "on"})
+    assert bad.status_code == 400 and "never fires" in bad.content.decode()
+    assert Schedule.objects.get(func="jobs.tasks.run_template").cron == "0 2 * * *"
+
+
 def test_the_owner_deletes_a_template_and_its_suites_stay(alice_client, bvt, alice):
     suite_templates.template_dispatch(template=bvt, by=alice, params={})
 

@@ -157,6 +157,13 @@ _SYSTEM_MOVES: dict[tuple[str, str], frozenset[Mover]] = {
     # A repair_failed host's automatic repair, at its next_repair_at (docs/health.md).
     (H.REPAIR_FAILED, H.NEEDS_REPAIR): _by(SCHEDULER),
 }
+# Moves the table allows only to a caller that names the source status (`move_hosts(...,
+# sources=...)`): the automatic repair starts from repair_failed on purpose, but a move the
+# system makes after a job ended (a repair lease expiring, say) must not undo a repair_failed
+# that staff set meanwhile.
+_NAMED_SOURCE_ONLY: dict[tuple[str, Mover], frozenset[str]] = {
+    (H.NEEDS_REPAIR, Mover.SCHEDULER): frozenset({H.REPAIR_FAILED}),
+}
 HOST = Machine(
     "host",
     tuple(HostStatus.values),
@@ -511,15 +518,21 @@ def move_hosts(
     by: Actor,
     why: str,
     at: datetime | None = None,
+    sources: Iterable[str] | None = None,
     **fields: object,
 ) -> list[int]:
     """Move the hosts (ids) in a status the move starts from to `to`; return the ids moved.
 
     Hosts in another status are left alone: a move made by the system after a job ended
-    must not undo what staff set meanwhile.
+    must not undo what staff set meanwhile. `sources` narrows the statuses it starts from; a
+    source in _NAMED_SOURCE_ONLY is taken only when named there.
     """
     at = at or timezone.now()
-    sources = HOST.sources(to, mover)
+    allowed = HOST.sources(to, mover)
+    if sources is None:
+        sources = tuple(set(allowed) - _NAMED_SOURCE_ONLY.get((to, mover), frozenset()))
+    else:
+        sources = tuple(set(allowed) & set(sources))
     # Locked and read in one statement, in id order like every other host lock, so each
     # event's old status is the one this update replaces.
     moving = list(

@@ -148,6 +148,7 @@ def retry_repair_failed(*, now: datetime) -> list[Job]:
         by=SCHEDULER,
         why="automatic repair: its next_repair_at came (REPAIR_FAILED_RETRY_SECONDS)",
         at=now,
+        sources=(HostStatus.REPAIR_FAILED,),
         repair_not_before=None,
     )
     hosts = Host.objects.filter(pk__in=moved).exclude(_unfinished_maintenance())

@@ -10,6 +10,7 @@ from jobs.limits import bounds
 from jobs.submission_schema import (  # noqa: F401 - the schema's serializers, as the API names them
     ALLOW_UNMATCHED_HELP,
     FanoutInputSerializer,
+    JobCreateInputSerializer,
     JobSpecInputSerializer,
     PriorityField,
     StrictInputSerializer,
@@ -19,22 +20,7 @@ from jobs.submission_schema import (  # noqa: F401 - the schema's serializers, a
     submit_suite,
     suite_arguments,
 )
-from schedsite.api_fields import StrictBooleanField, StrictCharField, StrictIntegerField
-
-
-class JobCreateInputSerializer(JobSpecInputSerializer):
-    allow_unmatched = StrictBooleanField(default=False, help_text=ALLOW_UNMATCHED_HELP)
-
-    def validate(self, data: dict) -> dict:
-        hostname = data.get("host")
-        if hostname:
-            hosts = _hosts_by_name({hostname})
-            if hostname not in hosts:
-                raise serializers.ValidationError({"host": [f"No host named {hostname}."]})
-            data["spec"] = self.spec(data, hosts)
-        else:
-            data["spec"] = self.spec(data, {})
-        return data
+from schedsite.api_fields import StrictCharField, StrictIntegerField
 
 
 class SuiteRerunInputSerializer(StrictInputSerializer):

@@ -123,7 +123,8 @@ def test_a_tester_is_refused_every_staff_action_of_the_api(bob) -> None:  # noqa
         url = reverse(name, kwargs=dict.fromkeys(_arguments(routes[name]), DUMMY))
         answer = getattr(client, method)(url, {}, content_type="application/json")
         assert answer.status_code == 403, (name, method, answer.status_code)
-        assert answer.json() == {"detail": "Only lab staff may do this."}
+        if method != "head":  # a HEAD answer has no body to read
+            assert answer.json() == {"detail": "Only lab staff may do this."}
         refused.add(f"{resource}.{action}")
     assert len(refused) >= 15
 

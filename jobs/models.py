@@ -105,7 +105,8 @@ class Suite(models.Model):
 
 
 class Job(models.Model):
-    """One test that needs one host, or a maintenance job (verify, repair) pinned to one."""
+    """One test that needs one host or several (`roles`), or a maintenance job (verify,
+    repair) pinned to one host."""
 
     kind = models.CharField(
         max_length=10, choices=JobKind.choices, default=JobKind.TEST, db_default=JobKind.TEST
@@ -141,6 +142,14 @@ class Job(models.Model):
     # May be stopped to make room for a job preempt_margin levels higher (docs/scheduling.md#
     # preemption), then requeued without using a retry.
     preemptible = models.BooleanField(default=False, db_default=False)
+    # A multi-host job's roles (docs/scheduling.md#multi-host-jobs), as submitted and
+    # normalized: [{"name": "dut", "labels": [...], "count": 2, "max": 4}, ...]; the job's own
+    # labels apply to every role. Empty: a one-host job. Immutable after submission.
+    roles = models.JSONField(
+        default=list, blank=True, db_default=models.Value([], output_field=models.JSONField())
+    )
+    # A label prefix ("chamber"): every host of the job carries the same `chamber:<value>`.
+    together_by = models.CharField(max_length=100, blank=True, default="", db_default="")
 
     objects = JobQuerySet.as_manager()
 
@@ -221,6 +230,13 @@ class Lease(models.Model):
     # The lease ended because its host failed under the job (reported broken, or the runner
     # vanished): a retry of the job prefers another host.
     host_failed = models.BooleanField(default=False, db_default=False)
+    # Which of its job's hosts this lease holds: a multi-host job has one lease per host, all
+    # of one attempt (`attempt`, the job's attempts count when they were made). `slot` 0 is the
+    # first essential host, whose worker runs the job; `role` names the job's role ("" for a
+    # one-host job, whose one lease has slot 0).
+    role = models.CharField(max_length=100, blank=True, default="", db_default="")
+    slot = models.PositiveSmallIntegerField(default=0, db_default=0)
+    attempt = models.PositiveIntegerField(null=True, blank=True)
 
     objects = LeaseQuerySet.as_manager()
 
@@ -233,10 +249,12 @@ class Lease(models.Model):
                 condition=ACTIVE_LEASE,
                 name="one_active_lease_per_host",
             ),
+            # One active lease per job and slot: a one-host job holds one host, a multi-host
+            # job one per slot of its attempt.
             models.UniqueConstraint(
-                fields=["job"],
+                fields=["job", "slot"],
                 condition=Q(job__isnull=False) & ACTIVE_LEASE,
-                name="one_active_lease_per_job",
+                name="one_active_lease_per_job_slot",
             ),
             models.CheckConstraint(
                 condition=ACTIVE_LEASE | ~Q(release_reason=""),

@@ -42,6 +42,10 @@ class SchedulerTick(models.Model):
     # the same plan, so that tick's reasons still hold.
     fingerprint = models.CharField(max_length=40, blank=True)
     unchanged = models.BooleanField(default=False)  # skipped the plan: the lab had not changed
+    # Hosts the tick holds idle for a multi-host job that cannot start yet
+    # (docs/scheduling.md#holds-and-backfill): {"<host id>": <job id>}. The hold lasts until
+    # the next tick plans again; an unchanged tick copies it.
+    holds = models.JSONField(default=dict, blank=True)
     # The lab's capacity as the tick leaves it, after its leases (hosts_free is before them):
     # hosts a test job could take now, hosts waiting for or running a verify or repair, and
     # hosts whose repairs gave up. Null on ticks recorded before they were counted, so a chart

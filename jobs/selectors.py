@@ -42,6 +42,16 @@ def latest_tick() -> SchedulerTick | None:
     return SchedulerTick.objects.defer("wait_reasons").order_by("-id").first()
 
 
+def current_holds(tick: SchedulerTick | None = None) -> dict[int, int]:
+    """Hosts held idle for a multi-host job as the latest tick left them: host id -> job id
+    (docs/scheduling.md#holds-and-backfill)."""
+    if tick is None:
+        holds = SchedulerTick.objects.order_by("-id").values_list("holds", flat=True).first() or {}
+    else:
+        holds = tick.holds or {}
+    return {int(host): int(job) for host, job in holds.items()}
+
+
 def _class_reasons(tick: SchedulerTick, keys: set[str]) -> dict[str, dict]:
     """The tick's wait reasons for these job classes only.
 

@@ -30,6 +30,10 @@ class HostState:
     worker: str = ""  # its worker's name; "" for a host with no worker
     # When its last lease ended (None: never leased); `host_choice: spread` takes the oldest.
     last_used: datetime | None = None
+    # When the job it runs is expected to end (its lease's start plus the job's expected run
+    # time); None if free, reserved by hand or unknown. A multi-host job's expected start
+    # is read from these (docs/scheduling.md#holds-and-backfill).
+    busy_until: datetime | None = None
 
     def blocker(self, *, once_freed: bool = False) -> str | None:
         """What keeps it from a lease, by the one rule (hosts.rules.host_blocker); None if
@@ -62,6 +66,16 @@ class SuiteState:
 
 
 @dataclass(frozen=True, slots=True)
+class RoleNeed:
+    """One role of a multi-host job: `count` essential hosts, up to `max` with elastic ones."""
+
+    name: str
+    labels: frozenset[str]  # the role's own labels together with the job's
+    count: int = 1
+    max: int = 1
+
+
+@dataclass(frozen=True, slots=True)
 class JobState:
     """One queued job: what it needs and where it stands in the order."""
 
@@ -80,6 +94,19 @@ class JobState:
     # by it. None: unknown, ordered as the policy's default_duration.
     size_s: float | None = None
     owner: int | None = None  # the submitter's account id: fair share orders by its usage
+    # A multi-host job's roles, in submission order (docs/scheduling.md#multi-host-jobs); empty
+    # for a one-host job. Each role's labels include the job's own `labels`.
+    roles: tuple[RoleNeed, ...] = ()
+    together_by: str = ""  # a label prefix: every host of the job carries one `<prefix>:<value>`
+
+    @property
+    def multi_host(self) -> bool:
+        return bool(self.roles)
+
+    @property
+    def hosts_needed(self) -> int:
+        """Essential hosts: what it counts toward its suite's min_duts and max_duts."""
+        return sum(role.count for role in self.roles) if self.roles else 1
 
     def fits(self, host: HostState) -> bool:
         """Whether the host carries its labels and is its pinned host, if it has one
@@ -153,8 +180,13 @@ class WaitReason:
 
 @dataclass(frozen=True, slots=True)
 class Assignment:
+    """One host a job gets. A multi-host job gets one per host: its slots numbered from 0 (the
+    first essential host, whose worker runs the job), essential before elastic, by role."""
+
     job_id: int
     host_id: int
+    role: str = ""  # a multi-host job's role; "" for a one-host job
+    slot: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,3 +199,6 @@ class Plan:
     # 100,000 queued jobs stores instead of rewriting every job (docs/scheduling.md#wait-reasons).
     class_reasons: Mapping[str, WaitReason] = field(default_factory=dict)
     hosts_free: int = 0  # the schedulable hosts it planned over
+    # Free hosts held idle for a multi-host job that cannot start yet: host id -> job id
+    # (docs/scheduling.md#holds-and-backfill).
+    holds: Mapping[int, int] = field(default_factory=dict)

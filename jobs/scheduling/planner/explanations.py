@@ -385,7 +385,7 @@ class Explainer:
             if not values:
                 return WaitReason(
                     WaitCode.NO_MATCHING_HOST,
-                    f"Needs {need} hosts together by {prefix}: no {prefix} has them all",
+                    f"Needs {_plural(need, 'host')} together by {prefix}: no {prefix} has them all",
                     {
                         "together_by": prefix,
                         "needed": need,
@@ -418,8 +418,8 @@ class Explainer:
         if total < role.count:
             return WaitReason(
                 WaitCode.NO_MATCHING_HOST,
-                f"Role {role.name} needs {role.count} hosts with {_names(role.labels)}; "
-                f"the lab has {total}",
+                f"Role {role.name} needs {_plural(role.count, 'host')}"
+                f"{' with ' + _names(role.labels) if role.labels else ''}; the lab has {total}",
                 {
                     "role": role.name,
                     "labels": sorted(role.labels),
@@ -448,8 +448,8 @@ class Explainer:
                 # or are held.
                 held = self.held_in(bit_indexes(self._role_bits(job, value)))
                 message = (
-                    f"Needs {need} hosts{together}: the free hosts that fit went to jobs ahead "
-                    "of it in the queue"
+                    f"Needs {_plural(need, 'host')}{together}: the free hosts that fit went to "
+                    "jobs ahead of it in the queue"
                 )
                 details: dict[str, object] = {"needed": need}
                 if held:
@@ -465,7 +465,9 @@ class Explainer:
         role = roles[r]
         free = tally.counts["free"]
         where = f" in {prefix}:{value}" if value is not None else ""
-        head = f"Needs {need} hosts{together}; role {role.name} needs {role.count}{where}: "
+        head = (
+            f"Needs {_plural(need, 'host')}{together}; role {role.name} needs {role.count}{where}: "
+        )
         if not free:
             message = head + tally.say(
                 tally.total,

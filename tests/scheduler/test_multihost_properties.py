@@ -35,6 +35,7 @@ from tests.scheduler.test_planner_properties import (
     WORKERS,
     Lab,
     aged,
+    at_capacity_after,
     fair_share_keys,
     max_matching,
     policies,
@@ -536,7 +537,21 @@ def test_every_waiting_job_has_its_reason_under_its_keys(lab: Lab) -> None:
         assert reason.message
         found = next(result.class_reasons[k] for k in reason_keys(job) if k in result.class_reasons)
         assert found == reason
-        if job.roles and reason.code == WaitCode.HOSTS_UNAVAILABLE:
+        if not job.roles:
+            continue
+        # "Outranked" means enough hosts were free to serve every role at once (in some
+        # chamber); "unavailable" that they were not. Free: schedulable and not on a worker
+        # the plan filled, unless the plan leased it.
+        full = at_capacity_after(lab, result)
+        taken = {a.host_id for a in result.assignments}
+        free = [h for h in lab.hosts if usable(h) and (h.worker not in full or h.id in taken)]
+        could = any(
+            max_matching(essential(job, v), free) == job.hosts_needed for v in values(lab, job)
+        )
+        if reason.code == WaitCode.OUTRANKED:
+            assert could, reason.message
+        if reason.code == WaitCode.HOSTS_UNAVAILABLE:
+            assert not could, reason.message
             assert reason.details["role"] in {r.name for r in job.roles}
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence, Set
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence, Set
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from hosts.rules import job_fits_host, missing_labels
@@ -372,28 +373,58 @@ class Explainer:
             reason = self._role_reason(role)
             if reason is not None:
                 return reason
-        values: list[str | None] = [None]
-        if prefix:
-            values = [
-                v
-                for v in self.values_of(prefix)
-                if all(
-                    self.tally(role.labels | {f"{prefix}:{v}"}).total >= role.count
-                    for role in roles
+        total = attrgetter("total")  # every host that fits, whatever its state
+        candidates: list[str | None] = list(self.values_of(prefix)) if prefix else [None]
+        values = [v for v in candidates if self.unplaced(self.units(job, v), total) is None]
+        if not values:
+            details: dict[str, object] = {
+                "needed": need,
+                "labels": sorted(job.labels),
+                "missing_labels": [],
+            }
+            if prefix:
+                message = (
+                    f"Needs {_plural(need, 'host')} together by {prefix}: no {prefix} has them all"
                 )
-            ]
-            if not values:
-                return WaitReason(
-                    WaitCode.NO_MATCHING_HOST,
-                    f"Needs {_plural(need, 'host')} together by {prefix}: no {prefix} has them all",
-                    {
-                        "together_by": prefix,
-                        "needed": need,
-                        "labels": sorted(job.labels),
-                        "missing_labels": [],
-                    },
+                details["together_by"] = prefix
+            else:
+                message = (
+                    f"Needs {_plural(need, 'host')}: the hosts that fit cannot serve every role "
+                    "at once"
                 )
+            return WaitReason(WaitCode.NO_MATCHING_HOST, message, details)
         return values
+
+    def units(self, job: JobState, value: str | None) -> list[tuple[int, frozenset[str]]]:
+        """(role index, labels) of each essential host of the job, roles in order."""
+        extra = {f"{job.together_by}:{value}"} if value is not None else set()
+        return [
+            (r, role.labels | extra) for r, role in enumerate(job.roles) for _ in range(role.count)
+        ]
+
+    def unplaced(
+        self, units: list[tuple[int, frozenset[str]]], count: Callable[[_Tally], int]
+    ) -> int | None:
+        """The first unit (index) that cannot have a host of its own among the host groups,
+        each offering `count(tally)` hosts; None if every unit can (augmenting paths)."""
+        placed: dict[int, list[int]] = defaultdict(list)  # host group -> units in it
+
+        def place(u: int, seen: set[int]) -> bool:
+            for g in bit_indexes(self._groups(units[u][1])):
+                if g in seen:
+                    continue
+                seen.add(g)
+                if len(placed[g]) < count(self.groups[g][1]):
+                    placed[g].append(u)
+                    return True
+                for other in list(placed[g]):
+                    if place(other, seen):
+                        placed[g].remove(other)
+                        placed[g].append(u)
+                        return True
+            return False
+
+        return next((u for u in range(len(units)) if not place(u, set())), None)
 
     def _role_bits(self, job: JobState, value: str | None) -> int:
         """The matching's host classes some role of the job fits."""
@@ -437,12 +468,11 @@ class Explainer:
         short: tuple[str | None, int, _Tally] | None = None  # the first value's first short role
         for value in values:
             lack = None
-            for r, role in enumerate(roles):
-                labels = role.labels | {f"{prefix}:{value}"} if value is not None else role.labels
-                tally = self.tally(labels)
-                if tally.counts["free"] < role.count:
-                    lack = (value, r, tally)
-                    break
+            units = self.units(job, value)
+            u = self.unplaced(units, _free_at_start)
+            if u is not None:
+                r, labels = units[u]
+                lack = (value, r, self.tally(labels))
             if lack is None:
                 # Enough hosts were free at the start of the tick: they went to jobs ahead of it,
                 # or are held.
@@ -562,6 +592,10 @@ class Explainer:
             ),
         }[blocker]
         return WaitReason(code, f"Pinned host {name} {words}", details)
+
+
+def _free_at_start(tally: _Tally) -> int:
+    return tally.counts["free"]
 
 
 def expected_words(seconds: float) -> str:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from hosts.rules import job_fits_host, missing_labels
 from jobs.scheduling.planner.hostindex import HostIndex, host_blocker
 from jobs.scheduling.planner.matching import Matching, bit_indexes
-from jobs.scheduling.planner.multihost import Hold, spec_key
+from jobs.scheduling.planner.multihost import Hold
 from jobs.scheduling.planner.ordering import class_key, holder_key
 from jobs.scheduling.planner.types import (
     HostState,
@@ -193,6 +193,7 @@ class Explainer:
         self.structural_of: dict[int, WaitReason | None] = {}  # per job class
         self.availability_of: dict[int, WaitReason] = {}  # per job class
         self.suite_full_of: dict[int, WaitReason] = {}  # per suite
+        self.multi_of: dict[object, tuple[list[str | None] | WaitReason, WaitReason | None]] = {}
 
     def explain(
         self, labels: frozenset[str], pinned_host_id: int | None, suite_id: int | None, j: int
@@ -342,9 +343,12 @@ class Explainer:
         head = f"{prefix}:"
         return sorted(label[len(head) :] for label in self.group_bits if label.startswith(head))
 
-    def multi(self, job: JobState) -> WaitReason:
-        """Why a multi-host job (not the holder) waits, naming the role that cannot be had."""
-        values = self._multi_values(job)
+    def multi(self, job: JobState, key: object) -> WaitReason:
+        """Why a multi-host job (not the holder) waits, naming the role that cannot be had.
+        `key`: the same for every job of its shape."""
+        if key not in self.multi_of:
+            self.multi_of[key] = (self._multi_values(job), None)
+        values, available = self.multi_of[key]
         if isinstance(values, WaitReason):
             return values
         need, suite_id = job.hosts_needed, job.suite_id
@@ -363,7 +367,10 @@ class Explainer:
                     "needed": need,
                 },
             )
-        return self._multi_availability(job, values)
+        if available is None:
+            available = self._multi_availability(job, values)
+            self.multi_of[key] = (values, available)
+        return available
 
     def _multi_values(self, job: JobState) -> list[str | None] | WaitReason:
         """The together_by values (None: no together_by) whose hosts could ever serve the job,
@@ -407,6 +414,8 @@ class Explainer:
     ) -> int | None:
         """The first unit (index) that cannot have a host of its own among the host groups,
         each offering `count(tally)` hosts; None if every unit can (augmenting paths)."""
+        if len({labels for _r, labels in units}) == 1:  # one kind of host: count them
+            return None if self._count(units[0][1], count) >= len(units) else 0
         placed: dict[int, list[int]] = defaultdict(list)  # host group -> units in it
 
         def place(u: int, seen: set[int]) -> bool:
@@ -425,6 +434,9 @@ class Explainer:
             return False
 
         return next((u for u in range(len(units)) if not place(u, set())), None)
+
+    def _count(self, labels: frozenset[str], count: Callable[[_Tally], int]) -> int:
+        return count(self.tally(labels))
 
     def _role_bits(self, job: JobState, value: str | None) -> int:
         """The matching's host classes some role of the job fits."""
@@ -622,10 +634,11 @@ def explain_multi(
             reason = by_job[job.id] = explainer.holding(hold)
             class_reasons[holder_key(job.id)] = reason
             continue
-        key = (spec_key(job), job.suite_id)
+        spec = leaser.multi.spec(job)
+        key = (spec, job.suite_id)
         reason = reasons.get(key)
         if reason is None:
-            reason = reasons[key] = explainer.multi(job)
+            reason = reasons[key] = explainer.multi(job, spec)
             class_reasons[class_key(job)] = reason
         by_job[job.id] = reason
     return by_job

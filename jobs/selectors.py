@@ -221,7 +221,7 @@ def workers_with_host_counts(*, now: datetime | None = None) -> QuerySet[Worker]
     """Workers annotated with their host counts and `running` jobs, in one query.
 
     hosts_total, hosts_leased, hosts_schedulable, and running: the jobs running on the worker
-    now, which its capacity counts.
+    now, which its capacity counts (a multi-host job once).
     """
     now = now or timezone.now()
     mine = Host.objects.filter(worker=OuterRef("pk"))
@@ -229,7 +229,7 @@ def workers_with_host_counts(*, now: datetime | None = None) -> QuerySet[Worker]
         hosts_total=_count_of(mine),
         hosts_leased=_count_of(mine.leased()),
         hosts_schedulable=_count_of(mine.schedulable(now)),
-        running=_count_of(mine.running_a_job()),
+        running=_count_of(mine.taking_capacity()),
     )
 
 

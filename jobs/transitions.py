@@ -109,7 +109,9 @@ LEASE = Machine(
     {
         (ACTIVE, R.COMPLETED): _by(RUNNER),
         (ACTIVE, R.ABORTED): _by(OWNER, RUNNER),
-        (ACTIVE, R.RELEASED): _by(STAFF, RUNNER, OWNER),  # a runner hands back; a holder ends
+        # A runner hands back; a holder ends; the tick ends a multi-host job's attempt one of
+        # whose leases expired (its other leases are released).
+        (ACTIVE, R.RELEASED): _by(STAFF, RUNNER, OWNER, SCHEDULER),
         (ACTIVE, R.EXPIRED): _by(SCHEDULER),
         (ACTIVE, R.TIMEOUT): _by(SCHEDULER),
         (ACTIVE, R.PREEMPTED): _by(SCHEDULER),

@@ -441,7 +441,13 @@ class JobAttemptSerializer(serializers.Serializer):
         "else the message of the event that ended the lease.",
     )
     retried_because = serializers.SerializerMethodField()
+    hosts = serializers.SerializerMethodField()
     events = AttemptEventSerializer(many=True, help_text="Oldest first.")
+
+    @extend_schema_field(AttemptHostSerializer(many=True))
+    def get_hosts(self, attempt: Attempt) -> list[dict]:
+        """Every host of the attempt, by slot (a one-host job's one)."""
+        return attempt_hosts(attempt.leases or (attempt.lease,))
 
     @extend_schema_field(
         serializers.CharField(

@@ -501,11 +501,7 @@ class LabState:
 
     def _lowest_id(self, key: planner.JobGroupKey) -> int:
         ids = self._group_ids[key]
-        while (job := self.jobs.get(ids[0])) is None or key != (
-            job.labels,
-            job.pinned_host_id,
-            job.suite_id,
-        ):
+        while (job := self.jobs.get(ids[0])) is None or key != planner.group_key(job):
             heappop(ids)
         return ids[0]
 

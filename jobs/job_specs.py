@@ -138,13 +138,14 @@ def _role(role: object, *, at: str, seen: Sequence[Mapping]) -> dict:
     count = role.get("count", 1)
     if not _whole(count, bound.low, bound.high):
         raise InvalidInput(
-            f"{at}.count (role {name}): a whole number of hosts from {bound.low} to {bound.high}",
+            f"{at}.count: for role {name}, a whole number of hosts from {bound.low} to "
+            f"{bound.high}",
             field=f"{at}.count",
         )
     top = count if role.get("max") is None else role["max"]
     if not _whole(top, count, bound.high):
         raise InvalidInput(
-            f"{at}.max (role {name}): at least its count ({count}) and at most "
+            f"{at}.max: for role {name}, at least its count ({count}) and at most "
             f"{bound.high}, or empty for exactly count hosts",
             field=f"{at}.max",
         )

@@ -112,6 +112,16 @@
     var pick = el.closest("[data-pick]");
     if (pick) { chooseSuggestion(pick); return; }
 
+    var dropRole = el.closest("[data-remove-role]");
+    if (dropRole) {
+      var roleRow = dropRole.closest(".role-row");
+      var details = roleRow.closest(".job-hosts");
+      roleRow.remove();
+      var addRole = details && details.querySelector(".role-actions .btn");
+      if (addRole) addRole.focus();
+      return;
+    }
+
     var remove = el.closest("[data-remove-row]");
     if (remove) {
       var row = remove.closest(".job-row");

@@ -539,7 +539,7 @@ def _typed(request: HttpRequest, names: tuple[str, ...]) -> str:
 @require_GET
 def label_suggest(request: HttpRequest) -> HttpResponse:
     """Existing labels matching what is being typed, and how many hosts carry the whole set."""
-    raw = _typed(request, ("job_labels", "fanout_labels", "label", "labels"))
+    raw = _typed(request, ("job_labels", "role_labels", "fanout_labels", "label", "labels"))
     tokens = split_labels(raw)
     finished = not raw or raw[-1] in " ,"
     current = "" if finished or not tokens else tokens[-1]

@@ -198,6 +198,13 @@
     if (index < 0) wrap.querySelector("input[data-suggest]").focus();
     else options[index].focus();
   });
+  // A suggestion list answering after its field was left would stay open over the next one.
+  document.addEventListener("htmx:beforeSwap", function (evt) {
+    var target = evt.detail.target;
+    var wrap = target && target.classList && target.classList.contains("suggestions")
+      ? target.closest(".suggest-wrap") : null;
+    if (wrap && !wrap.contains(document.activeElement)) evt.detail.shouldSwap = false;
+  });
   document.addEventListener("focusout", function (evt) {
     var wrap = evt.target instanceof Element ? evt.target.closest(".suggest-wrap") : null;
     if (wrap && !(evt.relatedTarget && wrap.contains(evt.relatedTarget))) {

@@ -19,19 +19,12 @@ from tests.ui.browser.conftest import assert_not_reloaded, mark_page, screenshot
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_a_tester_submits_a_two_role_job_and_sees_its_hosts(page, alice, lab, debug):  # noqa: ANN001
-    for host in (lab.h1, lab.h2):
-        services.host_update(host=host, by="sam", labels=[*host.label_names, "bt", "chamber:a"])
-    ap = f.host("ap1.lab", ["ap", "chamber:a"], worker=lab.w1)
-    mode = "debug" if debug else "prod"
-    sign_in(page, "alice", "alice-pass")
-    page.goto("/suites/new/")
-    mark_page(page)
+def fill_two_roles(page) -> None:  # noqa: ANN001
+    """bt_Pair: dut ×3 (bt) — one more than the lab has — and peer (ap), kept by chamber."""
     page.locator("#id_name").fill("bt nightly")
     row = page.locator(".job-row").nth(0)
     row.get_by_label("Test name").fill("bt_Pair")
     row.get_by_label("Labels the host needs").fill("chamber:a")
-
     row.locator("summary", has_text="More hosts").click()
     row.get_by_role("button", name="Add a role").click()
     row.get_by_role("button", name="Add a role").click()
@@ -42,11 +35,38 @@ def test_a_tester_submits_a_two_role_job_and_sees_its_hosts(page, alice, lab, de
     suggestion = roles.nth(0).locator(".suggestions [data-pick]", has_text="bt")
     expect(suggestion.first).to_be_visible()  # the label suggestions serve role rows too
     roles.nth(0).get_by_label("Its own labels").fill("bt")
-    roles.nth(0).get_by_label("Hosts", exact=True).fill("3")  # only two hosts carry bt: refused
+    roles.nth(0).get_by_label("Hosts", exact=True).fill("3")  # only two hosts carry bt
     roles.nth(1).get_by_label("Role name").fill("peer")
     roles.nth(1).get_by_label("Its own labels").fill("ap")
     row.get_by_label("Keep together by").fill("chamber")
     expect(page.locator(".suggestions [data-pick]")).to_have_count(0)  # none left open
+
+
+def lease_like_the_tick(job: Job, hosts: list) -> None:
+    """One lease per host, one attempt, slots in order: what the tick makes."""
+    now = timezone.now()
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.LEASED, attempts=1)
+    for slot, (host, role) in enumerate(hosts):
+        Lease.objects.create(
+            host=host,
+            job=job,
+            role=role,
+            slot=slot,
+            attempt=1,
+            acquired_at=now,
+            expires_at=now + timedelta(minutes=10),
+        )
+
+
+def test_a_tester_submits_a_two_role_job_and_sees_its_hosts(page, alice, lab, debug):  # noqa: ANN001
+    for host in (lab.h1, lab.h2):
+        services.host_update(host=host, by="sam", labels=[*host.label_names, "bt", "chamber:a"])
+    ap = f.host("ap1.lab", ["ap", "chamber:a"], worker=lab.w1)
+    mode = "debug" if debug else "prod"
+    sign_in(page, "alice", "alice-pass")
+    page.goto("/suites/new/")
+    mark_page(page)
+    fill_two_roles(page)
     screenshot(page, f"multihost-form-{mode}", full_page=True)
 
     page.get_by_role("button", name="Submit suite").click()
@@ -76,19 +96,7 @@ def test_a_tester_submits_a_two_role_job_and_sees_its_hosts(page, alice, lab, de
     expect(page.locator(f"#host-{ap.pk}")).to_contain_text(f"held for job {job.pk}")
     screenshot(page, f"multihost-hosts-held-{mode}", full_page=True)
 
-    # Leased as the tick leases a multi-host job: one lease per host, one attempt.
-    now = timezone.now()
-    Job.objects.filter(pk=job.pk).update(status=JobStatus.LEASED, attempts=1)
-    for slot, (host, role) in enumerate([(lab.h1, "dut"), (lab.h2, "dut"), (ap, "peer")]):
-        Lease.objects.create(
-            host=host,
-            job=job,
-            role=role,
-            slot=slot,
-            attempt=1,
-            acquired_at=now,
-            expires_at=now + timedelta(minutes=10),
-        )
+    lease_like_the_tick(job, [(lab.h1, "dut"), (lab.h2, "dut"), (ap, "peer")])
     page.goto(f"/jobs/{job.pk}/")
     hosts = page.locator("#job-hosts li")
     expect(hosts).to_have_count(3)

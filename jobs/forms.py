@@ -96,6 +96,30 @@ class SuiteForm(forms.Form):
         return data
 
 
+def row_key() -> str:
+    return uuid4().hex[:8]
+
+
+ROW_KEY = re.compile(r"^[0-9a-f]{8}$")
+MAX_ROLE_ROWS = 8  # role rows one job row takes (jobs.limits: roles)
+
+
+@dataclass
+class RoleRow:
+    """One role of a job row (a multi-host job): its name, labels and host counts as typed."""
+
+    name: str = ""
+    labels: str = ""
+    count: str = "1"
+    max: str = ""
+    errors: dict[str, str] = field(default_factory=dict)
+    key: str = field(default_factory=row_key)
+
+    @property
+    def blank(self) -> bool:
+        return not (self.name.strip() or self.labels.strip())
+
+
 @dataclass
 class JobRow:
     """One row of the job list as typed, with the errors to show next to its fields."""
@@ -104,11 +128,31 @@ class JobRow:
     labels: str = ""
     host: str = ""
     errors: dict[str, str] = field(default_factory=dict)
-    key: str = field(default_factory=lambda: uuid4().hex[:8])  # unique element ids per row
+    key: str = field(default_factory=row_key)  # unique element ids per row; ties its roles
+    roles: list[RoleRow] = field(default_factory=list)
+    together_by: str = ""
+    # The roles that gave the spec's roles, in order: a service error about roles[k] is
+    # shown on the k-th of them.
+    filled_roles: list[RoleRow] = field(default_factory=list)
 
     @property
     def blank(self) -> bool:
-        return not (self.name.strip() or self.labels.strip() or self.host.strip())
+        return not (
+            self.name.strip()
+            or self.labels.strip()
+            or self.host.strip()
+            or self.together_by.strip()
+            or any(not role.blank for role in self.roles)
+        )
+
+    @property
+    def has_errors(self) -> bool:
+        return bool(self.errors) or any(role.errors for role in self.roles)
+
+    @property
+    def more_hosts(self) -> bool:
+        """Whether it asks for more than one host (its "More hosts" section starts open)."""
+        return bool(self.roles or self.together_by or "roles" in self.errors)
 
 
 def job_rows_count(data: QueryDict) -> int:
@@ -117,14 +161,55 @@ def job_rows_count(data: QueryDict) -> int:
 
 
 def job_rows_from(data: QueryDict) -> list[JobRow]:
-    """The job rows of a submitted form (parallel job_name/job_labels/job_host lists)."""
+    """The job rows of a submitted form (parallel job_name/job_labels/job_host lists), each
+    with its role rows (parallel role_* lists, tied to their job row by role_job = job_key)."""
     names, labels, hosts = (data.getlist(k) for k in ("job_name", "job_labels", "job_host"))
+    keys, together = data.getlist("job_key"), data.getlist("job_together_by")
     count = min(job_rows_count(data), MAX_ROWS)
 
     def at(values: list[str], i: int) -> str:
         return values[i] if i < len(values) else ""
 
-    return [JobRow(at(names, i), at(labels, i), at(hosts, i)) for i in range(count)]
+    rows = []
+    for i in range(count):
+        key = at(keys, i)
+        row = JobRow(at(names, i), at(labels, i), at(hosts, i), together_by=at(together, i))
+        if ROW_KEY.match(key):
+            row.key = key
+        rows.append(row)
+    by_key = {row.key: row for row in rows}
+    role_fields = ("role_job", "role_name", "role_labels", "role_count", "role_max")
+    jobs, role_names, role_labels, counts, maxes = (data.getlist(k) for k in role_fields)
+    for k, job in enumerate(jobs):
+        row = by_key.get(job)
+        if row is not None and len(row.roles) < MAX_ROLE_ROWS:
+            row.roles.append(
+                RoleRow(at(role_names, k), at(role_labels, k), at(counts, k), at(maxes, k))
+            )
+    return rows
+
+
+def _role_specs(row: JobRow) -> list[dict[str, Any]]:
+    """The row's roles as the spec takes them, marking errors on the role rows."""
+    row.filled_roles = [role for role in row.roles if not role.blank]
+    roles = []
+    for role in row.filled_roles:
+        try:
+            labels = labels_validate(split_labels(role.labels), field="labels")
+        except InvalidInput as exc:
+            role.errors["labels"] = exc.message
+            labels = []
+        entry: dict[str, Any] = {"name": role.name.strip(), "labels": labels}
+        for key, text in (("count", role.count), ("max", role.max)):
+            text = text.strip()
+            if not text:
+                continue
+            if not text.isdigit():
+                role.errors[key] = "A whole number of hosts."
+            else:
+                entry[key] = int(text)
+        roles.append(entry)
+    return roles
 
 
 def job_specs(
@@ -164,6 +249,8 @@ def job_specs(
                 max_retries=max_retries,
                 timeout=timeout,
                 preemptible=preemptible,
+                roles=_role_specs(row),
+                together_by=row.together_by.strip(),
             )
         )
     return specs, filled
@@ -176,6 +263,18 @@ def _uniform(jobs: list[dict[str, Any]], key: str, default: int | None) -> tuple
     """Whether every job has the same value for `key`, and that value."""
     values = {job.get(key, default) for job in jobs}
     return len(values) == 1, next(iter(values))
+
+
+def role_row(role: dict[str, Any]) -> RoleRow:
+    """A stored role as a role row of the form; max is left empty when it is the count."""
+    count = role.get("count", 1)
+    top = role.get("max")
+    return RoleRow(
+        role["name"],
+        " ".join(role.get("labels", ())),
+        str(count),
+        str(top) if top is not None and top != count else "",
+    )
 
 
 def clone_form_values(body: dict[str, Any]) -> tuple[dict[str, Any], list[JobRow], list[str]]:
@@ -198,7 +297,13 @@ def clone_form_values(body: dict[str, Any]) -> tuple[dict[str, Any], list[JobRow
     if len(jobs) > MAX_ROWS:
         lost.append(f"its jobs past the first {MAX_ROWS}, more than the form takes")
     rows = [
-        JobRow(job["name"], " ".join(job["labels"]), job.get("host") or "")
+        JobRow(
+            job["name"],
+            " ".join(job["labels"]),
+            job.get("host") or "",
+            roles=[role_row(role) for role in job.get("roles", ())],
+            together_by=job.get("together_by", ""),
+        )
         for job in jobs[:MAX_ROWS]
     ]
     same, retries = _uniform(jobs, "max_retries", 0)
@@ -228,22 +333,31 @@ def clone_form_values(body: dict[str, Any]) -> tuple[dict[str, Any], list[JobRow
     return initial, rows, lost
 
 
-ROW_FIELD = re.compile(r"^jobs\[(\d+)\]\.(\w+)$")
+ROW_FIELD = re.compile(r"^jobs\[(\d+)\]\.(\w+)(?:\[(\d+)\](?:\.(\w+))?)?$")
+ROW_FIELDS = ("name", "labels", "host", "roles", "together_by")
+ROLE_FIELDS = ("name", "labels", "count", "max")
 
 
 def row_error(rows: list[JobRow], exc: InvalidInput) -> bool:
-    """Put a service error about jobs[i].field next to that field; False if it is not one."""
+    """Put a service error about jobs[i].field (or jobs[i].roles[k].field) next to that
+    field; False if it is not one."""
     match = ROW_FIELD.match(exc.field or "")
     if not match:
         return False
-    index, name = int(match.group(1)), match.group(2)
+    index, name, role_index, role_field = match.groups()
+    index = int(index)
     if index >= len(rows):
         return False
-    prefix = f"jobs[{index}]."
-    message = exc.message[len(prefix) :] if exc.message.startswith(prefix) else exc.message
-    rows[index].errors[name if name in ("name", "labels", "host") else "name"] = (
-        message[:1].upper() + message[1:]
-    )
+    message = exc.message
+    for prefix in (f"{exc.field}: ", f"jobs[{index}]."):
+        message = message.removeprefix(prefix)
+    message = message[:1].upper() + message[1:]
+    row = rows[index]
+    if name == "roles" and role_index is not None and int(role_index) < len(row.filled_roles):
+        role = row.filled_roles[int(role_index)]
+        role.errors[role_field if role_field in ROLE_FIELDS else "name"] = message
+        return True
+    row.errors[name if name in ROW_FIELDS else "name"] = message
     return True
 
 

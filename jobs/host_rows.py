@@ -276,21 +276,31 @@ def _worker_cell(host: Host, now: datetime) -> SafeString:
     return markup('<a href="{}">{}</a> {}', host.row_worker_url, worker.name, state)
 
 
+HELD_FOR = (
+    '<span class="badge tone-teal" title="The scheduler keeps it free for a job that needs'
+    ' several hosts at once, until the rest of them free up">held</span>'
+    ' <a href="{}">held for job {}</a>'
+)
+
+
 def _lease_cell(host: Host, lease: Lease | None, now: datetime) -> SafeString:
     if lease is None:
-        return NONE
+        held_for = getattr(host, "row_held_for", None)
+        return markup(HELD_FOR, host.row_held_url, held_for) if held_for else NONE
     job = lease.job
     if job is not None:
         status = badge("job", job.status, JOB_STATUSES.get(job.status, job.status))
+        role = markup(" · role {}", lease.role) if lease.role else ""
         if job.suite_id:
             return markup(
-                '{} <a href="{}">{}</a><div class="sub">{}</div>',
+                '{} <a href="{}">{}</a><div class="sub">{}{}</div>',
                 status,
                 host.row_suite_url,
                 job.name,
                 job.suite.name,
+                role,
             )
-        return markup('{} {}<div class="sub">standalone job</div>', status, job.name)
+        return markup('{} {}<div class="sub">standalone job{}</div>', status, job.name, role)
     holder = (lease.holder.get_username() if lease.holder else "") or "?"
     return markup(
         '{} <span class="sub">by {}, ends {}</span> {}',

@@ -7,7 +7,8 @@ run jobs/services/__init__.py, which imports the tick: a circle).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -37,6 +38,10 @@ class JobSpec:
     estimated_duration: timedelta | None = None
     expires_after: int | None = None  # seconds it may wait in the queue; defaults to the suite's
     preemptible: bool = False  # may be stopped for a job preempt_margin levels higher
+    # A multi-host job's roles as submitted: {"name", "labels", "count", "max"} each
+    # (docs/api.md#multi-host-jobs); empty for a one-host job.
+    roles: Sequence[Mapping] = ()
+    together_by: str = ""  # a label prefix every host of the job shares a value of
 
 
 MAX_EXPIRES_AFTER = limits.bounds("expires_after").high
@@ -60,6 +65,96 @@ def check_expires_after(seconds: int | None, field_name: str = "expires_after") 
 def check_priority(priority: int, field_name: str = "priority") -> None:
     if isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 100:
         raise InvalidInput(f"{field_name} must be an integer from 0 to 100", field=field_name)
+
+
+ROLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+LABEL_PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/=+-]*\Z")
+
+
+def _whole(value: object, low: int, high: int) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int) and low <= value <= high
+
+
+def roles_normalize(
+    roles: Sequence[Mapping], together_by: str, *, where: str = ""
+) -> tuple[list[dict], str]:
+    """A multi-host job's roles and together_by as stored (docs/api.md#multi-host-jobs): each
+    role {"name", "labels" (its own, sorted), "count", "max"}; InvalidInput names the role."""
+    together_by = (together_by or "").strip()
+    if not roles:
+        if together_by:
+            raise InvalidInput(
+                f"{where}together_by: keeps a multi-host job's hosts together; give roles too",
+                field=f"{where}together_by",
+            )
+        return [], ""
+    if isinstance(roles, str | Mapping) or not isinstance(roles, Sequence):
+        raise InvalidInput(f"{where}roles must be a list of roles", field=f"{where}roles")
+    most = limits.bounds("roles").high
+    if len(roles) > most:
+        raise InvalidInput(
+            f"{where}roles: at most {most} roles, got {len(roles)}", field=f"{where}roles"
+        )
+    normalized: list[dict] = []
+    for k, role in enumerate(roles):
+        normalized.append(_role(role, at=f"{where}roles[{k}]", seen=normalized))
+    total, most = sum(r["max"] for r in normalized), limits.bounds("job_hosts").high
+    if total > most:
+        raise InvalidInput(
+            f"{where}roles: a job may have at most {most} hosts; these roles ask for up to {total}",
+            field=f"{where}roles",
+        )
+    longest = limits.bounds("together_by").high
+    if together_by and (len(together_by) > longest or not LABEL_PREFIX.match(together_by)):
+        raise InvalidInput(
+            f"{where}together_by: {together_by[:40]!r} is not a label prefix such as "
+            f"chamber (letters, digits and . _ / = + -, at most {longest} characters)",
+            field=f"{where}together_by",
+        )
+    return normalized, together_by
+
+
+def _role(role: object, *, at: str, seen: Sequence[Mapping]) -> dict:
+    """One role as stored; InvalidInput names it (`at`, jobs[0].roles[1])."""
+    if not isinstance(role, Mapping):
+        raise InvalidInput(f"{at}: a role is an object with name, labels, count, max", field=at)
+    name = str(role.get("name") or "").strip()
+    longest = limits.bounds("role_name").high
+    if not name:
+        raise InvalidInput(f"{at}.name is required", field=f"{at}.name")
+    if len(name) > longest or not ROLE_NAME.match(name):
+        raise InvalidInput(
+            f"{at}.name: {name[:40]!r} is not a role name: 1 to {longest} letters, digits "
+            "and . _ -, starting with a letter or digit",
+            field=f"{at}.name",
+        )
+    if any(other["name"] == name for other in seen):
+        raise InvalidInput(
+            f"{at}.name: role {name} is named twice; each role of a job needs its own name",
+            field=f"{at}.name",
+        )
+    labels = labels_validate(role.get("labels") or [], field=f"{at}.labels")
+    bound = limits.bounds("role_count")
+    count = role.get("count", 1)
+    if not _whole(count, bound.low, bound.high):
+        raise InvalidInput(
+            f"{at}.count: for role {name}, a whole number of hosts from {bound.low} to "
+            f"{bound.high}",
+            field=f"{at}.count",
+        )
+    top = count if role.get("max") is None else role["max"]
+    if not _whole(top, count, bound.high):
+        raise InvalidInput(
+            f"{at}.max: for role {name}, at least its count ({count}) and at most "
+            f"{bound.high}, or empty for exactly count hosts",
+            field=f"{at}.max",
+        )
+    return {"name": name, "labels": labels, "count": count, "max": top}
+
+
+def hosts_needed(roles: Sequence[Mapping]) -> int:
+    """The essential hosts of a job with these normalized roles: 1 for a one-host job."""
+    return sum(role["count"] for role in roles) if roles else 1
 
 
 def job_from_spec(
@@ -89,6 +184,13 @@ def job_from_spec(
     check_expires_after(expires_after, f"{where}expires_after")
     if expires_after is None and suite is not None:
         expires_after = suite.expires_after
+    roles, together_by = roles_normalize(spec.roles, spec.together_by, where=where)
+    if roles and spec.host is not None:
+        raise InvalidInput(
+            f"{where}roles: a job pinned to host {spec.host.hostname} runs on that one host; "
+            "give roles or a host, not both",
+            field=f"{where}roles",
+        )
     return Job(
         suite=suite,
         name=name,
@@ -99,6 +201,8 @@ def job_from_spec(
         timeout=timeout,
         estimated_duration=spec.estimated_duration,
         preemptible=bool(spec.preemptible),
+        roles=roles,
+        together_by=together_by,
         owner=actor_user(owner),
         created_at=now,
         submitted_at=suite.created_at if suite else now,

@@ -19,8 +19,11 @@ from jobs.models import Job, Lease, Suite, decode_labels
 
 def export_lab() -> dict:
     """Write the lab (workers, hosts, unfinished suites and jobs) in the import format."""
+    # A multi-host job is written queued (with its roles): its import leases its hosts anew.
     running = dict(
-        Lease.objects.active().filter(job__isnull=False).values_list("job_id", "host__hostname")
+        Lease.objects.active()
+        .filter(job__isnull=False, job__roles=[])
+        .values_list("job_id", "host__hostname")
     )
 
     def job_out(job: Job, suite: Suite | None) -> dict:
@@ -36,6 +39,10 @@ def export_lab() -> dict:
             out["max_retries"] = job.max_retries
         if job.timeout != timedelta(seconds=settings.JOB_DEFAULT_TIMEOUT):
             out["timeout"] = int(job.timeout.total_seconds())
+        if job.roles:
+            out["roles"] = [dict(role) for role in job.roles]
+        if job.together_by:
+            out["together_by"] = job.together_by
         return out
 
     suites = []

@@ -22,6 +22,7 @@ from hosts.validators import label_validator, name_validator
 from jobs import services as jobs_services
 from jobs import transitions
 from jobs.choices import DEFAULT_PRIORITY, parse_priority
+from jobs.job_specs import roles_normalize
 from jobs.limits import bounds
 from jobs.models import Job, Lease, Suite, encode_labels
 from jobs.scheduling.triggers import request_tick
@@ -285,12 +286,20 @@ class _JobChecker:
             "timeout": check.limited(entry, "timeout", where, default=settings.JOB_DEFAULT_TIMEOUT),
             "host": entry.get("host"),
             "running_on": entry.get("running_on"),
+            **self._roles(entry, where),
         }
         for key in ("host", "running_on"):
             value = job[key]
             if value is not None and (not isinstance(value, str) or value not in self.host_labels):
                 check.fail(f"{where}.{key}", f"unknown host {value!r}")
                 job[key] = None
+        if job["roles"] and job["host"]:
+            check.fail(f"{where}.roles", "a job pinned to a host has one host: not with roles")
+        if job["roles"] and job["running_on"]:
+            # Restoring a running multi-host job would need every one of its hosts: it is
+            # imported queued and the scheduler leases them again.
+            check.fail(f"{where}.running_on", "a job with roles is imported queued, not running")
+            job["running_on"] = None
         if job["running_on"]:
             self._running_on(job, where)
         if job["host"]:
@@ -300,6 +309,20 @@ class _JobChecker:
                     f"{where}.host", f"pinned host {job['host']} lacks {', '.join(sorted(missing))}"
                 )
         return job
+
+    def _roles(self, entry: dict, where: str) -> dict:
+        """The job's roles and together_by, normalized as submission stores them."""
+        roles, together_by = entry.get("roles") or [], entry.get("together_by") or ""
+        if not isinstance(together_by, str):
+            self.check.fail(f"{where}.together_by", "must be a string")
+            together_by = ""
+        try:
+            roles, together_by = roles_normalize(roles, together_by)
+        except InvalidInput as exc:
+            name = exc.field or "roles"
+            self.check.fail(f"{where}.{name}", exc.message.removeprefix(f"{name}: "))
+            roles, together_by = [], ""
+        return {"roles": roles, "together_by": together_by}
 
     def _running_on(self, job: dict, where: str) -> None:
         run_on = job["running_on"]
@@ -470,6 +493,8 @@ def _spec(j: dict, hosts: dict[str, Host]) -> JobSpec:
         priority=j["priority"],
         max_retries=j["max_retries"],
         timeout=timedelta(seconds=j["timeout"]),
+        roles=j["roles"],
+        together_by=j["together_by"],
     )
 
 
@@ -521,6 +546,8 @@ def _import_suite(
                 host=hosts[j["host"]] if j["host"] else None,
                 max_retries=j["max_retries"],
                 timeout=timedelta(seconds=j["timeout"]),
+                roles=j["roles"],
+                together_by=j["together_by"],
                 created_at=at,
                 submitted_at=suite.created_at,
             ),

@@ -44,6 +44,13 @@ SUBMISSION_LIMITS: dict[str, Bounds] = {
     "label": Bounds(1, 100),  # characters of one label
     "host": Bounds(1, 255),  # a pinned host's name
     "fanout_name": Bounds(0, 150),
+    # A multi-host job (docs/api.md#multi-host-jobs): its roles, one role's name, the hosts one
+    # role asks for (count and max), and the hosts of the whole job (the sum of its roles' max).
+    "roles": Bounds(0, 8),
+    "role_name": Bounds(1, 50),
+    "role_count": Bounds(1, 16),
+    "job_hosts": Bounds(1, 16),
+    "together_by": Bounds(0, 50),  # characters of the label prefix
 }
 
 

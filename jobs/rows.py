@@ -6,7 +6,7 @@ Through the template engine a page of 50 queued jobs cost 6-7 ms, a quarter of t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import cache
 from typing import Any
@@ -43,6 +43,11 @@ AGING = (
     ' minutes it waits, up to the cap">+{bonus} after {waited} min waiting: {priority}</div>'
 )
 PINNED = '<div class="sub">{} <a href="{}">{}</a></div>'
+MULTI_HOST = '<div class="sub" title="{roles}"><strong>{hosts}</strong>{together}</div>'
+HOLDING = (
+    '<div><span class="badge tone-teal" title="The scheduler keeps these hosts free for it'
+    ' until the rest of its hosts free up">holding {held} host{s}</span></div>'
+)
 QUOTA = mark_safe(
     '<div><span class="badge tone-teal" title="The suite holds fewer hosts than its minimum,'
     ' so its first jobs go before every priority">min-DUT quota</span></div>'
@@ -73,6 +78,16 @@ def queue_row(row: Mapping[str, Any], now: datetime | None) -> SafeString:
     host = ""
     if job.host_id:
         host = markup(PINNED, PIN, row["host_url"], job.host.hostname)
+    if job.roles:
+        together = f" · together by {job.together_by}" if job.together_by else ""
+        host = markup(
+            MULTI_HOST,
+            roles=roles_text(job.roles),
+            hosts=f"{hosts_text(job.roles)}: {roles_text(job.roles)}",
+            together=together,
+        )
+    if held := row.get("holding"):
+        host = markup("{}{}", host, markup(HOLDING, held=held, s="s" * (held != 1)))
     return markup(
         QUEUE_ROW,
         pk=job.pk,
@@ -92,6 +107,29 @@ def queue_row(row: Mapping[str, Any], now: datetime | None) -> SafeString:
         title=badges.wait_title(reason),
         message=(reason or {}).get("message", ""),
     )
+
+
+def hosts_text(roles: Sequence[Mapping[str, Any]]) -> str:
+    """How many hosts a multi-host job needs: "3 hosts", or "3–5 hosts" with elastic ones."""
+    low = sum(role["count"] for role in roles)
+    high = sum(role.get("max", role["count"]) for role in roles)
+    return f"{low} hosts" if high == low else f"{low}–{high} hosts"
+
+
+def roles_text(roles: Sequence[Mapping[str, Any]]) -> str:
+    """Its roles in a line: "dut ×2 (bt), peer (ap)"."""
+    parts = []
+    for role in roles:
+        count = role["count"]
+        top = role.get("max", count)
+        many = (
+            f" ×{count}"
+            if top == count and count > 1
+            else (f" ×{count}–{top}" if top > count else "")
+        )
+        labels = f" ({' '.join(role['labels'])})" if role["labels"] else ""
+        parts.append(f"{role['name']}{many}{labels}")
+    return ", ".join(parts)
 
 
 def _owner(job: Job) -> str:

@@ -29,7 +29,17 @@ MAX_LABELS = bounds("labels").high
 # What a lab file's suites and jobs may hold (README.md, "Lab-file format"): the API's fields
 # they share, and where a job runs now.
 LAB_SUITE_FIELDS = ("name", "build", "priority", "min_duts", "max_duts", "jobs")
-LAB_JOB_FIELDS = ("name", "labels", "host", "priority", "max_retries", "timeout", "running_on")
+LAB_JOB_FIELDS = (
+    "name",
+    "labels",
+    "host",
+    "priority",
+    "max_retries",
+    "timeout",
+    "running_on",
+    "roles",
+    "together_by",
+)
 
 
 def unknown_fields(data: object, known: Any) -> list[str]:
@@ -117,6 +127,28 @@ def expires_after_field(help_text: str) -> StrictIntegerField:
     )
 
 
+class RoleInputSerializer(StrictInputSerializer):
+    """One role of a multi-host job: `count` hosts it needs, up to `max` if there is room."""
+
+    name = StrictCharField(
+        max_length=bounds("role_name").high,
+        help_text="Unique within the job: letters, digits and . _ - (the runner's "
+        "SCHEDSITE_HOSTS names its hosts by it).",
+    )
+    labels = LabelListField(
+        required=False, default=list, help_text="Its hosts carry all, and the job's labels."
+    )
+    count = limited_integer("role_count", default=1, help_text="Essential hosts, at least 1.")
+    max = limited_integer(
+        "role_count",
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Hosts it may take when there is room (elastic): at least count; default "
+        "count.",
+    )
+
+
 class JobSpecInputSerializer(StrictInputSerializer):
     """One job of a suite, or a standalone job."""
 
@@ -147,6 +179,22 @@ class JobSpecInputSerializer(StrictInputSerializer):
         help_text="May be stopped, and requeued without using a retry, to make room for a job "
         "the scheduler settings' preempt_margin levels higher (when preemption is on).",
     )
+    roles = RoleInputSerializer(
+        many=True,
+        required=False,
+        default=list,
+        max_length=bounds("roles").high,
+        help_text="A job needing several hosts at once: its roles (docs/api.md#multi-host-jobs). "
+        f"At most {bounds('job_hosts').high} hosts in all (the sum of max); not with host.",
+    )
+    together_by = StrictCharField(
+        max_length=bounds("together_by").high,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="A label prefix such as chamber: every host of the job carries the same "
+        "chamber:<value>. Only with roles.",
+    )
 
     @staticmethod
     def spec(data: dict, hosts: dict[str, Host]) -> JobSpec:
@@ -164,6 +212,8 @@ class JobSpecInputSerializer(StrictInputSerializer):
             ),
             expires_after=data.get("expires_after"),
             preemptible=data.get("preemptible", False),
+            roles=[dict(role) for role in data.get("roles") or ()],
+            together_by=data.get("together_by") or "",
         )
 
 
@@ -173,8 +223,9 @@ def _hosts_by_name(names: set[str]) -> dict[str, Host]:
 
 ALLOW_UNMATCHED_HELP = (
     "Submit even a job no host in the lab can run yet (its labels match no host that is not "
-    "retired, or its pinned host lacks them): it waits for such a host. Default false: such a "
-    "job is refused with a 400 naming the labels that match nothing."
+    "retired, or its pinned host lacks them, or no set of hosts can give each of its roles its "
+    "count at once, kept together if asked): it waits for such hosts. Default false: such a "
+    "job is refused with a 400 naming the labels or the role that matches nothing."
 )
 
 

@@ -37,7 +37,17 @@ def job_body(job: Job, suite: Suite) -> dict[str, Any]:
         body["expires_after"] = job.expires_after
     if job.preemptible:
         body["preemptible"] = True
+    if job.roles:
+        body["roles"] = [dict(role) for role in job.roles]
+    if job.together_by:
+        body["together_by"] = job.together_by
     return body
+
+
+def job_hosts(body_job: dict[str, Any]) -> int:
+    """The essential hosts a body's job needs: its roles' counts, or 1."""
+    roles = body_job.get("roles") or ()
+    return sum(role.get("count", 1) for role in roles) if roles else 1
 
 
 def fanout_name(suite: Suite, job_names: Iterable[str]) -> str:
@@ -74,5 +84,6 @@ def suite_body(suite: Suite, jobs: Iterable[Job] | None = None) -> dict[str, Any
     chosen = suite.jobs.select_related("host") if jobs is None else jobs
     tests = sorted((job for job in chosen if job.kind == JobKind.TEST), key=lambda j: j.pk)
     body["jobs"] = [job_body(job, suite) for job in tests]
-    body["min_duts"] = min(body["min_duts"], len(body["jobs"]))
+    # min_duts counts hosts: a re-run of fewer jobs lowers it to what they can still hold.
+    body["min_duts"] = min(body["min_duts"], sum(job_hosts(job) for job in body["jobs"]))
     return body

@@ -14,6 +14,7 @@ PAGES = [
     ("suites/", views.suite_list),
     ("suites/new/", views.suite_create),
     ("suites/new/job-row/", views.suite_job_row),
+    ("suites/new/role-row/", views.suite_role_row),
     ("suites/<int:pk>/", views.suite_detail),
     ("suites/<int:pk>/abort/", views.suite_abort),
     ("suites/<int:pk>/rerun/", views_resubmit.suite_rerun),

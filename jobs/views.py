@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import fields
 from datetime import timedelta
+from types import SimpleNamespace
 from typing import Any
 
 from django.db import transaction
@@ -18,14 +21,16 @@ from jobs.filtersets import JobFilterSet, SuiteFilterSet
 from jobs.forms import (
     MAX_ROWS,
     PRIORITY_CHOICES,
+    ROW_KEY,
     JobRow,
+    RoleRow,
     SuiteForm,
     job_rows_count,
     job_rows_from,
     job_specs,
     row_error,
 )
-from jobs.models import Job, Suite
+from jobs.models import Job, Lease, Suite
 from jobs.querysets import UNFINISHED_JOB_STATUSES, unfinished_jobs
 from jobs.scheduling import whatif
 from jobs.scheduling.queue import aging_of, queue_jobs, queue_place, queue_select
@@ -76,6 +81,8 @@ def queue(request: HttpRequest) -> HttpResponse:
     positions = selection.positions([job.pk for job in jobs])
     tick = selectors.latest_tick()
     reasons = selectors.wait_reasons_for(jobs, tick)
+    # Hosts the tick keeps free for a multi-host job (docs/scheduling.md#holds-and-backfill).
+    holding = Counter(selectors.current_holds(tick).values()) if tick else Counter()
     # Each route reversed once per page, not once per row (schedsite/links.py).
     job_url = route_url("jobs:job_detail")
     suite_url = route_url("jobs:suite_detail")
@@ -90,6 +97,7 @@ def queue(request: HttpRequest) -> HttpResponse:
             "reason": reasons.get(job.pk),
             "quota": job.pk in selection.quota_ids,
             "aging": aging_of(job, selection.head),
+            "holding": holding.get(job.pk, 0),
         }
         for job in jobs
     ]
@@ -205,7 +213,11 @@ def job_detail_context(request: HttpRequest, job: Job, **extra: Any) -> dict[str
     position, length = queue_place(job) if queued else (None, RowCount(0))
     context = {
         "job": job,
-        "attempts": job_history.job_attempts(job, now=now),
+        "attempts": attempts_by_host_set(job_history.job_attempts(job, now=now)),
+        # Every host of the active attempt, by slot: slot 0's worker runs the job.
+        "job_hosts": list(
+            Lease.objects.active().filter(job=job).select_related("host__worker").order_by("slot")
+        ),
         "reason": selectors.wait_reasons_for([job]).get(job.pk) if queued else None,
         "position": position,
         "queue_length": length.n,
@@ -222,6 +234,30 @@ def job_detail_context(request: HttpRequest, job: Job, **extra: Any) -> dict[str
     }
     context.update(extra)
     return context
+
+
+def attempts_by_host_set(attempts: list[job_history.Attempt]) -> list[SimpleNamespace]:
+    """The job's attempts as its page shows them: a multi-host job's leases of one attempt
+    (Lease.attempt) make one attempt, with every host (`hosts`, by slot) and their events."""
+    groups: dict[object, list[job_history.Attempt]] = {}
+    for attempt in attempts:
+        lease = attempt.lease
+        key = lease.attempt if lease.attempt is not None and lease.role else ("lease", lease.pk)
+        groups.setdefault(key, []).append(attempt)
+    shown = []
+    for number, members in enumerate(groups.values(), start=1):
+        members.sort(key=lambda a: a.lease.slot)
+        main = members[0]
+        values = {f.name: getattr(main, f.name) for f in fields(main)}
+        values.update(
+            number=number,
+            hosts=[a.lease for a in members],
+            events=sorted(
+                (e for a in members for e in a.events), key=lambda e: (e.created_at, e.pk)
+            ),
+        )
+        shown.append(SimpleNamespace(**values))
+    return shown
 
 
 # One job and its attempts; anyone signed in may read it, as they may read its suite.
@@ -344,7 +380,7 @@ def _form_context(
         "rows": rows,
         "priorities": [(v, text) for v, text in PRIORITY_CHOICES if top is None or v <= top],
         "mode": (form.data.get("mode") if form.is_bound else None) or "jobs",
-        "rows_with_errors": any(row.errors for row in rows),
+        "rows_with_errors": any(row.has_errors for row in rows),
         **extra,
     }
 
@@ -378,7 +414,7 @@ def suite_create(request: HttpRequest) -> HttpResponse:
     refused: ServiceError | None = None
     specs, filled, jobs_error = _job_list(request, rows, data)
     preview = ""
-    if valid and not jobs_error and not any(row.errors for row in rows):
+    if valid and not jobs_error and not any(row.has_errors for row in rows):
         try:
             outcome = _submit_or_preview(request, data, specs=specs, clone=clone)
         except InvalidInput as exc:
@@ -413,3 +449,14 @@ def suite_create(request: HttpRequest) -> HttpResponse:
 def suite_job_row(request: HttpRequest) -> HttpResponse:
     """One more empty job row for the submit form."""
     return render(request, "jobs/partials/job_row.html", {"row": JobRow(), "focus": True})
+
+
+@ui_login_required
+@require_GET
+def suite_role_row(request: HttpRequest) -> HttpResponse:
+    """One more empty role row for a job row of the submit form (?job= its job row's key)."""
+    job = request.GET.get("job", "")
+    if not ROW_KEY.match(job):
+        return HttpResponse("job: the job row's key, 8 hex digits", status=400)
+    context = {"role": RoleRow(), "job_key": job, "focus": True}
+    return render(request, "jobs/partials/role_row.html", context)

@@ -98,8 +98,14 @@ def host_rows(hosts: list[Host]) -> list[Host]:
     worker_url = route_url("hosts:worker_detail", links.NAMES)
     suite_url = route_url("jobs:suite_detail")
     list_url = reverse("hosts:host_list")
+    job_url = route_url("jobs:job_detail")
+    # Hosts the latest tick keeps free for a multi-host job (docs/scheduling.md#holds-and-
+    # backfill): one read of the tick row for the page.
+    holds = selectors.current_holds() if hosts else {}
     chips: dict[str, str] = {}
     for host in hosts:
+        host.row_held_for = holds.get(host.pk)
+        host.row_held_url = job_url(host.row_held_for) if host.row_held_for else ""
         host.row_url = host_url(host.hostname)
         host.row_worker_url = worker_url(host.worker.name) if host.worker else ""
         lease = host.active_leases[0] if host.active_leases else None
@@ -257,6 +263,7 @@ def host_detail_context(request: HttpRequest, host: Host, **extra: Any) -> dict:
     context = {
         "host": host,
         "lease": lease,
+        "held_for": selectors.current_holds().get(host.pk),
         # Its holder or staff may extend or end a reservation (docs/ui.md#reservations).
         "manages_reservation": bool(lease) and lease.managed_by(request.user),
         "waiters": waiters,
@@ -532,7 +539,7 @@ def _typed(request: HttpRequest, names: tuple[str, ...]) -> str:
 @require_GET
 def label_suggest(request: HttpRequest) -> HttpResponse:
     """Existing labels matching what is being typed, and how many hosts carry the whole set."""
-    raw = _typed(request, ("job_labels", "fanout_labels", "label", "labels"))
+    raw = _typed(request, ("job_labels", "role_labels", "fanout_labels", "label", "labels"))
     tokens = split_labels(raw)
     finished = not raw or raw[-1] in " ,"
     current = "" if finished or not tokens else tokens[-1]

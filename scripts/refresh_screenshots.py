@@ -33,6 +33,8 @@ SHOWN = {
     "delivery-log.png": "delivery-log-debug0",
     "suite-template.png": "suite-template",  # test_templates_browser.py
     "scheduler-settings.png": "scheduler-settings-prod",  # test_settings_browser.py
+    "multihost-form.png": "multihost-form-refused-prod",  # test_multihost_browser.py
+    "multihost-job.png": "multihost-job-prod",
 }
 
 

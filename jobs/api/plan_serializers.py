@@ -159,6 +159,11 @@ def _suite_changes(edits: list[dict]) -> list[SuiteChange]:
 # --- the answer -----------------------------------------------------------------------------
 
 
+class PlanHostSerializer(serializers.Serializer):
+    role = serializers.CharField(help_text="The job's role the host would take.")
+    hostname = serializers.CharField()
+
+
 class PlanJobSerializer(serializers.Serializer):
     """One job of the answer: a saved job by id, or the proposed suite's by index."""
 
@@ -167,7 +172,17 @@ class PlanJobSerializer(serializers.Serializer):
         allow_null=True, help_text="Index in the proposed suite's jobs; null for a saved job."
     )
     name = serializers.CharField()
-    host = serializers.CharField(required=False, help_text="The host it would be leased.")
+    host = serializers.CharField(
+        required=False,
+        help_text="The host it would be leased; for a multi-host job, its first essential "
+        "host (whose worker runs it).",
+    )
+    hosts = PlanHostSerializer(
+        many=True,
+        required=False,
+        help_text="A multi-host job's hosts, essential first, by role (docs/api.md#"
+        "multi-host-jobs).",
+    )
     code = serializers.ChoiceField(
         choices=WAIT_CODES,
         required=False,
@@ -225,6 +240,7 @@ def plan_answer(result: WhatIf) -> dict[str, Any]:
     """The answer's body: leases, the proposed jobs, the difference, a one-line summary."""
     hosts = result.snapshot.hosts_by_id
     leased = result.leased_hosts()
+    every = result.job_hosts()
 
     def entry(job_id: int, *, host: bool = False, reason: bool = False) -> dict[str, Any]:
         index = new_job_index(job_id)
@@ -235,6 +251,10 @@ def plan_answer(result: WhatIf) -> dict[str, Any]:
         }
         if host:
             row["host"] = hosts[leased[job_id]].hostname
+            if result.jobs[job_id].roles:
+                row["hosts"] = [
+                    {"role": a.role, "hostname": hosts[a.host_id].hostname} for a in every[job_id]
+                ]
         if reason:
             why = result.after.wait_reasons[job_id]
             row["code"], row["message"] = why.code, why.message
@@ -250,7 +270,8 @@ def plan_answer(result: WhatIf) -> dict[str, Any]:
         }
     return {
         "summary": summary(result),
-        "leases": [entry(a.job_id, host=True) for a in result.after.assignments],
+        # One entry per job: a multi-host job lists its hosts in it.
+        "leases": [entry(job_id, host=True) for job_id in every],
         "new_jobs": new_jobs,
         "would_start": [entry(j, host=True) for j in result.would_start[:LIST_LIMIT]],
         "would_lose": [entry(j, reason=True) for j in result.would_lose[:LIST_LIMIT]],

@@ -17,6 +17,7 @@ from jobs.models import Job, SchedulerSettings, Suite
 from jobs.scheduling import planner
 from jobs.scheduling.labstate import scheduler_snapshot
 from jobs.scheduling.planner.preemption import Preemption, Victim, preemptions
+from jobs.scheduling.planner.types import RoleNeed
 from jobs.scheduling.preemption import candidates
 from jobs.scheduling.snapshot import Snapshot, run_time_medians
 
@@ -78,8 +79,19 @@ class WhatIf:
     preempted: list[Preemption] = field(default_factory=list)
 
     def leased_hosts(self) -> dict[int, int]:
-        """Job id -> host id for the plan with the change."""
-        return {a.job_id: a.host_id for a in self.after.assignments}
+        """Job id -> host id for the plan with the change (a multi-host job's slot 0: the
+        host whose worker runs it)."""
+        return {a.job_id: a.host_id for a in self.after.assignments if a.slot == 0}
+
+    def job_hosts(self) -> dict[int, list[planner.Assignment]]:
+        """Job id -> every host the plan with the change gives it, by slot; jobs in the
+        plan's order."""
+        hosts: dict[int, list[planner.Assignment]] = {}
+        for a in self.after.assignments:
+            hosts.setdefault(a.job_id, []).append(a)
+        for assignments in hosts.values():
+            assignments.sort(key=lambda a: a.slot)
+        return hosts
 
 
 def plan_change(change: Change, *, now: datetime) -> WhatIf:
@@ -242,9 +254,25 @@ def proposed(
             labels=frozenset(job.labels),
             pinned_host_id=job.host_id,
             size_s=sizes.get(i),
+            roles=role_needs(job),
+            together_by=job.together_by,
         )
         for i, job in enumerate(jobs)
     ]
+
+
+def role_needs(job: Job) -> tuple[RoleNeed, ...]:
+    """A job's stored roles as the planner reads them: each role's labels with the job's."""
+    labels = frozenset(job.labels)
+    return tuple(
+        RoleNeed(
+            name=role["name"],
+            labels=labels | frozenset(role["labels"]),
+            count=role["count"],
+            max=role["max"],
+        )
+        for role in job.roles
+    )
 
 
 def stranded_jobs(
@@ -294,6 +322,7 @@ def summary(result: WhatIf) -> str:
             reasons = [result.after.wait_reasons[new_job_id(i)] for i in result.new_waiting]
             part += f"; {len(result.new_waiting)} wait: {_reasons(reasons)}"
         parts.append(part)
+        parts += _multi_host_starts(result)
     if result.stranded:
         n = len(result.stranded)
         parts.append(
@@ -311,6 +340,22 @@ def summary(result: WhatIf) -> str:
     if not parts:
         return "The next tick would lease the same hosts with or without this change."
     return ". ".join(parts) + "."
+
+
+MULTI_HOST_SHOWN = 3  # multi-host jobs whose hosts the one-line summary names
+
+
+def _multi_host_starts(result: WhatIf) -> list[str]:
+    """'bt_Pair would run on a1 (dut), a3 (peer)' for the first proposed multi-host jobs."""
+    hosts = result.snapshot.hosts_by_id
+    every = result.job_hosts()
+    lines = []
+    for index in result.new_started:
+        job = result.jobs[new_job_id(index)]
+        if job.roles and len(lines) < MULTI_HOST_SHOWN:
+            on = ", ".join(f"{hosts[a.host_id].hostname} ({a.role})" for a in every[job.id])
+            lines.append(f"{job.name} would run on {on}")
+    return lines
 
 
 def _count(n: int, word: str) -> str:

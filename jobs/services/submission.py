@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from hosts.audit import Actor, actor_user
@@ -23,6 +25,7 @@ from jobs.job_specs import (
     check_priority,
     fanout_lab,
     fanout_spec,
+    hosts_needed,
     job_from_spec,
 )
 from jobs.models import Job, Suite, decode_labels, encode_labels
@@ -136,10 +139,25 @@ def suite_prepare(
     ]
     for row in rows:
         row.fanout = fanout_labels is not None
-    if min_duts > len(rows):
+    # min_duts and max_duts count hosts: a job with roles counts its essential hosts
+    # (docs/scheduling.md#multi-host-jobs).
+    for i, row in enumerate(rows):
+        needed = hosts_needed(row.roles)
+        if max_duts is not None and needed > max_duts:
+            raise InvalidInput(
+                f"jobs[{i}].roles: the job needs {needed} hosts at once and the suite's "
+                f"max_duts is {max_duts}: it could never run",
+                field=f"jobs[{i}].roles",
+            )
+    total = sum(hosts_needed(row.roles) for row in rows)
+    if min_duts > total:
+        what = (
+            f"{len(rows)} job{'s' * (len(rows) != 1)}"
+            if total == len(rows)
+            else f"{len(rows)} job{'s' * (len(rows) != 1)} needing {total} hosts"
+        )
         raise InvalidInput(
-            f"min_duts ({min_duts}) is more than the suite's {len(rows)} "
-            f"job{'s' * (len(rows) != 1)}: the quota could never be met",
+            f"min_duts ({min_duts}) is more than the suite's {what}: the quota could never be met",
             field="min_duts",
         )
     if not allow_unmatched:
@@ -187,6 +205,146 @@ def _check_matched(jobs: Sequence[Job], *, indexed: bool) -> None:
             "submit it anyway and wait for such a host",
             field=f"{where}labels",
         )
+    checked: set[str] = set()  # jobs asking for the same hosts are checked once
+    for i, job in enumerate(jobs):
+        key = json.dumps([job.label_key, job.roles, job.together_by])
+        if job.roles and key not in checked:
+            _check_roles(job, known, lab, where=f"jobs[{i}]." if indexed else "")
+            checked.add(key)
+
+
+UNMATCHED_HINT = "; allow unmatched jobs to submit it anyway and wait for such hosts"
+
+
+def _names(roles: list[dict], subset: int) -> str:
+    chosen = [role["name"] for k, role in enumerate(roles) if subset >> k & 1]
+    if len(chosen) == 1:
+        return f"role {chosen[0]}"
+    return "roles " + ", ".join(chosen[:-1]) + f" and {chosen[-1]}"
+
+
+def _shortfall(signatures: dict[int, int], counts: list[int]) -> tuple[int, int] | None:
+    """(hosts missing, roles as a bit set) of the smallest set of roles the hosts cannot all
+    serve at once, or None if every role can have its count together.
+
+    `signatures` counts hosts by the roles each could take (a bit per role). Each host takes
+    one role, so by Hall's theorem the roles fit together exactly when every set of them has
+    at least as many hosts fitting one of them as its counts add up to; a job has at most
+    eight roles, so all 255 sets are looked at.
+    """
+    n = len(counts)
+    for subset in sorted(range(1, 1 << n), key=lambda m: (m.bit_count(), m)):
+        need = sum(counts[k] for k in range(n) if subset >> k & 1)
+        have = sum(c for signature, c in signatures.items() if signature & subset)
+        if have < need:
+            return need - have, subset
+    return None
+
+
+def _check_roles(job: Job, known: set[str], lab: Any, *, where: str) -> None:
+    """Refuse a multi-host job no set of hosts in the lab could ever give every role at once
+    (all of them sharing one `<together_by>:<value>` label, if asked), naming the role."""
+    job_labels = set(decode_labels(job.label_key))
+    roles: list[dict] = job.roles
+    wants = [job_labels | set(role["labels"]) for role in roles]
+    for k, (role, labels) in enumerate(zip(roles, wants, strict=True)):
+        if missing := sorted(labels - known):
+            what = f"label{'s' * (len(missing) > 1)} {', '.join(missing)}"
+            raise InvalidInput(
+                f"{where}roles[{k}].labels: no host in the lab carries {what} (role "
+                f"{role['name']}){UNMATCHED_HINT}",
+                field=f"{where}roles[{k}].labels",
+            )
+    prefix = f"{job.together_by}:" if job.together_by else ""
+    carried = _relevant_labels(lab, set().union(*wants), prefix)
+    counts = [role["count"] for role in roles]
+
+    def signature(labels: set[str]) -> int:
+        return sum(1 << k for k, wanted in enumerate(wants) if wanted <= labels)
+
+    everywhere: dict[int, int] = {}
+    for labels in carried.values():
+        sig = signature(labels)
+        everywhere[sig] = everywhere.get(sig, 0) + 1
+    # A host carrying none of the labels that matter takes only a role that asks for none.
+    if bare := signature(set()):
+        everywhere[bare] = everywhere.get(bare, 0) + lab.count() - len(carried)
+    if short := _shortfall(everywhere, counts):
+        _refuse_short(roles, wants, short, where=where, group="")
+    if prefix:
+        _check_together(job, roles, wants, carried, signature, where=where)
+
+
+def _check_together(
+    job: Job,
+    roles: list[dict],
+    wants: list[set[str]],
+    carried: dict[int, set[str]],
+    signature: Any,
+    *,
+    where: str,
+) -> None:
+    """Refuse the job unless one `<together_by>:<value>` group of hosts serves every role."""
+    prefix = f"{job.together_by}:"
+    groups: dict[str, dict[int, int]] = {}
+    for labels in carried.values():
+        sig = signature(labels)
+        for value in (name for name in labels if name.startswith(prefix)):
+            counted = groups.setdefault(value, {})
+            counted[sig] = counted.get(sig, 0) + 1
+    if not groups:
+        raise InvalidInput(
+            f"{where}together_by: no host in the lab carries a {prefix}<value> label, so no "
+            f"hosts could be kept together by {job.together_by}{UNMATCHED_HINT}",
+            field=f"{where}together_by",
+        )
+    counts = [role["count"] for role in roles]
+    closest: tuple[int, int, str] | None = None
+    for value in sorted(groups):
+        short = _shortfall(groups[value], counts)
+        if short is None:
+            return
+        if closest is None or short[0] < closest[0]:
+            closest = (*short, value)
+    assert closest is not None
+    _refuse_short(roles, wants, closest[:2], where=where, group=closest[2])
+
+
+def _relevant_labels(lab: Any, names: set[str], prefix: str) -> dict[int, set[str]]:
+    """Host id -> the labels among `names` (or starting with `prefix`) it carries, for the
+    hosts carrying any: one query."""
+    match = Q(label__name__in=names)
+    if prefix:
+        match |= Q(label__name__startswith=prefix)
+    carried: dict[int, set[str]] = {}
+    through = Host.labels.through.objects.filter(host__in=lab).filter(match)
+    for host_id, name in through.values_list("host_id", "label__name"):
+        carried.setdefault(host_id, set()).add(name)
+    return carried
+
+
+def _refuse_short(
+    roles: list[dict], wants: list[set[str]], short: tuple[int, int], *, where: str, group: str
+) -> None:
+    missing, subset = short
+    first = next(k for k in range(len(roles)) if subset >> k & 1)
+    need = sum(role["count"] for k, role in enumerate(roles) if subset >> k & 1)
+    if subset.bit_count() == 1:
+        what = ", ".join(sorted(wants[first])) or "no label"
+        asks = f"{_names(roles, subset)} needs {need} host{'s' * (need != 1)} carrying {what}"
+    else:
+        asks = f"{_names(roles, subset)} need {need} different hosts between them"
+    if group:
+        prefix = group.partition(":")[0]
+        where_hosts = (
+            f"no single {prefix}:<value> group of hosts can give every role its hosts at once: "
+            f"the closest, {group}, is {missing} host{'s' * (missing != 1)} short, as {asks}"
+        )
+    else:
+        where_hosts = f"{asks}, and the lab has {need - missing} (retired hosts aside)"
+    raise InvalidInput(
+        f"{where}roles[{first}]: {where_hosts}{UNMATCHED_HINT}", field=f"{where}roles[{first}]"
+    )
 
 
 def _fanout_specs(labels: Sequence[str], job_name: str) -> list[JobSpec]:

@@ -112,6 +112,16 @@
     var pick = el.closest("[data-pick]");
     if (pick) { chooseSuggestion(pick); return; }
 
+    var dropRole = el.closest("[data-remove-role]");
+    if (dropRole) {
+      var roleRow = dropRole.closest(".role-row");
+      var details = roleRow.closest(".job-hosts");
+      roleRow.remove();
+      var addRole = details && details.querySelector(".role-actions .btn");
+      if (addRole) addRole.focus();
+      return;
+    }
+
     var remove = el.closest("[data-remove-row]");
     if (remove) {
       var row = remove.closest(".job-row");
@@ -187,6 +197,13 @@
     else index = index <= 0 ? -1 : index - 1;
     if (index < 0) wrap.querySelector("input[data-suggest]").focus();
     else options[index].focus();
+  });
+  // A suggestion list answering after its field was left would stay open over the next one.
+  document.addEventListener("htmx:beforeSwap", function (evt) {
+    var target = evt.detail.target;
+    var wrap = target && target.classList && target.classList.contains("suggestions")
+      ? target.closest(".suggest-wrap") : null;
+    if (wrap && !wrap.contains(document.activeElement)) evt.detail.shouldSwap = false;
   });
   document.addEventListener("focusout", function (evt) {
     var wrap = evt.target instanceof Element ? evt.target.closest(".suggest-wrap") : null;

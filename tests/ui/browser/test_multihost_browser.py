@@ -1,0 +1,110 @@
+"""A tester asks for a job with two roles on the submit form and finds it, and its hosts, on
+the job page."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from playwright.sync_api import expect
+
+from jobs import services
+from jobs.choices import JobStatus
+from jobs.models import Job, Lease, SchedulerTick
+from tests import factories as f
+from tests.ui.browser.conftest import assert_not_reloaded, mark_page, screenshot, sign_in
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def fill_two_roles(page) -> None:  # noqa: ANN001
+    """bt_Pair: dut ×3 (bt) — one more than the lab has — and peer (ap), kept by chamber."""
+    page.locator("#id_name").fill("bt nightly")
+    row = page.locator(".job-row").nth(0)
+    row.get_by_label("Test name").fill("bt_Pair")
+    row.get_by_label("Labels the host needs").fill("chamber:a")
+    row.locator("summary", has_text="More hosts").click()
+    row.get_by_role("button", name="Add a role").click()
+    row.get_by_role("button", name="Add a role").click()
+    roles = row.locator(".role-row")
+    expect(roles).to_have_count(2)
+    roles.nth(0).get_by_label("Role name").fill("dut")
+    roles.nth(0).get_by_label("Its own labels").fill("b")
+    suggestion = roles.nth(0).locator(".suggestions [data-pick]", has_text="bt")
+    expect(suggestion.first).to_be_visible()  # the label suggestions serve role rows too
+    roles.nth(0).get_by_label("Its own labels").fill("bt")
+    roles.nth(0).get_by_label("Hosts", exact=True).fill("3")  # only two hosts carry bt
+    roles.nth(1).get_by_label("Role name").fill("peer")
+    roles.nth(1).get_by_label("Its own labels").fill("ap")
+    row.get_by_label("Keep together by").fill("chamber")
+    expect(page.locator(".suggestions [data-pick]")).to_have_count(0)  # none left open
+
+
+def lease_like_the_tick(job: Job, hosts: list) -> None:
+    """One lease per host, one attempt, slots in order: what the tick makes."""
+    now = timezone.now()
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.LEASED, attempts=1)
+    for slot, (host, role) in enumerate(hosts):
+        Lease.objects.create(
+            host=host,
+            job=job,
+            role=role,
+            slot=slot,
+            attempt=1,
+            acquired_at=now,
+            expires_at=now + timedelta(minutes=10),
+        )
+
+
+def test_a_tester_submits_a_two_role_job_and_sees_its_hosts(page, alice, lab, debug):  # noqa: ANN001
+    for host in (lab.h1, lab.h2):
+        services.host_update(host=host, by="sam", labels=[*host.label_names, "bt", "chamber:a"])
+    ap = f.host("ap1.lab", ["ap", "chamber:a"], worker=lab.w1)
+    mode = "debug" if debug else "prod"
+    sign_in(page, "alice", "alice-pass")
+    page.goto("/suites/new/")
+    mark_page(page)
+    fill_two_roles(page)
+    screenshot(page, f"multihost-form-{mode}", full_page=True)
+
+    page.get_by_role("button", name="Submit suite").click()
+
+    # The refusal names the role, on its row.
+    named = page.locator(".role-row").nth(0).get_by_label("Role name")
+    expect(named).to_have_attribute("aria-invalid", "true")
+    expect(page.locator(".role-row").nth(0)).to_contain_text("Role dut needs 3 hosts")
+    assert_not_reloaded(page)
+    assert not Job.objects.exists()
+    screenshot(page, f"multihost-form-refused-{mode}", full_page=True)
+
+    page.locator(".role-row").nth(0).get_by_label("Hosts", exact=True).fill("2")
+    page.get_by_role("button", name="Submit suite").click()
+    expect(page).to_have_url(re.compile(r"/suites/\d+/$"))
+    job = Job.objects.get()
+    assert [r["name"] for r in job.roles] == ["dut", "peer"] and job.together_by == "chamber"
+
+    # The scheduler holds a host for it while it waits: the queue says so.
+    SchedulerTick.objects.create(started_at=timezone.now(), holds={str(ap.pk): job.pk})
+    page.goto("/queue/")
+    queued = page.locator(f"#queued-{job.pk}")
+    expect(queued).to_contain_text("3 hosts: dut ×2 (bt), peer (ap)")
+    expect(queued).to_contain_text("holding 1 host")
+    screenshot(page, f"multihost-queue-{mode}")
+    page.goto("/hosts/")
+    expect(page.locator(f"#host-{ap.pk}")).to_contain_text(f"held for job {job.pk}")
+    screenshot(page, f"multihost-hosts-held-{mode}", full_page=True)
+
+    lease_like_the_tick(job, [(lab.h1, "dut"), (lab.h2, "dut"), (ap, "peer")])
+    page.goto(f"/jobs/{job.pk}/")
+    hosts = page.locator("#job-hosts li")
+    expect(hosts).to_have_count(3)
+    expect(hosts.nth(0)).to_contain_text("dut h1.lab")
+    expect(hosts.nth(0)).to_contain_text("runs the job")
+    expect(hosts.nth(2)).to_contain_text("peer ap1.lab")
+    expect(page.locator("#job-roles")).to_contain_text("dut: 2 hosts")
+    expect(page.locator("#attempt-1-title")).to_contain_text(
+        "Attempt 1 on h1.lab (dut), h2.lab (dut), ap1.lab (peer)"
+    )
+    screenshot(page, f"multihost-job-{mode}", full_page=True)

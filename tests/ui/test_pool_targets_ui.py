@@ -4,10 +4,13 @@ targets with the API's rules; testers are refused."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from hosts.choices import HostStatus
 from hosts.models import Host, HostEvent, PoolTarget
+from jobs import services
 from jobs.services import balancer
 from tests import factories as f
 from tests.ui.conftest import HTMX
@@ -43,10 +46,13 @@ def test_the_list_shows_each_pool_against_its_target_and_warns_when_it_cannot_be
     row = html[html.index(f'id="pool-{cq.pk}"') :]
     row = row[: row.index("</tr>")]
     assert "pool:cq" in row and "pool:spare" in row and ">3<" in row and "board" in row
-    assert "1 of 3" in row and "2 short" in row
+    assert "1 of 3 hosts" in row and "2 short" in row
     assert "1 swap due" in row
     # No kevin spare for cq3: said on the row, not looped over.
-    assert "No ready spare pool:spare with board:kevin to replace cq3 (needs_repair)" in row
+    assert (
+        "Cannot be met: no ready spare pool:spare with board:kevin to replace cq3 (needs_repair)"
+        in row
+    )
     # Linked from the navigation, for staff.
     assert 'href="/pool-targets/" aria-current="page">Pool targets</a>' in html
 
@@ -66,7 +72,10 @@ def test_the_target_page_shows_members_swaps_and_the_balancers_preview(sam_clien
     assert "labels pool:spare → pool:cq: swapped in for cq2" in swaps
     assert "pool:cq had 1 of 3 hosts in service; cq2 is repair_failed" in swaps
     now = html[html.index("What the balancer would do now") : html.index("Members (3)")]
-    assert "No ready spare pool:spare with board:kevin to replace cq3 (needs_repair)" in now
+    assert (
+        "Cannot be met: no ready spare pool:spare with board:kevin to replace cq3 (needs_repair)"
+        in now
+    )
     assert "Swap " not in now  # nothing left to swap: what the preview API says too
     assert balancer.pool_plan(cq).swaps == []
 
@@ -166,3 +175,22 @@ def test_a_tester_is_refused_every_pool_page(alice_client, cq, method, url, doin
 
 def test_the_pool_link_is_not_in_a_testers_navigation(alice_client, lab):  # noqa: ANN001
     assert "Pool targets" not in alice_client.get("/hosts/").content.decode()
+
+
+def test_a_broken_member_a_job_holds_is_shown_waiting_not_swapped(sam_client, cq):  # noqa: ANN001
+    # A reservation on cq2: the balancer waits for it rather than pulling it out from under.
+    services.lease_reserve(
+        host=Host.objects.get(hostname="cq2"),
+        holder="sam",
+        duration=timedelta(hours=1),
+        reason="debug",
+    )
+
+    row = sam_client.get("/pool-targets/").content.decode()
+    page = sam_client.get(f"/pool-targets/{cq.pk}/").content.decode()
+
+    assert "1 member held by a job" in row and "swap due" not in row
+    assert "Waiting for the job that holds them:" in page
+    assert "cq2 (repair_failed) waits: a job holds it" in page
+    member = page[page.index('id="member-cq2"') :]
+    assert "by a job" in member[: member.index("</tr>")]

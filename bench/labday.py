@@ -14,13 +14,24 @@ through the real service. The report says how many repairable hosts are back in 
 end of the drain, and at the instant submissions stopped, and that no job was lost
 (docs/health.md).
 
+The harsh profile (`--profile harsh`) adds what a bad day brings and takes the staff away: each
+host breaks every few minutes of testing, runners are killed (their running jobs orphaned, the
+runner back a minute later), workers die for a quarter of an hour (no heartbeat, their runner
+gone), 70 % of repairs mend a DUT and 3 hosts can never be repaired; nobody presses Repair now.
+Its report checks what a lab must do alone: the repairable hosts back in service, no job lost,
+every job an infrastructure failure hit with a try left retried, and the hopeless hosts
+`repair_failed` (with their next automatic try) at the end.
+
     python -m bench.labday --hosts 60 --workers 4 --hours 24 --drain-minutes 60 \
         --staff-rounds-hours 8 --repair-fixes 0.7 --seeds 1
+    python -m bench.labday --profile harsh --seeds 1 2 3
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import math
 import random
 import statistics
 import sys
@@ -29,7 +40,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from bench.cli import add_shape_options, print_result, shape_from_options
+from bench.cli import add_shape_options, print_result
 
 BOARDS = ["eve", "kevin", "octopus", "hatch"]
 TESTERS = ["alice", "bob", "carol"]
@@ -60,6 +71,42 @@ class Shape:
     max_retries: int = 3
     # A real runner heartbeats every LEASE_TTL / 3; more often costs the benchmark time only.
     heartbeat_every: int = 120
+    # How many hosts can never be repaired; -1: the share `unrepairable` of them.
+    unrepairable_hosts: int = -1
+    # A testing host breaks on average once per this many minutes of tests (0: `infra_failures`
+    # decides instead, by run); its runner reports it broken (host_ok false) at the run's end.
+    break_every_minutes: float = 0
+    # Somewhere in the lab a runner is killed this often on average (0: never): its running
+    # jobs are orphaned (their leases expire), it is back `runner_restart_seconds` later.
+    runner_kill_every_minutes: float = 0
+    runner_restart_seconds: int = 60
+    # Somewhere in the lab a worker dies this often on average (0: never): no heartbeat, its
+    # runner gone with its running jobs, for `dead_worker_minutes`.
+    dead_worker_every_minutes: float = 0
+    dead_worker_minutes: float = 15
+    # REPAIR_FAILED_RETRY_SECONDS for the run (-1: the product's setting).
+    repair_failed_retry_seconds: int = -1
+
+
+# A bad day and no staff: docs/health.md's loop alone (bench/RESULTS.md, "A simulated lab day").
+PROFILES: dict[str, dict[str, object]] = {
+    "harsh": {
+        "hosts": 60,
+        "workers": 4,
+        "hours": 8,
+        "drain_minutes": 120,
+        "staff_rounds_hours": 0,
+        "step": 60,
+        "break_every_minutes": 10,
+        "infra_failures": 0.04,  # runners vanishing mid-run, beside the breaks
+        "repair_fixes": 0.7,
+        "unrepairable_hosts": 3,
+        "test_minutes": (2, 10),
+        "suite_every_minutes": 20,
+        "runner_kill_every_minutes": 30,
+        "dead_worker_every_minutes": 90,
+    },
+}
 
 
 @dataclass
@@ -67,8 +114,9 @@ class Run:
     """What the simulated runner will do with one lease."""
 
     ends_at: datetime
-    outcome: str  # passed, failed, host_broken, vanish
+    outcome: str  # passed, failed, host_broken, vanish, orphaned (its runner was killed)
     heartbeat_at: datetime
+    attempt: int = 0  # the job's try this run is
 
 
 @dataclass
@@ -85,6 +133,13 @@ class Lab:
     reported_broken: int = 0
     rounds: int = 0
     pressed: list[int] = field(default_factory=list)  # host ids, once per press
+    # Worker id -> when its runner is back (killed runners, dead workers).
+    down_until: dict[int, datetime] = field(default_factory=dict)
+    runners_killed: int = 0
+    workers_died: int = 0
+    orphaned: int = 0
+    # (job id, try) of every run an infrastructure failure ended: broken, vanished, orphaned.
+    infra: list[tuple[int, int]] = field(default_factory=list)
 
 
 def build_lab(shape: Shape, *, rng: random.Random) -> Lab:
@@ -116,7 +171,9 @@ def build_lab(shape: Shape, *, rng: random.Random) -> Lab:
                 by=admin,
             )
         )
-    count = round(shape.hosts * shape.unrepairable)
+    count = shape.unrepairable_hosts
+    if count < 0:
+        count = round(shape.hosts * shape.unrepairable)
     lab.unrepairable = {host.pk for host in rng.sample(hosts, count)}
     return lab
 
@@ -148,7 +205,7 @@ def submit_suite(lab: Lab, *, at: datetime, number: int) -> None:
     )
 
 
-def plan_run(lab: Lab, *, kind: str, host_id: int, at: datetime) -> Run:
+def plan_run(lab: Lab, *, kind: str, host_id: int, at: datetime, attempt: int = 0) -> Run:
     """Decide how a job just started on a host will end, and when."""
     from jobs.choices import JobKind
 
@@ -165,6 +222,15 @@ def plan_run(lab: Lab, *, kind: str, host_id: int, at: datetime) -> Run:
             host_id not in lab.broken or rng.random() < shape.repair_fixes
         )
         outcome = "passed" if fixed else "failed"
+    elif shape.break_every_minutes:
+        # Breaking at a steady rate while testing: the longer the run, the likelier.
+        minutes_run = (ends_at - at).total_seconds() / 60
+        if rng.random() < 1 - math.exp(-minutes_run / shape.break_every_minutes):
+            outcome = "host_broken"
+        elif rng.random() < shape.infra_failures:
+            outcome = "vanish"
+        else:
+            outcome = "failed" if rng.random() < shape.real_failures else "passed"
     else:
         roll = rng.random()
         if roll < shape.infra_failures / 2:
@@ -173,7 +239,7 @@ def plan_run(lab: Lab, *, kind: str, host_id: int, at: datetime) -> Run:
             outcome = "vanish"
         else:
             outcome = "failed" if rng.random() < shape.real_failures else "passed"
-    return Run(ends_at=ends_at, outcome=outcome, heartbeat_at=at)
+    return Run(ends_at=ends_at, outcome=outcome, heartbeat_at=at, attempt=attempt)
 
 
 def finish(lab: Lab, lease, run: Run, *, at: datetime) -> None:  # noqa: ANN001
@@ -187,6 +253,8 @@ def finish(lab: Lab, lease, run: Run, *, at: datetime) -> None:  # noqa: ANN001
         lab.broken.add(host_id)
         lab.ever_broken.add(host_id)
         lab.reported_broken += 1
+        if job.kind == JobKind.TEST:
+            lab.infra.append((job.pk, run.attempt))
     if job.kind == JobKind.REPAIR and run.outcome == "passed":
         lab.broken.discard(host_id)
     services.job_complete(
@@ -199,6 +267,36 @@ def finish(lab: Lab, lease, run: Run, *, at: datetime) -> None:  # noqa: ANN001
     )
 
 
+def vanishing(lab: Lab, lease, run: Run, *, at: datetime) -> None:  # noqa: ANN001
+    """A run whose runner will die mid-run: heartbeats until then, silence after."""
+    from jobs import services
+    from jobs.choices import JobKind
+
+    if at >= run.ends_at and run.heartbeat_at < run.ends_at:
+        # The runner died mid-run: its lease goes unheartbeated from here on.
+        run.heartbeat_at = run.ends_at
+        lab.vanished += 1
+        if lease.job.kind == JobKind.TEST:
+            lab.infra.append((lease.job_id, run.attempt))
+    elif at - run.heartbeat_at >= timedelta(seconds=lab.shape.heartbeat_every) and at < run.ends_at:
+        services.lease_heartbeat(lease=lease, by="labday-runner", at=at)
+        run.heartbeat_at = at
+
+
+def start_run(lab: Lab, lease, *, at: datetime) -> None:  # noqa: ANN001
+    """Start a leased job as its runner would, and decide how its run will end."""
+    from jobs import services
+    from jobs.choices import JobStatus
+
+    if lease.job.status != JobStatus.LEASED:
+        return  # started by a runner since killed: a restarted one leaves it to expire
+    services.job_start(job=lease.job, by="labday-runner", at=at)
+    lease.job.refresh_from_db(fields=["attempts"])
+    lab.runs[lease.pk] = plan_run(
+        lab, kind=lease.job.kind, host_id=lease.host_id, at=at, attempt=lease.job.attempts
+    )
+
+
 def runners_act(lab: Lab, *, at: datetime) -> None:
     """Every runner once: start new leases, heartbeat running ones, complete finished ones."""
     from jobs import services
@@ -206,25 +304,20 @@ def runners_act(lab: Lab, *, at: datetime) -> None:
     from schedsite.errors import ServiceError
 
     heartbeat = timedelta(seconds=lab.shape.heartbeat_every)
-    active = Lease.objects.active().filter(job__isnull=False).select_related("job")
+    active = Lease.objects.active().filter(job__isnull=False).select_related("job", "host")
     seen = set()
     for lease in active:
         seen.add(lease.pk)
         run = lab.runs.get(lease.pk)
+        if lab.down_until.get(lease.host.worker_id, at) > at:
+            continue  # its runner is down: nothing starts, beats or ends
         try:
             if run is None:
-                services.job_start(job=lease.job, by="labday-runner", at=at)
-                lab.runs[lease.pk] = plan_run(
-                    lab, kind=lease.job.kind, host_id=lease.host_id, at=at
-                )
+                start_run(lab, lease, at=at)
+            elif run.outcome == "orphaned":
+                continue  # a restarted runner leaves a job it cannot reattach to (runner/)
             elif run.outcome == "vanish":
-                if at >= run.ends_at and run.heartbeat_at < run.ends_at:
-                    # The runner died mid-run: its lease goes unheartbeated from here on.
-                    run.heartbeat_at = run.ends_at
-                    lab.vanished += 1
-                elif at - run.heartbeat_at >= heartbeat and at < run.ends_at:
-                    services.lease_heartbeat(lease=lease, by="labday-runner", at=at)
-                    run.heartbeat_at = at
+                vanishing(lab, lease, run, at=at)
             elif at >= run.ends_at:
                 finish(lab, lease, run, at=at)
             elif at - run.heartbeat_at >= heartbeat:
@@ -234,6 +327,41 @@ def runners_act(lab: Lab, *, at: datetime) -> None:
             print(f"  {at:%H:%M:%S} lease {lease.pk}: {exc}", file=sys.stderr)
     for lease_id in set(lab.runs) - seen:
         del lab.runs[lease_id]  # released: completed, expired, or timed out
+
+
+def runner_down(lab: Lab, *, worker_id: int, at: datetime, seconds: float) -> None:
+    """A worker's runner is killed (or its worker dies): its running jobs are orphaned."""
+    from jobs.choices import JobKind
+    from jobs.models import Lease
+
+    lab.down_until[worker_id] = at + timedelta(seconds=seconds)
+    leases = Lease.objects.active().filter(pk__in=list(lab.runs), host__worker_id=worker_id)
+    for lease_id, job_id, kind in leases.values_list("pk", "job_id", "job__kind"):
+        run = lab.runs[lease_id]
+        if run.outcome == "orphaned" or (run.outcome == "vanish" and at >= run.ends_at):
+            continue
+        run.outcome = "orphaned"
+        lab.orphaned += 1
+        if kind == JobKind.TEST:
+            lab.infra.append((job_id, run.attempt))
+
+
+def chaos(lab: Lab, *, worker_ids: list[int], at: datetime) -> None:
+    """Now and then a runner is killed or a worker dies, somewhere in the lab."""
+    shape, rng = lab.shape, lab.rng
+    up = [w for w in worker_ids if lab.down_until.get(w, at) <= at]
+    if not up:
+        return
+    if shape.runner_kill_every_minutes and rng.random() < shape.step / (
+        shape.runner_kill_every_minutes * 60
+    ):
+        lab.runners_killed += 1
+        runner_down(lab, worker_id=rng.choice(up), at=at, seconds=shape.runner_restart_seconds)
+    if shape.dead_worker_every_minutes and rng.random() < shape.step / (
+        shape.dead_worker_every_minutes * 60
+    ):
+        lab.workers_died += 1
+        runner_down(lab, worker_id=rng.choice(up), at=at, seconds=shape.dead_worker_minutes * 60)
 
 
 def staff_round(lab: Lab, *, at: datetime) -> None:
@@ -258,13 +386,18 @@ def staff_round(lab: Lab, *, at: datetime) -> None:
 
 def simulate_day(shape: Shape, *, seed: int, start: datetime) -> dict[str, object]:
     """Build the lab, run its day and its drain; return the report."""
+    from django.conf import settings
+
     from hosts import services as host_services
     from hosts.models import Worker
     from jobs import services
 
+    if shape.repair_failed_retry_seconds >= 0:
+        settings.REPAIR_FAILED_RETRY_SECONDS = shape.repair_failed_retry_seconds
     rng = random.Random(seed)
     lab = build_lab(shape, rng=rng)
     workers = list(Worker.objects.all())
+    worker_ids = [worker.pk for worker in workers]
     step = timedelta(seconds=shape.step)
     steps = int(shape.hours * 3600 / shape.step)
     drain_steps = int(shape.drain_minutes * 60 / shape.step)
@@ -276,8 +409,11 @@ def simulate_day(shape: Shape, *, seed: int, start: datetime) -> dict[str, objec
     at = start
     for n in range(1, steps + drain_steps + 1):
         at += step
+        if n <= steps:  # runners are killed and workers die while the lab is busy
+            chaos(lab, worker_ids=worker_ids, at=at)
         for worker in workers:
-            host_services.worker_heartbeat(worker=worker, at=at)
+            if lab.down_until.get(worker.pk, at) <= at:  # a dead one sends nothing
+                host_services.worker_heartbeat(worker=worker, at=at)
         if n <= steps and rng.random() < submit_chance:
             suites += 1
             submit_suite(lab, at=at, number=suites)
@@ -293,6 +429,7 @@ def simulate_day(shape: Shape, *, seed: int, start: datetime) -> dict[str, objec
         "drain_minutes": shape.drain_minutes,
         "staff_rounds_hours": shape.staff_rounds_hours,
         "repair_fixes": shape.repair_fixes,
+        "repair_failed_retry_seconds": settings.REPAIR_FAILED_RETRY_SECONDS,
         "wall_s": round(time.perf_counter() - began, 1),
         "at_submissions_stop": at_stop,
         **report(lab, suites=suites),
@@ -375,8 +512,55 @@ def report(lab: Lab, *, suites: int) -> dict[str, object]:
         "retries": retries - started,
         "runs_reported_broken": lab.reported_broken,
         "runs_vanished": lab.vanished,
+        "runners_killed": lab.runners_killed,
+        "workers_died": lab.workers_died,
+        "runs_orphaned": lab.orphaned,
+        **infra_figures(lab),
+        **hopeless_figures(lab),
         "repairs": by_status(JobKind.REPAIR),
         "verifies": by_status(JobKind.VERIFY),
+    }
+
+
+def infra_figures(lab: Lab) -> dict[str, object]:
+    """Every test run an infrastructure failure ended: was its job retried when it had a try left?
+
+    A try left and retried means the job went on to a later try or waits queued for one; a job
+    that ended on the very try that failed, with tries left, is the failure the loop must not have.
+    """
+    from jobs.choices import JobStatus
+    from jobs.models import Job
+
+    jobs = Job.objects.in_bulk({job_id for job_id, _ in lab.infra})
+    with_try_left = not_retried = 0
+    for job_id, attempt in lab.infra:
+        job = jobs[job_id]
+        if attempt > job.max_retries:
+            continue  # that was its last try
+        with_try_left += 1
+        waiting = (JobStatus.QUEUED, JobStatus.LEASED, JobStatus.RUNNING)
+        if job.attempts == attempt and job.status not in waiting:
+            not_retried += 1
+    return {
+        "infra_failures": len(lab.infra),
+        "infra_failures_with_a_try_left": with_try_left,
+        "infra_failures_with_a_try_left_not_retried": not_retried,
+    }
+
+
+def hopeless_figures(lab: Lab) -> dict[str, object]:
+    """The hosts no repair mends: where they are, and whether their next automatic try shows."""
+    from hosts.models import Host
+
+    hosts = Host.objects.filter(pk__in=lab.unrepairable).order_by("hostname")
+    return {
+        "hopeless_hosts": {
+            host.hostname: {
+                "status": host.status,
+                "next_repair_at": host.next_repair_at and f"{host.next_repair_at:%H:%M}",
+            }
+            for host in hosts
+        }
     }
 
 
@@ -390,12 +574,23 @@ SHAPE_OPTIONS = (
     ("repair_fixes", float, "odds that one repair mends a broken, repairable DUT"),
     ("step", int, "simulated seconds a step"),
     ("suite_every_minutes", float, "a suite from some tester this often on average: the load"),
+    ("unrepairable_hosts", int, "hosts no repair mends (-1: 5 % of them)"),
+    ("break_every_minutes", float, "a testing host breaks once per this many minutes (0: by run)"),
+    ("runner_kill_every_minutes", float, "a runner is killed this often, lab-wide (0: never)"),
+    ("dead_worker_every_minutes", float, "a worker dies this often, lab-wide (0: never)"),
+    ("dead_worker_minutes", float, "how long a dead worker stays dead"),
+    ("repair_failed_retry_seconds", int, "REPAIR_FAILED_RETRY_SECONDS (-1: the setting's)"),
 )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_shape_options(parser, SHAPE_OPTIONS, Shape)
+    parser.add_argument(
+        "--profile", choices=sorted(PROFILES), help="start from this profile's shape"
+    )
+    known, _ = parser.parse_known_args()
+    defaults = Shape(**PROFILES[known.profile]) if known.profile else Shape()
+    add_shape_options(parser, SHAPE_OPTIONS, defaults)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1])
     parser.add_argument("--db", default="bench_labday", help="throwaway database (bench_*)")
     parser.add_argument("--json", action="store_true")
@@ -406,7 +601,10 @@ def main() -> None:
         parser.error("--drain-minutes, --staff-rounds-hours: >= 0; --suite-every-minutes: > 0")
     from bench import dbload
 
-    shape = shape_from_options(SHAPE_OPTIONS, args, Shape)
+    # On the profile's shape: it keeps the values no option names (test durations, odds).
+    shape = dataclasses.replace(
+        defaults, **{name: getattr(args, name) for name, *_ in SHAPE_OPTIONS}
+    )
     dbload.setup_simulation(args.db)
     from django.core.management import call_command
     from django.utils import timezone

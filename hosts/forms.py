@@ -139,3 +139,22 @@ class HostImportApplyForm(forms.Form):
     """The preview's signed rows, sent back to apply them."""
 
     payload = forms.CharField(widget=forms.HiddenInput)
+
+
+class PoolTargetForm(forms.Form):
+    """A pool target as typed on its page; jobs.services.balancer.pool_target_clean checks it.
+
+    Only the parsing is here (a number is a number, prefixes are split on spaces and commas);
+    the rules are the service's, so the page and /api/pool-targets/ refuse the same things.
+    """
+
+    pool = forms.CharField(required=False, label="Pool label")
+    spare = forms.CharField(required=False, label="Spare label")
+    min_ready = forms.IntegerField(required=False, label="Hosts in service, at least")
+    same = forms.CharField(required=False, label="Same values of")
+
+    def target_fields(self) -> dict[str, object]:
+        """The service's keyword arguments (call after is_valid)."""
+        data = dict(self.cleaned_data)
+        data["same"] = split_labels(data.get("same", ""))
+        return data

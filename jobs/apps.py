@@ -26,12 +26,18 @@ class JobsConfig(AppConfig):
 
         import schedsite.pgarrays  # noqa: F401, PLC0415
         from hosts.signals import tick_wanted_signal  # noqa: PLC0415
-        from jobs.scheduling.triggers import on_tick_wanted, on_worker_started  # noqa: PLC0415
+        from jobs.scheduling.triggers import (  # noqa: PLC0415
+            on_tick_wanted,
+            on_worker_started,
+            watch_lost_requests,
+        )
         from jobs.tasks import install_schedule  # noqa: PLC0415
 
         tick_wanted_signal.connect(on_tick_wanted, dispatch_uid="jobs-tick-wanted")
         # A cluster asks for a tick as it starts (docs/scheduling.md#triggers).
         post_spawn.connect(on_worker_started, dispatch_uid="jobs-cluster-started")
+        # And watches for a request another cluster lost, dying with it.
+        post_spawn.connect(watch_lost_requests, dispatch_uid="jobs-lost-request-watcher")
 
         post_migrate.connect(install_schedule, sender=self, dispatch_uid="schedsite-schedule")
         post_migrate.connect(create_cache_table, sender=self, dispatch_uid="schedsite-cache")

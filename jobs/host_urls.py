@@ -8,6 +8,7 @@ from hosts import views_policies, views_timeline
 from jobs import views_host_impact as views_impact
 from jobs import views_host_inventory as views_inventory
 from jobs import views_hosts as views
+from jobs import views_pools
 
 
 class NameConverter:
@@ -65,6 +66,11 @@ urlpatterns = [
         )
         for change in ("enable", "disable", "delete")
     ),
+    path("pool-targets/", views_pools.pool_list, name="pool_list"),
+    path("pool-targets/new/", views_pools.pool_create, name="pool_create"),
+    path("pool-targets/<int:pk>/", views_pools.pool_detail, name="pool_detail"),
+    path("pool-targets/<int:pk>/edit/", views_pools.pool_edit, name="pool_edit"),
+    path("pool-targets/<int:pk>/delete/", views_pools.pool_delete, name="pool_delete"),
     path("suggest/labels/", views.label_suggest, name="label_suggest"),
     path("suggest/hosts/", views.host_suggest, name="host_suggest"),
 ]

@@ -223,6 +223,11 @@ def _repair_outcome(job: Job, *, host: Host, passed: bool | None, at: datetime) 
     if passed:
         reset = {"repair_attempts": 0, "repair_not_before": None, "last_verified_at": at}
         return HostStatus.READY, "repair passed", reset
+    if passed is None and not _repairs_keep_vanishing(host):
+        # Its runner was killed or its worker died: that says nothing of the DUT, so it costs
+        # no try (a killed runner would otherwise give up on repairable hosts); repaired again.
+        why = "its repair job's runner stopped heartbeating: repair again (not a failed try)"
+        return HostStatus.NEEDS_REPAIR, why, {"repair_not_before": None}
     failures = host.repair_attempts + 1
     what = "its runner stopped heartbeating" if passed is None else brief(job.message)
     if failures >= settings.REPAIR_MAX_ATTEMPTS:
@@ -243,6 +248,18 @@ def _repair_outcome(job: Job, *, host: Host, passed: bool | None, at: datetime) 
         why,
         {"repair_attempts": failures, "repair_not_before": at + wait},
     )
+
+
+def _repairs_keep_vanishing(host: Host) -> bool:
+    """The host's last REPAIR_MAX_ATTEMPTS repairs all lost their runner (this one included).
+
+    A repair that kills its runner every time would be repaired again for ever: from the
+    REPAIR_MAX_ATTEMPTS-th in a row, a vanished repair counts as a failed one.
+    """
+    n = max(1, settings.REPAIR_MAX_ATTEMPTS)
+    ended = Job.objects.filter(kind=JobKind.REPAIR, host=host, finished_at__isnull=False)
+    last = list(ended.order_by("-finished_at", "-id").values_list("status", flat=True)[:n])
+    return len(last) == n and all(status == JobStatus.ERROR for status in last)
 
 
 def brief(message: str) -> str:

@@ -29,12 +29,10 @@ from jobs.scheduling.expiry import job_timeout_overdue, lease_expire_overdue
 from jobs.scheduling.fanout import fanout_phase
 from jobs.scheduling.maintenance import maintenance_phase
 from jobs.scheduling.preemption import preemption_phase
+from jobs.scheduling.triggers import TICK_LOCK_KEY
 from jobs.transitions import Mover
 
 log = logging.getLogger("schedsite.scheduler")
-
-# Any constant works as long as every process uses the same one.
-TICK_LOCK_KEY = 0x5C4ED517E
 
 
 @dataclass

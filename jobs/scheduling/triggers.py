@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import multiprocessing
+import random
+import threading
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -18,6 +21,9 @@ log = logging.getLogger("schedsite.scheduler")
 
 # The django-q2 function a requested tick runs; the safety-net schedule names it too.
 TICK_FUNC = "jobs.tasks.tick"
+# The PostgreSQL advisory lock a tick holds (jobs.scheduling.tick): one planner at a time. Any
+# constant works as long as every process uses the same one; the watcher below reads it too.
+TICK_LOCK_KEY = 0x5C4ED517E
 
 
 def request_tick(reason: str) -> None:
@@ -52,14 +58,82 @@ def on_worker_started(**_kwargs: object) -> None:
         log.exception("could not ask for a tick as the cluster started")
 
 
-def _enqueue(reason: str, *, stale_seconds: int | None = None) -> None:
-    if not _claim_request(timezone.now(), stale_seconds=stale_seconds):
+def resend_lost_request(now: datetime | None = None) -> bool:
+    """Send a tick request again if it was lost: pending longer than TICK_REQUEST_STALE_SECONDS
+    while no tick runs. True if this call sent it.
+
+    A request is lost when the cluster that took it was killed before its tick started or
+    committed: the flag still says a tick is on its way, so every later request would ride
+    along. A request merely waiting behind a running tick is not lost; it is left alone.
+    """
+    now = now or timezone.now()
+    stale_before = now - timedelta(seconds=settings.TICK_REQUEST_STALE_SECONDS)
+    pending = SchedulerState.objects.filter(pk=1, tick_pending=True, requested_at__lt=stale_before)
+    if not pending.exists() or _tick_running():
+        return False
+    # The compare-and-set on requested_at: of all the clusters' watchers, one sends it.
+    return _enqueue("lost tick request")
+
+
+def _tick_running() -> bool:
+    """A tick holds the planner's lock now (PostgreSQL; elsewhere ticks are not watched)."""
+    if connection.vendor != "postgresql":
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute(
+            # pg_locks lists every database's locks: an advisory key is this database's only.
+            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted "
+            "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+            "AND classid = %s AND objid = %s AND objsubid = 1)",
+            [TICK_LOCK_KEY >> 32, TICK_LOCK_KEY & 0xFFFFFFFF],
+        )
+        return bool(cursor.fetchone()[0])
+
+
+_watcher: threading.Thread | None = None
+
+
+def watch_lost_requests(**_kwargs: object) -> None:
+    """django-q2's `post_spawn`: in a cluster's task worker, check for a lost tick request
+    every few seconds.
+
+    A surviving cluster is otherwise told of a request lost by another one only by the next
+    request, or by the safety net up to a minute later: an idle lab would wait that long
+    (docs/scheduling.md#triggers). One thread per task worker, with its own database
+    connection, and one small query per check; a no-op with `Q_SYNC` and outside a cluster's
+    worker process (a test sending post_spawn itself).
+    """
+    global _watcher
+    if Conf.SYNC or multiprocessing.parent_process() is None:
         return
+    if _watcher is not None and _watcher.is_alive():
+        return
+    _watcher = threading.Thread(target=_watch, name="tick-request-watcher", daemon=True)
+    _watcher.start()
+
+
+def _watch() -> None:
+    period = max(0.5, settings.TICK_REQUEST_STALE_SECONDS / 4)
+    while True:
+        # Spread over the period: a cluster's workers started together need not check together.
+        threading.Event().wait(period * random.uniform(0.75, 1.25))
+        try:
+            resend_lost_request()
+        except Exception:  # the database may be away: a fresh connection next time
+            log.warning("could not check for a lost tick request", exc_info=True)
+            connection.close()
+
+
+def _enqueue(reason: str, *, stale_seconds: int | None = None) -> bool:
+    if not _claim_request(timezone.now(), stale_seconds=stale_seconds):
+        return False
     try:
         async_task(TICK_FUNC, reason[:50], task_name="tick", group="tick")
     except Exception:  # the safety-net schedule will tick anyway; never fail the caller
         SchedulerState.objects.filter(pk=1).update(tick_pending=False)
         log.exception("could not enqueue a tick")
+        return False
+    return True
 
 
 def _claim_request(now: datetime, *, stale_seconds: int | None = None) -> bool:

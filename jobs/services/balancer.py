@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
 
 from hosts import audit
 from hosts.audit import BALANCER, Actor
 from hosts.choices import EventKind, HostStatus
-from hosts.models import Host, Label, PoolTarget
+from hosts.models import Host, HostEvent, Label, PoolTarget
 from hosts.services import labels_validate
 from hosts.signals import tick_wanted
 from jobs.choices import MAINTENANCE_KINDS
@@ -80,7 +80,8 @@ def pool_target_clean(
     for name in ("pool", "spare"):
         if name in fields:
             value = fields[name]
-            if not isinstance(value, str):
+            # Blank is no label: refused here, not by the API's field alone (the page sends it).
+            if not isinstance(value, str) or not value.strip():
                 raise InvalidInput(f"{name}: one label, such as pool:cq", field=name)
             out[name] = labels_validate([value.strip()], field=name)[0]
     if "min_ready" in fields:
@@ -293,6 +294,15 @@ def pool_plan(target: PoolTarget) -> Plan:
     return plan
 
 
+# How a swap's two events begin and end: pool_swaps finds a pool's swaps by them.
+def _swapped_out(pool: str) -> str:
+    return f"labels {pool} → "
+
+
+def _swapped_in(pool: str) -> str:
+    return f" → {pool}: swapped in"
+
+
 @transaction.atomic
 def _swap(target: PoolTarget, swap: Swap) -> bool:
     """Swap one member and spare under row locks (hosts in id order); False if either changed."""
@@ -324,14 +334,14 @@ def _swap(target: PoolTarget, swap: Swap) -> bool:
                 EventKind.UPDATED,
                 actor=BALANCER,
                 host=member,
-                message=f"labels {target.pool} → {target.spare}: swapped out for "
+                message=f"{_swapped_out(target.pool)}{target.spare}: swapped out for "
                 f"{incoming.hostname} ({swap.reason})",
             ),
             audit.entry(
                 EventKind.UPDATED,
                 actor=BALANCER,
                 host=incoming,
-                message=f"labels {target.spare} → {target.pool}: swapped in for "
+                message=f"labels {target.spare}{_swapped_in(target.pool)} for "
                 f"{member.hostname} ({swap.reason})",
             ),
         ]
@@ -357,3 +367,47 @@ def pools_balance(targets: Iterable[PoolTarget] | None = None) -> BalanceResult:
         result.warnings += plan.warnings
         result.swapped += [swap for swap in plan.swaps if _swap(target, swap)]
     return result
+
+
+# --- what the pool pages show ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PoolRow:
+    target: PoolTarget
+    members: int
+    plan: Plan
+
+
+def pool_overview() -> list[PoolRow]:
+    """Every target with its pool's size and what the balancer would do now. Reads only."""
+    targets = list(PoolTarget.objects.all())
+    sizes = dict(
+        Label.objects.filter(name__in=[t.pool for t in targets])
+        .annotate(n=Count("hosts"))
+        .values_list("name", "n")
+    )
+    return [PoolRow(target=t, members=sizes.get(t.pool, 0), plan=pool_plan(t)) for t in targets]
+
+
+def pool_members(target: PoolTarget) -> list[Host]:
+    """The hosts carrying the pool's label, each with `held` (a test job or reservation holds
+    it, so the balancer waits for it)."""
+    return list(
+        Host.objects.filter(_carrying(target.pool))
+        .select_related("worker")
+        .annotate(held=_held_by_job())
+        .order_by("hostname")
+    )
+
+
+def pool_swaps(target: PoolTarget, *, limit: int = 20) -> list[HostEvent]:
+    """The balancer's last swaps into or out of the pool, newest first (its host events)."""
+    return list(
+        HostEvent.objects.filter(actor=BALANCER)
+        .filter(
+            Q(message__startswith=_swapped_out(target.pool))
+            | Q(message__contains=_swapped_in(target.pool))
+        )
+        .select_related("host")[:limit]
+    )

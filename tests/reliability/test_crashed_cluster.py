@@ -1,17 +1,20 @@
 """A cluster killed mid-tick, with a tick request in hand, does not stall scheduling: a cluster
-started after it leases within seconds, without waiting for an event or the safety net."""
+started after it, or one that survived it idle, leases within seconds, without waiting for an
+event or the safety net."""
 
 from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 from django_q.brokers import get_broker
 
 from jobs.choices import JobStatus
-from jobs.models import Job, SchedulerState
+from jobs.models import Job, SchedulerState, SchedulerTick
 from tests import factories as f
 from tests.reliability.support import Proc, activity, backends, cluster_env, cluster_lab, wait_until
 
@@ -94,3 +97,54 @@ def test_a_cluster_killed_mid_tick_holds_up_the_next_submission_only_seconds(
     )
     assert Job.objects.filter(status=JobStatus.LEASED).count() == 3
     assert fresh.popen.poll() is None
+
+
+@pytest.mark.parametrize("broker", ["redis", "orm"])
+def test_a_surviving_idle_cluster_sends_a_request_another_cluster_lost_within_seconds(
+    broker: str, request: pytest.FixtureRequest
+) -> None:
+    queue, processes = cluster_lab(request, broker, [f"h{i}" for i in range(3)])
+    # JSON logs: each tick's line names what asked for it.
+    env = cluster_env(app=APP, queue=queue, LOG_FORMAT="json")
+    survivor = processes("survivor", "qcluster", env=env)
+    # Idle: its start tick (and the one the lab's hosts asked for) ran, nothing is pending.
+    wait_until(
+        lambda: (
+            '"trigger": "cluster started"' in survivor.output()
+            and not SchedulerState.objects.get(pk=1).tick_pending
+            and get_broker().queue_size() == 0
+        ),
+        timeout=30,
+        what=lambda: f"the cluster to start and tick\n{diagnosis(survivor)}",
+    )
+    time.sleep(1)  # the log line comes as the tick ends; let its task be marked done
+    ticks = SchedulerTick.objects.count()
+
+    # What the cluster killed mid-tick above leaves behind, in a lab with another cluster
+    # idle: the flag set by a request whose task died with the killed cluster. Jobs submitted
+    # after it ride along on that flag, so nobody sends a tick for them.
+    SchedulerState.objects.filter(pk=1).update(tick_pending=True, requested_at=timezone.now())
+    lost_at = time.monotonic()
+    f.job("first")
+    f.job("lost")
+    assert queued("first", "lost") == 2
+
+    # No event, and the safety net a day away: only the survivor noticing the lost request
+    # (its workers' watchers) can lease them.
+    wait_until(
+        lambda: queued("first", "lost") == 0,
+        timeout=DEADLINE,
+        what=lambda: f"the jobs to be leased\n{diagnosis(survivor)}",
+    )
+    took = time.monotonic() - lost_at
+    assert Job.objects.filter(status=JobStatus.LEASED).count() == 2
+    assert took < DEADLINE
+    # Sent once: one tick for the lost request, not one per worker.
+    wait_until(
+        lambda: '"trigger": "lost tick request"' in survivor.output(),
+        timeout=5,
+        what=lambda: f"the tick's log line\n{diagnosis(survivor)}",
+    )
+    assert survivor.output(100_000).count('"trigger": "lost tick request"') == 1
+    assert SchedulerTick.objects.count() == ticks + 1
+    assert survivor.popen.poll() is None

@@ -10,8 +10,9 @@ from django.db.models import Model
 from rest_framework.authtoken.models import Token
 
 from hosts import services as host_services
-from hosts.models import HealthPolicy, Host, HostEvent, Label, Worker
+from hosts.models import HealthPolicy, Host, HostEvent, Label, PoolTarget, Worker
 from jobs import services, suite_templates
+from jobs.services import balancer
 from jobs.choices import JobStatus
 from jobs.models import (
     Job,
@@ -30,7 +31,7 @@ HTMX = {"HX-Request": "true"}
 # Everything a UI or API action can change. A refused request must leave all of it as it was.
 WATCHED: tuple[type[Model], ...] = (
     Host, HostEvent, Label, Worker, HealthPolicy, Suite, Job, Lease, Token, SuiteTemplate,
-    TemplateRun, Subscription, SchedulerSettings, SchedulerSettingsChange,
+    TemplateRun, Subscription, SchedulerSettings, SchedulerSettingsChange, PoolTarget,
 )  # fmt: skip
 
 
@@ -78,6 +79,10 @@ def lab(db, alice, sam):  # noqa: ANN001, ANN201
     body = {"name": "bvt", "jobs": [{"name": "t", "labels": ["board:x"]}]}
     template = suite_templates.template_create(by=alice, name="bvt", body=body)
     SchedulerSettings.load()  # the defaults, as any first reader leaves them
+    # No host carries it: the balancer has nothing to swap.
+    pool = balancer.pool_target_create(
+        by=sam, pool="pool:none", spare="pool:none-spare", min_ready=1
+    )
     return SimpleNamespace(
         w1=w1,
         w2=w2,
@@ -90,4 +95,5 @@ def lab(db, alice, sam):  # noqa: ANN001, ANN201
         policy=policy,
         disabled_policy=off,
         template=template,
+        pool_target=pool,
     )

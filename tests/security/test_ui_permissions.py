@@ -110,6 +110,19 @@ ACTIONS = [
     Action("hosts:policy_enable", STAFF_ONLY, of="disabled_policy"),
     Action("hosts:policy_disable", STAFF_ONLY, of="policy"),
     Action("hosts:policy_delete", STAFF_ONLY, of="policy"),
+    # Pool targets (docs/ui.md#pool-targets): staff only, reads included.
+    Action(
+        "hosts:pool_create",
+        STAFF_ONLY,
+        {"pool": "pool:matrix", "spare": "pool:matrix-spare", "min_ready": "2", "same": "board"},
+    ),
+    Action(
+        "hosts:pool_edit",
+        STAFF_ONLY,
+        {"pool": "pool:none", "spare": "pool:none-spare", "min_ready": "3", "same": "board"},
+        of="pool_target",
+    ),
+    Action("hosts:pool_delete", STAFF_ONLY, of="pool_target"),
     Action(
         "jobs:scheduler_settings",
         STAFF_ONLY,
@@ -201,6 +214,8 @@ STAFF_PAGES: dict[str, Callable[[SimpleNamespace], str]] = {
     "notifications:delivery_list": lambda lab: "/notifications/deliveries/",
     "hosts:lock_impact": lambda lab: "/hosts/free.lab/lock/impact/",
     "hosts:pause_impact": lambda lab: "/workers/w1/pause/impact/",
+    "hosts:pool_list": lambda lab: "/pool-targets/",
+    "hosts:pool_detail": lambda lab: f"/pool-targets/{lab.pool_target.pk}/",
 }
 
 

@@ -43,6 +43,7 @@ WAIT_KINDS: dict[WaitCode, WaitKind] = {
     WaitCode.PINNED_HOST_BUSY: WaitKind("blue", "Host busy"),
     WaitCode.PINNED_HOST_AT_CAPACITY: WaitKind("blue", "Worker full"),
     WaitCode.OUTRANKED: WaitKind("blue", "Outranked"),
+    WaitCode.HOLDING_HOSTS: WaitKind("blue", "Holding hosts"),
     WaitCode.SUITE_AT_MAX_DUTS: WaitKind("purple", "At max DUTs"),
 }
 

@@ -334,7 +334,7 @@ class LabState:
         if job.suite_id is not None:
             _add(self.suite_jobs, job.suite_id, +1)
         if self.groups is not None:
-            key = (job.labels, job.pinned_host_id, job.suite_id)
+            key = planner.group_key(job)
             group = self.groups.get(key)
             if group is None:
                 self.groups[key], self._group_ids[key] = [job], [job.id]
@@ -352,7 +352,7 @@ class LabState:
         if job.suite_id is not None:
             _add(self.suite_jobs, job.suite_id, -1)
         if self.groups is not None:
-            key = (job.labels, job.pinned_host_id, job.suite_id)
+            key = planner.group_key(job)
             group = self.groups[key]
             del group[bisect_left(group, planner.job_order_key(job), key=planner.job_order_key)]
             if not group:

@@ -10,14 +10,20 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from operator import attrgetter
 
 # The inventory's rule, on the planner's plain values (HostState.schedulable), for its callers.
 from hosts.rules import host_is_schedulable
-from jobs.scheduling.planner.explanations import Explainer, WaitReasons, explain_waits
+from jobs.scheduling.planner.explanations import (
+    Explainer,
+    WaitReasons,
+    explain_multi,
+    explain_waits,
+)
 from jobs.scheduling.planner.hostindex import HostIndex
+from jobs.scheduling.planner.leasing import Leaser, Unit
 from jobs.scheduling.planner.matching import Matching, assign_hosts, job_classes
 from jobs.scheduling.planner.ordering import (
     DEFAULT_POLICY,
@@ -29,6 +35,8 @@ from jobs.scheduling.planner.ordering import (
     effective_priority,
     effective_size,
     group_jobs,
+    group_key,
+    holder_key,
     is_plain,
     job_order_key,
     jobs_by_suite,
@@ -36,6 +44,7 @@ from jobs.scheduling.planner.ordering import (
     main_phase_order,
     quota_candidates,
     quota_suites,
+    reason_keys,
 )
 from jobs.scheduling.planner.types import (
     HOST_CHOICES,
@@ -46,6 +55,7 @@ from jobs.scheduling.planner.types import (
     JobState,
     Plan,
     Policy,
+    RoleNeed,
     SuiteState,
     WaitCode,
     WaitReason,
@@ -79,10 +89,14 @@ __all__ = [
     "effective_priority",
     "effective_size",
     "group_jobs",
+    "group_key",
+    "holder_key",
     "host_is_schedulable",
     "job_order_key",
     "plan",
     "quota_candidates",
+    "reason_keys",
+    "RoleNeed",
 ]
 
 
@@ -130,57 +144,48 @@ def plan(
     # One pass over the queue: the jobs of each (labels, pin, suite), in order of first
     # appearance. Jobs alike in these are alike to the matching and to the wait reasons, so
     # the rest of the plan works per class and touches single jobs only as it leases them.
+    # Multi-host jobs are counted apart, by their shape (docs/scheduling.md#multi-host-jobs).
     if groups is None:
-        alike = Counter(zip(map(_LABELS, jobs), map(_PIN, jobs), map(_SUITE, jobs), strict=True))
+        multi = [job for job in jobs if job.roles]
+        one_host = [job for job in jobs if not job.roles] if multi else jobs
+        alike = Counter(
+            zip(map(_LABELS, one_host), map(_PIN, one_host), map(_SUITE, one_host), strict=True)
+        )
     else:
-        alike = Counter({key: len(group) for key, group in groups.items() if group})
+        alike = Counter({key: len(g) for key, g in groups.items() if g and len(key) == 3})
+        multi = [job for key, g in groups.items() if len(key) > 3 for job in g]
     class_ids = job_classes(alike, matching)
     build_of = {suite.id: suite.build for suite in suites}
     # Hosts each capped suite may still take this tick; held hosts count against the cap.
     room = {s.id: s.max_duts - s.held for s in suites if s.max_duts is not None}
-    leased: list[tuple[JobState, int, str]] = []  # (job, job class, build), in lease order
-    leased_ids: set[int] = set()
+    leaser = Leaser(matching, hosts, room, build_of, policy, now)
 
-    def lease(job: JobState, j: int) -> bool:
-        """Keep the job if it can be matched together with every job kept so far."""
-        left = room.get(job.suite_id)
-        if left is not None and left <= 0:
-            return False
-        build = build_of.get(job.suite_id, "")
-        if not matching.add(j, build):
-            return False
-        if left is not None:
-            room[job.suite_id] = left - 1
-        leased.append((job, j, build))
-        leased_ids.add(job.id)
-        return True
+    _quota_phase(quota_suites(suites, policy, now), jobs, matching, room, class_ids, leaser)
 
-    _quota_phase(quota_suites(suites, policy, now), jobs, matching, room, class_ids, lease)
-
-    dead = matching.dead
     if groups is not None and is_plain(policy):
-        order: Iterable[JobState] = _merged(groups, class_ids, dead)
+        order: Iterable[JobState] = _merged(groups, class_ids, leaser)
     else:
         order = main_phase_order(jobs, policy, now, usage)
-    for job in order:
-        if not matching.free:
-            break  # every schedulable host is leased: the rest can only wait
-        # A dead class cannot take a host for the rest of the tick (see Matching.add), so its
-        # jobs are skipped without a call; in a full lab that is nearly every job.
-        j = class_ids[job.labels, job.pinned_host_id]
-        if not dead[j] and job.id not in leased_ids:
-            lease(job, j)
+    _main_phase(order, matching, class_ids, leaser, has_multi=bool(multi))
+    leased_ids = leaser.leased_ids
 
-    assignments = assign_hosts(matching, leased, hosts_by_id)
+    units = leaser.units
+    hold_units = leaser.hold_units()
+    host_ids = assign_hosts(matching, [*units, *hold_units], hosts_by_id)
+    assignments = _assignments(units, host_ids[: len(units)])
+    holds = {host_ids[len(units) + i]: job.id for i, (job, *_rest) in enumerate(hold_units)}
 
     full = {
         name: (workers[name].running + started, workers[name].limit)
         for name, started in matching.at_capacity().items()
     }
     leased_hosts = frozenset(a.host_id for a in assignments)
-    explainer = Explainer(hosts_by_id, index, matching, suite_by_id, room, full, leased_hosts)
-    for job, _j, _build in leased:
-        alike[job.labels, job.pinned_host_id, job.suite_id] -= 1
+    explainer = Explainer(
+        hosts_by_id, index, matching, suite_by_id, room, full, leased_hosts, leaser.holder
+    )
+    for job, _j, _build, _role, _slot in units:
+        if not job.roles:
+            alike[job.labels, job.pinned_host_id, job.suite_id] -= 1
     waiting = [key for key, count in alike.items() if count > 0]
     by_class = explain_waits(waiting, class_ids, explainer)
 
@@ -189,14 +194,60 @@ def plan(
         class_key_from(labels_keys[j], matching.pinned[j], suite_id): reason
         for (j, suite_id), reason in by_class.items()
     }
-    wait_reasons = WaitReasons(jobs, leased_ids, class_ids, by_class)
+    by_job = explain_multi(
+        [job for job in multi if job.id not in leased_ids], leaser, explainer, class_reasons
+    )
+    wait_reasons = WaitReasons(jobs, leased_ids, class_ids, by_class, by_job)
 
     return Plan(
         assignments=assignments,
         wait_reasons=wait_reasons,
         class_reasons=class_reasons,
         hosts_free=len(free),
+        holds=holds,
     )
+
+
+def _main_phase(
+    order: Iterable[JobState],
+    matching: Matching,
+    class_ids: Mapping[tuple[frozenset[str], int | None], int],
+    leaser: Leaser,
+    *,
+    has_multi: bool,
+) -> None:
+    """Keep each job of the main phase that fits with those kept before it; then the elastic
+    hosts of the multi-host jobs kept."""
+    dead, leased_ids, lease = matching.dead, leaser.leased_ids, leaser.lease
+    if not has_multi:
+        for job in order:
+            if not matching.free:
+                break  # every schedulable host is leased: the rest can only wait
+            # A dead class cannot take a host for the rest of the tick (see Matching.add), so
+            # its jobs are skipped without a call; in a full lab that is nearly every job.
+            j = class_ids[job.labels, job.pinned_host_id]
+            if not dead[j] and job.id not in leased_ids:
+                lease(job, j)
+        return
+    consider = leaser.consider
+    for job in order:
+        if not matching.free and not leaser.holding:
+            break  # every schedulable host is leased, none held: the rest can only wait
+        consider(job, -1 if job.roles else class_ids[job.labels, job.pinned_host_id])
+    leaser.elastic()
+
+
+def _assignments(units: Sequence[Unit], host_ids: Sequence[int]) -> tuple[Assignment, ...]:
+    """One Assignment per unit; a multi-host job's together, by slot (its elastic hosts were
+    matched after the main phase)."""
+    if not any(job.roles for job, *_rest in units):
+        return tuple(
+            Assignment(job.id, host) for (job, *_rest), host in zip(units, host_ids, strict=True)
+        )
+    by_job: dict[int, list[Assignment]] = {}
+    for (job, _j, _build, role, slot), host in zip(units, host_ids, strict=True):
+        by_job.setdefault(job.id, []).append(Assignment(job.id, host, role, slot))
+    return tuple(a for group in by_job.values() for a in sorted(group, key=attrgetter("slot")))
 
 
 def _quota_phase(
@@ -205,9 +256,10 @@ def _quota_phase(
     matching: Matching,
     room: Mapping[int, int],
     class_ids: Mapping[tuple[frozenset[str], int | None], int],
-    lease: Callable[[JobState, int], bool],
+    leaser: Leaser,
 ) -> None:
-    """Lease each suite short of its min_duts its first jobs (by id) that fit, up to it."""
+    """Lease each suite short of its min_duts its first jobs (by id) that fit, up to it: a
+    multi-host job counts its essential hosts."""
     if not short:
         return
     short_ids = {suite.id for suite in short}
@@ -217,25 +269,35 @@ def _quota_phase(
         # not use up the suite's minimum, its next job may fit (Autotest's min-DUT rule).
         need = suite.min_duts - suite.held
         for job in by_suite.get(suite.id, ()):
-            if not need or not matching.free or room.get(suite.id, 1) <= 0:
+            if need <= 0 or not matching.free or room.get(suite.id, 1) <= 0:
                 break
-            if lease(job, class_ids[job.labels, job.pinned_host_id]):
+            if job.roles:
+                if leaser.lease_multi(job):
+                    need -= job.hosts_needed
+            elif leaser.lease(job, class_ids[job.labels, job.pinned_host_id]):
                 need -= 1
 
 
 def _merged(
     groups: Mapping[JobGroupKey, Sequence[JobState]],
     class_ids: Mapping[tuple[frozenset[str], int | None], int],
-    dead: Sequence[bool],
+    leaser: Leaser,
 ) -> Iterator[JobState]:
     """The groups' jobs in main-phase order, by a k-way merge of the groups.
 
     A group whose class is dead is dropped whole once one of its jobs was tried: the main
     phase would skip the rest of its jobs anyway. In a full lab the merge stops after the few
     jobs that take the hosts freed since the last tick, where a sort would order the queue.
+    A multi-host group is dropped once its shape can be kept neither with the hold nor
+    without it.
     """
     lists = [group for group in groups.values() if group]
-    classes = [class_ids[labels, pin] for (labels, pin, _suite), g in groups.items() if g]
+    classes = [
+        class_ids[key[0], key[1]] if len(key) == 3 else leaser.multi.spec(g[0])
+        for key, g in groups.items()
+        if g
+    ]
+    skippable, dead = leaser.skippable, leaser.dead
     heads = [(-g[0].priority, g[0].submitted_at, g[0].id, i, 0) for i, g in enumerate(lists)]
     heapq.heapify(heads)
     while heads:
@@ -243,7 +305,12 @@ def _merged(
         group = lists[i]
         yield group[at]
         at += 1
-        if at == len(group) or dead[classes[i]]:
+        c = classes[i]
+        if type(c) is int:
+            gone = dead[c] and (leaser.holder is None or skippable(c))
+        else:
+            gone = c.dead and (c.bf_dead or not leaser.holding)
+        if at == len(group) or gone:
             heapq.heappop(heads)
         else:
             job = group[at]

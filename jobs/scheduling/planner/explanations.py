@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence, Set
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from hosts.rules import job_fits_host, missing_labels
 from jobs.scheduling.planner.hostindex import HostIndex, host_blocker
 from jobs.scheduling.planner.matching import Matching, bit_indexes
-from jobs.scheduling.planner.types import HostState, JobState, SuiteState, WaitCode, WaitReason
+from jobs.scheduling.planner.multihost import Hold, spec_key
+from jobs.scheduling.planner.ordering import class_key, holder_key
+from jobs.scheduling.planner.types import (
+    HostState,
+    JobState,
+    RoleNeed,
+    SuiteState,
+    WaitCode,
+    WaitReason,
+)
+
+if TYPE_CHECKING:
+    from jobs.scheduling.planner.leasing import Leaser
 
 # Workers at capacity after a tick: name -> (jobs running, capacity).
 Full = Mapping[str, tuple[int, int]]
@@ -157,8 +170,10 @@ class Explainer:
         room: Mapping[int, int],
         full: Full,
         leased_hosts: frozenset[int],
+        holder: Hold | None = None,
     ) -> None:
         self.matching = matching
+        self.holder = holder if holder is not None and holder.total else None
         self.suite_by_id = suite_by_id
         self.room = room  # hosts each capped suite could still take after this tick
         self.capacity = _Capacity(full, leased_hosts)
@@ -277,16 +292,229 @@ class Explainer:
                 "None of the {n} hosts that fit is free: ",
             )
             return WaitReason(WaitCode.HOSTS_UNAVAILABLE, message, tally.details())
-        # Work conservation: every free matching host was leased this tick, to jobs ahead.
-        went = sum(self.matching.used[c] for c in bit_indexes(self.matching.eligible[j]))
-        jobs = "a job" if went == 1 else f"{went} jobs"
-        message = f"{_plural(went, 'free host')} went to {jobs} ahead of it in the queue"
+        # Work conservation: every free matching host was leased this tick, to jobs ahead, or
+        # is held for the tick's holder.
+        eligible = list(bit_indexes(self.matching.eligible[j]))
+        went = sum(self.matching.used[c] for c in eligible)
+        held = self.held_in(eligible)
+        details: dict[str, object] = {}
+        if held:
+            hold = self.holder
+            assert hold is not None
+            went -= held
+            note = (
+                f"{'is' if held == 1 else 'are'} held for job {hold.job.id}, which needs "
+                f"{hold.job.hosts_needed} hosts together ({self.expected(hold)})"
+            )
+            details = {"held_for": hold.job.id, "held": held}
+        if went:
+            jobs = "a job" if went == 1 else f"{went} jobs"
+            message = f"{_plural(went, 'free host')} went to {jobs} ahead of it in the queue"
+            if held:
+                message += f"; {held} {note}"
+        else:
+            message = f"{_plural(held, 'free host')} {note}"
         others = tally.total - tally.counts["free"]
         if others:
             message += "; " + tally.say(
                 others, "the other one", "the other {n}", "of the other {n}, "
             )
-        return WaitReason(WaitCode.OUTRANKED, message, {**tally.details(), "outranked_by": went})
+        return WaitReason(
+            WaitCode.OUTRANKED, message, {**tally.details(), "outranked_by": went, **details}
+        )
+
+    def held_in(self, classes: Iterable[int]) -> int:
+        """Hosts of these host classes held for the tick's holder."""
+        hold = self.holder
+        if hold is None:
+            return 0
+        occupants = self.matching.occupants
+        return sum(occupants[c].get(jh, 0) for c in classes for jh in hold.classes)
+
+    def expected(self, hold: Hold) -> str:
+        return expected_words(hold.limit_s)
+
+    # --- multi-host jobs ------------------------------------------------------------------------
+
+    def values_of(self, prefix: str) -> list[str]:
+        """Every value of a together_by prefix some host of the lab carries, sorted."""
+        head = f"{prefix}:"
+        return sorted(label[len(head) :] for label in self.group_bits if label.startswith(head))
+
+    def multi(self, job: JobState) -> WaitReason:
+        """Why a multi-host job (not the holder) waits, naming the role that cannot be had."""
+        values = self._multi_values(job)
+        if isinstance(values, WaitReason):
+            return values
+        need, suite_id = job.hosts_needed, job.suite_id
+        if suite_id is not None and self.room.get(suite_id, need) < need:
+            suite = self.suite_by_id[suite_id]
+            holds = (suite.max_duts or 0) - self.room[suite_id]
+            return WaitReason(
+                WaitCode.SUITE_AT_MAX_DUTS,
+                f"Suite {suite.name} holds {holds} of max {suite.max_duts} hosts; "
+                f"this job needs {need}",
+                {
+                    "suite": suite.name,
+                    "suite_id": suite_id,
+                    "held": holds,
+                    "max_duts": suite.max_duts,
+                    "needed": need,
+                },
+            )
+        return self._multi_availability(job, values)
+
+    def _multi_values(self, job: JobState) -> list[str | None] | WaitReason:
+        """The together_by values (None: no together_by) whose hosts could ever serve the job,
+        or why none could: a role no host fits, too few hosts, no value with them all."""
+        roles, prefix, need = job.roles, job.together_by, job.hosts_needed
+        for role in roles:
+            reason = self._role_reason(role)
+            if reason is not None:
+                return reason
+        values: list[str | None] = [None]
+        if prefix:
+            values = [
+                v
+                for v in self.values_of(prefix)
+                if all(
+                    self.tally(role.labels | {f"{prefix}:{v}"}).total >= role.count
+                    for role in roles
+                )
+            ]
+            if not values:
+                return WaitReason(
+                    WaitCode.NO_MATCHING_HOST,
+                    f"Needs {need} hosts together by {prefix}: no {prefix} has them all",
+                    {
+                        "together_by": prefix,
+                        "needed": need,
+                        "labels": sorted(job.labels),
+                        "missing_labels": [],
+                    },
+                )
+        return values
+
+    def _role_bits(self, job: JobState, value: str | None) -> int:
+        """The matching's host classes some role of the job fits."""
+        bits = 0
+        for role in job.roles:
+            labels = (
+                role.labels | {f"{job.together_by}:{value}"} if value is not None else role.labels
+            )
+            bits |= self.matching.bits_of(labels)
+        return bits
+
+    def _role_reason(self, role: RoleNeed) -> WaitReason | None:
+        """Why no set of hosts in the lab could ever serve the role, if none could."""
+        reason = self.structural(role.labels, None)
+        if reason is not None:
+            return WaitReason(
+                reason.code,
+                f"Role {role.name}: {reason.message[0].lower()}{reason.message[1:]}",
+                {**reason.details, "role": role.name},
+            )
+        total = self.tally(role.labels).total
+        if total < role.count:
+            return WaitReason(
+                WaitCode.NO_MATCHING_HOST,
+                f"Role {role.name} needs {role.count} hosts with {_names(role.labels)}; "
+                f"the lab has {total}",
+                {
+                    "role": role.name,
+                    "labels": sorted(role.labels),
+                    "needed": role.count,
+                    "matching": total,
+                    "missing_labels": [],
+                },
+            )
+        return None
+
+    def _multi_availability(self, job: JobState, values: list[str | None]) -> WaitReason:
+        """Hosts could serve it: say which role found too few free, or that they went ahead."""
+        roles, prefix, need = job.roles, job.together_by, job.hosts_needed
+        together = f" together by {prefix}" if prefix else " together"
+        short: tuple[str | None, int, _Tally] | None = None  # the first value's first short role
+        for value in values:
+            lack = None
+            for r, role in enumerate(roles):
+                labels = role.labels | {f"{prefix}:{value}"} if value is not None else role.labels
+                tally = self.tally(labels)
+                if tally.counts["free"] < role.count:
+                    lack = (value, r, tally)
+                    break
+            if lack is None:
+                # Enough hosts were free at the start of the tick: they went to jobs ahead of it,
+                # or are held.
+                held = self.held_in(bit_indexes(self._role_bits(job, value)))
+                message = (
+                    f"Needs {need} hosts{together}: the free hosts that fit went to jobs ahead "
+                    "of it in the queue"
+                )
+                details: dict[str, object] = {"needed": need}
+                if held:
+                    hold = self.holder
+                    assert hold is not None
+                    message += f" or are held for job {hold.job.id} ({self.expected(hold)})"
+                    details |= {"held_for": hold.job.id, "held": held}
+                return WaitReason(WaitCode.OUTRANKED, message, details)
+            if short is None:
+                short = lack
+        assert short is not None
+        value, r, tally = short
+        role = roles[r]
+        free = tally.counts["free"]
+        where = f" in {prefix}:{value}" if value is not None else ""
+        head = f"Needs {need} hosts{together}; role {role.name} needs {role.count}{where}: "
+        if not free:
+            message = head + tally.say(
+                tally.total,
+                "the only host that fits",
+                "both hosts that fit" if tally.total == 2 else "all {n} hosts that fit",
+                "none of the {n} hosts that fit is free: ",
+            )
+        else:
+            message = (
+                head
+                + f"{free} of the {tally.total} hosts that fit "
+                + ("is free" if free == 1 else "are free")
+            )
+            if tally.total > free:
+                message += "; " + tally.say(
+                    tally.total - free, "the other one", "the other {n}", "of the other {n}, "
+                )
+        return WaitReason(
+            WaitCode.HOSTS_UNAVAILABLE,
+            message,
+            {
+                **tally.details(),
+                "role": role.name,
+                "needed": role.count,
+                **({"together_by": prefix, "value": value} if value is not None else {}),
+            },
+        )
+
+    def holding(self, hold: Hold) -> WaitReason:
+        job = hold.job
+        held, need = hold.total, job.hosts_needed
+        labels = set(job.labels)
+        if hold.value is not None:
+            labels.add(f"{job.together_by}:{hold.value}")
+        if not labels:
+            labels = {label for role in job.roles for label in role.labels}
+        what = f" ({_names(labels)})" if labels else ""
+        return WaitReason(
+            WaitCode.HOLDING_HOSTS,
+            f"Holding {held} of {need} hosts{what}; {self.expected(hold)}",
+            {
+                "held": held,
+                "needed": need,
+                "expected_start": hold.expected_start.isoformat(),
+                "held_by_role": {
+                    role.name: n for role, n in zip(job.roles, hold.held, strict=True)
+                },
+            },
+        )
 
     def _pinned(self, host: HostState) -> WaitReason:
         name = host.hostname
@@ -334,6 +562,39 @@ class Explainer:
         return WaitReason(code, f"Pinned host {name} {words}", details)
 
 
+def expected_words(seconds: float) -> str:
+    if seconds <= 0:
+        return "expected start now: the hosts it waits for are past their expected end"
+    if seconds < 90:
+        return "expected start within a minute or two"
+    return f"expected start in about {round(seconds / 60)} min"
+
+
+def explain_multi(
+    waiting: Iterable[JobState],
+    leaser: Leaser,
+    explainer: Explainer,
+    class_reasons: MutableMapping[str, WaitReason],
+) -> dict[int, WaitReason]:
+    """Say why each waiting multi-host job waits: once per shape and suite, the holder apart.
+    Adds them to `class_reasons` (the holder's under `holder_key`); returns job id -> reason."""
+    hold = explainer.holder
+    reasons: dict[tuple, WaitReason] = {}
+    by_job: dict[int, WaitReason] = {}
+    for job in waiting:
+        if hold is not None and job.id == hold.job.id:
+            reason = by_job[job.id] = explainer.holding(hold)
+            class_reasons[holder_key(job.id)] = reason
+            continue
+        key = (spec_key(job), job.suite_id)
+        reason = reasons.get(key)
+        if reason is None:
+            reason = reasons[key] = explainer.multi(job)
+            class_reasons[class_key(job)] = reason
+        by_job[job.id] = reason
+    return by_job
+
+
 def explain_waits(
     waiting: Iterable[tuple[frozenset[str], int | None, int | None]],
     class_ids: Mapping[tuple[frozenset[str], int | None], int],
@@ -360,6 +621,7 @@ class WaitReasons(Mapping[int, WaitReason]):
         leased: Set[int],
         class_ids: Mapping[tuple[frozenset[str], int | None], int],
         by_class: Mapping[tuple[int, int | None], WaitReason],
+        by_job: Mapping[int, WaitReason] | None = None,
     ) -> None:
         self._jobs, self._leased, self._class_ids, self._by_class = (
             jobs,
@@ -367,6 +629,7 @@ class WaitReasons(Mapping[int, WaitReason]):
             class_ids,
             by_class,
         )
+        self._by_job = by_job or {}  # multi-host jobs
         self._waiting: dict[int, JobState] | None = None
 
     def _index(self) -> dict[int, JobState]:
@@ -376,6 +639,8 @@ class WaitReasons(Mapping[int, WaitReason]):
 
     def __getitem__(self, job_id: int) -> WaitReason:
         job = self._index()[job_id]
+        if job.roles:
+            return self._by_job[job_id]
         return self._by_class[self._class_ids[job.labels, job.pinned_host_id], job.suite_id]
 
     def __contains__(self, job_id: object) -> bool:

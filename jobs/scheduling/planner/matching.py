@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 
 from hosts.rules import job_fits_host
-from jobs.scheduling.planner.types import Assignment, HostState, JobState
+from jobs.scheduling.planner.types import HostState, JobState
 
 # --- bitsets over host classes ---------------------------------------------------------------
 
@@ -93,6 +93,8 @@ class Matching:
         self.pinned: list[int | None] = []
         self.dead: list[bool] = []
         self.pins_taken: set[int] = set()
+        # While a trial runs (see `checkpoint`): the occupant counts it changed, to undo.
+        self._journal: list[tuple[int, int, int]] | None = None
 
         # Build affinity at class level: hosts per (class, build) not yet promised to a job of
         # that build. Augmenting moves do not update it (which job moves is not tracked), so it
@@ -136,9 +138,7 @@ class Matching:
         two to the same cases.
         """
         if pinned_host_id is None:
-            bits = self.all_bits
-            for label in labels:
-                bits &= self.label_bits.get(label, 0)
+            bits = self.bits_of(labels)
         else:
             c = self.class_of_host.get(pinned_host_id)
             # The pinned host's class: every host of it carries the pinned host's labels.
@@ -153,6 +153,13 @@ class Matching:
         self.pinned.append(pinned_host_id)
         self.dead.append(not bits)
         return len(self.eligible) - 1
+
+    def bits_of(self, labels: frozenset[str]) -> int:
+        """The host classes whose hosts carry all the labels."""
+        bits = self.all_bits
+        for label in labels:
+            bits &= self.label_bits.get(label, 0)
+        return bits
 
     def add(self, j: int, build: str) -> bool:
         """Match one more job of class j, moving earlier jobs if needed; False if impossible."""
@@ -177,7 +184,7 @@ class Matching:
                 # (dependent sets stay dependent in a matroid): skip them in O(1).
                 self.dead[j] = True
                 return False
-        self.occupants[start][j] = self.occupants[start].get(j, 0) + 1
+        self._occupy(start, j, +1)
         if build and self.affine_left.get((start, build), 0) > 0:
             self.affine_left[start, build] -= 1
             if not self.affine_left[start, build]:
@@ -185,6 +192,92 @@ class Matching:
         if pin is not None:
             self.pins_taken.add(pin)
         return True
+
+    def _occupy(self, c: int, j: int, n: int) -> None:
+        """Count n more (or fewer) jobs of class j in host class c."""
+        occupants = self.occupants[c]
+        old = occupants.get(j, 0)
+        if self._journal is not None:
+            self._journal.append((c, j, old))
+        if old + n:
+            occupants[j] = old + n
+        else:
+            del occupants[j]
+
+    # --- trials: a multi-host job is matched whole or not at all ------------------------------
+
+    def checkpoint(self) -> tuple:
+        """The state to go back to if a trial fails (`restore`); trials do not nest.
+
+        Everything `add` may change, the dead marks too: a mark made while a trial's first units
+        were matched says nothing about the kept jobs alone.
+        """
+        self._journal = []
+        return (
+            self.used.copy(),
+            self.open_bits,
+            self.free,
+            self.worker_used.copy(),
+            self.blocked_bits,
+            self.affine_left.copy(),
+            self.affine_bits.copy(),
+            self.pins_taken.copy(),
+            self.dead.copy(),
+            self.dead_bits,
+        )
+
+    def restore(self, saved: tuple) -> None:
+        """Undo everything since `checkpoint` returned `saved`."""
+        journal, self._journal = self._journal or [], None
+        for c, j, old in reversed(journal):
+            if old:
+                self.occupants[c][j] = old
+            else:
+                self.occupants[c].pop(j, None)
+        (
+            self.used,
+            self.open_bits,
+            self.free,
+            self.worker_used,
+            self.blocked_bits,
+            affine_left,
+            affine_bits,
+            self.pins_taken,
+            dead,
+            self.dead_bits,
+        ) = saved
+        self.affine_left = affine_left
+        self.affine_bits = defaultdict(int, affine_bits)
+        self.dead[:] = dead  # the list object is shared with the plan's loop
+
+    def commit(self) -> None:
+        """Keep everything since `checkpoint`."""
+        self._journal = None
+
+    def remove(self, j: int) -> int:
+        """Take every job of class j out of the matching (a hold given up); return how many.
+
+        The kept set shrinks, so the host classes marked dead may no longer be: the marks are
+        dropped (the job classes' dead marks stay true, see plan's holds).
+        """
+        removed = 0
+        for c, occupants in enumerate(self.occupants):
+            n = occupants.get(j, 0)
+            if not n:
+                continue
+            self._occupy(c, j, -n)
+            removed += n
+            for _ in range(n):
+                self._give_host(c)
+                self.free += 1
+                w = self.worker_of[c]
+                if w >= 0:
+                    self.worker_used[w] -= 1
+                    if self.worker_used[w] < self.worker_room[w]:
+                        self.blocked_bits &= ~self.worker_bits[w]
+        if removed:
+            self.dead_bits = 0
+        return removed
 
     def _fill(self, c: int) -> None:
         """Take one more host of class c (and a job slot of its worker, if binding)."""
@@ -273,11 +366,8 @@ class Matching:
                 self._take_host(src)
                 self._give_host(c)
             else:
-                occupants = self.occupants[src]
-                occupants[j] -= 1
-                if not occupants[j]:
-                    del occupants[j]
-                self.occupants[c][j] = self.occupants[c].get(j, 0) + 1
+                self._occupy(src, j, -1)
+                self._occupy(c, j, +1)
             c = src
         return c
 
@@ -308,64 +398,65 @@ def _member_key(host_choice: str, worker_busy: Mapping[str, int]) -> Callable[[H
 
 def assign_hosts(
     matching: Matching,
-    leased: Sequence[tuple[JobState, int, str]],
+    leased: Sequence[tuple[JobState, int, str, str, int]],
     hosts_by_id: Mapping[int, HostState],
-) -> tuple[Assignment, ...]:
-    """Give each leased job a concrete host within the host classes the matching chose.
+) -> list[int]:
+    """Give each leased unit (job, job class, build, role, slot) a concrete host within the host
+    classes the matching chose; return the host id of each, in order.
 
     Pinned jobs take their host first; then each retried job takes a host it has not failed on;
     then each job whose suite has a build takes a host already on that build (no
-    re-provisioning); the rest take the lowest hostname. Jobs earlier in the order choose first.
+    re-provisioning); the rest take the lowest hostname. Units earlier in the order choose first.
     """
-    slots: dict[tuple[int, int], int] = {}  # (job class, host class) -> jobs to place there
+    slots: dict[tuple[int, int], int] = {}  # (job class, host class) -> units to place there
     slot_bits: dict[int, int] = defaultdict(int)
     for c, occupants in enumerate(matching.occupants):
         for j, n in occupants.items():
             slots[j, c] = n
             slot_bits[j] |= 1 << c
     taken: set[int] = set()
-    host_of: dict[int, int] = {}
+    host_of: dict[int, int] = {}  # unit index -> host id
 
-    def take(job: JobState, j: int, c: int, host: HostState) -> None:
+    def take(u: int, j: int, c: int, host: HostState) -> None:
         slots[j, c] -= 1
         if not slots[j, c]:
             slot_bits[j] &= ~(1 << c)
         taken.add(host.id)
-        host_of[job.id] = host.id
+        host_of[u] = host.id
 
-    for job, j, _build in leased:
+    for u, (job, j, _build, _role, _slot) in enumerate(leased):
         pin = job.pinned_host_id
-        if pin is not None:
-            take(job, j, matching.class_of_host[pin], hosts_by_id[pin])
+        if pin is not None and not job.roles:
+            take(u, j, matching.class_of_host[pin], hosts_by_id[pin])
 
     _place_away_from_failures(matching, leased, slot_bits, taken, take)
     _place_on_builds(matching, leased, slot_bits, taken, host_of, take)
 
     cursor = [0] * len(matching.hosts)
-    for job, j, _build in leased:
-        if job.id in host_of:
+    for u, (_job, j, _build, _role, _slot) in enumerate(leased):
+        if u in host_of:
             continue
         c = lowest_bit(slot_bits[j])
         members = matching.hosts[c]
         while members[cursor[c]].id in taken:
             cursor[c] += 1
-        take(job, j, c, members[cursor[c]])
-    return tuple(Assignment(job.id, host_of[job.id]) for job, _j, _b in leased)
+        take(u, j, c, members[cursor[c]])
+    return [host_of[u] for u in range(len(leased))]
 
 
 def _place_away_from_failures(
     matching: Matching,
-    leased: Sequence[tuple[JobState, int, str]],
+    leased: Sequence[tuple[JobState, int, str, str, int]],
     slot_bits: Mapping[int, int],
     taken: set[int],
-    take: Callable[[JobState, int, int, HostState], None],
+    take: Callable[[int, int, int, HostState], None],
 ) -> None:
     """Give each retried job the lowest free host it has not failed on, where there is one."""
     # Per host class, how many of its first hosts are all taken: hosts taken stay taken, so
     # the search starts past them (a cold tick places thousands of retried jobs).
     skip = [0] * len(matching.hosts)
-    for job, j, _build in leased:
-        if not job.avoid_hosts or job.pinned_host_id is not None:
+    for u, (job, j, _build, _role, _slot) in enumerate(leased):
+        if not job.avoid_hosts or (job.pinned_host_id is not None and not job.roles):
             continue
         for c in bit_indexes(slot_bits[j]):
             members = matching.hosts[c]
@@ -380,26 +471,26 @@ def _place_away_from_failures(
                 None,
             )
             if host is not None:
-                take(job, j, c, host)
+                take(u, j, c, host)
                 break
 
 
 def _place_on_builds(
     matching: Matching,
-    leased: Sequence[tuple[JobState, int, str]],
+    leased: Sequence[tuple[JobState, int, str, str, int]],
     slot_bits: Mapping[int, int],
     taken: set[int],
     host_of: Mapping[int, int],
-    take: Callable[[JobState, int, int, HostState], None],
+    take: Callable[[int, int, int, HostState], None],
 ) -> None:
-    """Give each unplaced job whose suite has a build a free host already on that build."""
+    """Give each unplaced unit whose suite has a build a free host already on that build."""
     pools: dict[tuple[int, str], list[HostState]] = {}  # by hostname, descending: pop() lowest
     pool_bits: dict[str, int] = defaultdict(int)
     for c, build in matching.affine_left:
         pools[c, build] = [h for h in reversed(matching.hosts[c]) if h.current_build == build]
         pool_bits[build] |= 1 << c
-    for job, j, build in leased:
-        if job.id in host_of or not build:
+    for u, (_job, j, build, _role, _slot) in enumerate(leased):
+        if u in host_of or not build:
             continue
         candidates = slot_bits[j] & pool_bits.get(build, 0)
         while candidates:
@@ -408,7 +499,7 @@ def _place_on_builds(
             while pool and pool[-1].id in taken:
                 pool.pop()
             if pool:
-                take(job, j, c, pool.pop())
+                take(u, j, c, pool.pop())
                 break
             pool_bits[build] &= ~(1 << c)
             candidates &= ~(1 << c)

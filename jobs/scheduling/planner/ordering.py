@@ -13,8 +13,9 @@ from jobs.scheduling.planner.types import JobState, Policy, SuiteState
 
 DEFAULT_POLICY = Policy()
 
-# The jobs a tick treats alike: (labels, pinned host, suite).
-JobGroupKey = tuple[frozenset[str], int | None, int | None]
+# The jobs a tick treats alike: (labels, pinned host, suite); a multi-host job's key adds its
+# roles and together_by (`group_key`), so it never shares a group with one-host jobs.
+JobGroupKey = tuple
 
 _ID, _SUBMITTED, _PRIORITY = attrgetter("id"), attrgetter("submitted_at"), attrgetter("priority")
 
@@ -59,15 +60,24 @@ def is_plain(policy: Policy) -> bool:
     return policy.ordering == "fifo" and policy.aging_minutes <= 0 and not policy.fair_share
 
 
+def group_key(job: JobState) -> JobGroupKey:
+    """The key of the job's group in `group_jobs`: (labels, pin, suite), and for a multi-host
+    job (labels, pin, suite, roles, together_by)."""
+    if job.roles:
+        return (job.labels, job.pinned_host_id, job.suite_id, job.roles, job.together_by)
+    return (job.labels, job.pinned_host_id, job.suite_id)
+
+
 def group_jobs(jobs: Iterable[JobState]) -> dict[JobGroupKey, list[JobState]]:
-    """The jobs by (labels, pin, suite), as `plan` takes them in `groups`.
+    """The jobs by `group_key` (labels, pin, suite, and a multi-host job's roles), as `plan`
+    takes them in `groups`.
 
     Each group is in `job_order_key` order, and the groups are in order of their lowest job
     id: the order of first appearance in a queue read by id.
     """
     groups: dict[JobGroupKey, list[JobState]] = {}
     for job in sorted(jobs, key=_ID):
-        groups.setdefault((job.labels, job.pinned_host_id, job.suite_id), []).append(job)
+        groups.setdefault(group_key(job), []).append(job)
     for group in groups.values():  # by id: two stable sorts give job_order_key's order
         group.sort(key=_SUBMITTED)
         group.sort(key=_PRIORITY, reverse=True)
@@ -201,8 +211,9 @@ def quota_candidates(
 ) -> list[int]:
     """Return the quota-phase candidates in the order the tick tries them, assuming each succeeds.
 
-    For every suite short of `min_duts` (priority desc, created_at, id): its first
-    `min(min_duts, max_duts) - held` queued jobs by id.
+    For every suite short of `min_duts` (priority desc, created_at, id): its first queued jobs
+    by id until they count `min(min_duts, max_duts) - held` hosts (a multi-host job counts its
+    essential hosts).
     """
     by_suite = jobs_by_suite(jobs)
     order: list[int] = []
@@ -210,7 +221,11 @@ def quota_candidates(
         want = suite.min_duts - suite.held
         if suite.max_duts is not None:
             want = min(want, suite.max_duts - suite.held)
-        order.extend(job.id for job in by_suite.get(suite.id, [])[: max(want, 0)])
+        for job in by_suite.get(suite.id, []):
+            if want <= 0:
+                break
+            order.append(job.id)
+            want -= job.hosts_needed
     return order
 
 
@@ -244,9 +259,34 @@ def class_key(job: JobState) -> str:
     Jobs with the same key always get the same WaitReason from `plan` (the reason depends only on
     the labels, the pinned host and the suite's cap), so a tick can store one reason per key in
     `Plan.class_reasons` and resolve a job's reason when it is read. Format:
-    `["board:x","pool:bvt"]|pin=-|suite=12`; stable across ticks and processes.
+    `["board:x","pool:bvt"]|pin=-|suite=12`; stable across ticks and processes. A multi-host
+    job's key adds its roles and together_by (`|roles=[["dut",["bt"],2,4]]|together=chamber`):
+    it never shares a class with one-host jobs. The job holding hosts this tick has a reason
+    of its own, under `holder_key` (see `reason_keys`).
     """
-    return class_key_from(labels_key_of(job.labels), job.pinned_host_id, job.suite_id)
+    key = class_key_from(labels_key_of(job.labels), job.pinned_host_id, job.suite_id)
+    if job.roles:
+        key += multi_key_of(job.roles, job.together_by)
+    return key
+
+
+def holder_key(job_id: int) -> str:
+    """The key of the holding job's own reason in `Plan.class_reasons`."""
+    return f"job={job_id}"
+
+
+def reason_keys(job: JobState) -> tuple[str, ...]:
+    """The keys to look the job's reason up by in `Plan.class_reasons`, the first present wins:
+    a multi-host job may be this tick's holder (its own entry), else its class's."""
+    if job.roles:
+        return (holder_key(job.id), class_key(job))
+    return (class_key(job),)
+
+
+@functools.lru_cache(maxsize=1024)
+def multi_key_of(roles: tuple, together_by: str) -> str:
+    spec = [[r.name, sorted(r.labels), r.count, r.max] for r in roles]
+    return f"|roles={json.dumps(spec, separators=(',', ':'))}|together={together_by}"
 
 
 @functools.lru_cache(maxsize=4096)

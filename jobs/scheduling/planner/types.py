@@ -167,6 +167,7 @@ class WaitCode(StrEnum):
     PINNED_HOST_AT_CAPACITY = "pinned_host_at_capacity"
     HOSTS_UNAVAILABLE = "hosts_unavailable"
     OUTRANKED = "outranked"
+    HOLDING_HOSTS = "holding_hosts"
     PENDING_TICK = "pending_tick"
 
 

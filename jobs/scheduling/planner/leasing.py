@@ -1,0 +1,293 @@
+"""What one tick keeps: jobs leased whole, in order, with the hold and its backfill.
+
+`Leaser` keeps the jobs of a plan one at a time (docs/scheduling.md#the-promise): a one-host
+job with one more unit of the matching, a multi-host job with all its essential units or none
+(docs/scheduling.md#multi-host-jobs). Once the tick's holder is chosen, its hold units sit in
+the matching like kept jobs: a later job is kept if it fits with them, or, when it is short
+enough to end before the holder's expected start, if it fits with the kept jobs alone, the
+hold then taking what is left (docs/scheduling.md#holds-and-backfill).
+
+Why the caches stay true (the tick's speed depends on them): write K for the kept jobs and H
+for the hold. A class or shape marked dead cannot be added to K ∪ H. K only grows, and a
+backfill replaces K ∪ H by K' ∪ H' with K' = K + the backfilled job and H' the largest hold
+that fits with K' (taken greedily, roles in order), whose span contains K ∪ H; by
+submodularity what is dependent on K ∪ H stays dependent on K' ∪ H'. A mark of "cannot be
+added to K alone" (bf_dead) stays true because K only grows. Only the matching's dead host
+classes are dropped when hold units leave it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+
+from jobs.scheduling.planner.matching import Matching
+from jobs.scheduling.planner.multihost import Hold, MultiHost, Spec
+from jobs.scheduling.planner.types import HostState, JobState, Policy
+
+# One host a kept job gets: (job, matching class, build, role, slot); slot -1: a held host.
+Unit = tuple[JobState, int, str, str, int]
+
+
+class Leaser:
+    def __init__(
+        self,
+        matching: Matching,
+        hosts: list[HostState],
+        room: dict[int, int],
+        build_of: Mapping[int, str],
+        policy: Policy,
+        now: datetime | None,
+    ) -> None:
+        self.matching = matching
+        self.dead = matching.dead
+        self.room = room  # hosts each capped suite may still take this tick
+        self.build_of = build_of
+        self.policy = policy
+        self.now = now
+        self.units: list[Unit] = []  # in lease order
+        self.leased_ids: set[int] = set()
+        self.multi = MultiHost(matching, hosts)
+        self.multi_leased: list[tuple[JobState, Spec, str | None]] = []
+        self.holder: Hold | None = None
+        self.bf_dead: list[bool] = []  # one-host classes: cannot be added to the kept jobs alone
+        self.bf_probed: set[int] = set()
+
+    # --- keeping a job ------------------------------------------------------------------------
+
+    def capped(self, job: JobState) -> bool:
+        left = self.room.get(job.suite_id)  # type: ignore[arg-type]
+        return left is not None and left < job.hosts_needed
+
+    def lease(self, job: JobState, j: int) -> bool:
+        """Keep a one-host job if it can be matched together with every job kept so far."""
+        left = self.room.get(job.suite_id)  # type: ignore[arg-type]
+        if left is not None and left <= 0:
+            return False
+        build = self.build_of.get(job.suite_id, "")  # type: ignore[arg-type]
+        if not self.matching.add(j, build):
+            return False
+        self._keep(job, [(-1, j)], build, None)
+        return True
+
+    def _keep(
+        self, job: JobState, units: list[tuple[int, int]], build: str, value: str | None
+    ) -> None:
+        if job.suite_id in self.room:
+            self.room[job.suite_id] -= len(units)  # type: ignore[index]
+        if job.roles:
+            roles = job.roles
+            self.units.extend(
+                (job, j, build, roles[r].name, slot) for slot, (r, j) in enumerate(units)
+            )
+            self.multi_leased.append((job, self.multi.spec(job), value))
+        else:
+            self.units.append((job, units[0][1], build, "", 0))
+        self.leased_ids.add(job.id)
+
+    def lease_multi(self, job: JobState) -> bool:
+        """Keep a multi-host job if all its essential hosts can be matched at once together with
+        every job kept so far (and the hold); together_by values in sorted order."""
+        if self.capped(job):
+            return False
+        spec = self.multi.spec(job)
+        if spec.dead:
+            return False
+        matching = self.matching
+        build = self.build_of.get(job.suite_id, "")  # type: ignore[arg-type]
+        need = job.hosts_needed
+        for value in self.multi.values(spec):
+            if matching.free < need:
+                break
+            units = self.multi.units(spec, value)
+            saved = matching.checkpoint()
+            if all(matching.add(j, build) for _r, j in units):
+                matching.commit()
+                self._keep(job, units, build, value)
+                return True
+            matching.restore(saved)
+        spec.dead = True
+        if self.holder is None:
+            spec.bf_dead = True  # no hold: the kept jobs alone refused it
+        return False
+
+    # --- the main phase, with the hold --------------------------------------------------------
+
+    def consider(self, job: JobState, j: int) -> None:
+        """Take one job of the main phase (j: its class; -1 for a multi-host job)."""
+        if job.id in self.leased_ids:
+            return
+        if job.roles:
+            self._consider_multi(job)
+        elif self.holder is None:
+            if not self.dead[j]:
+                self.lease(job, j)
+        else:
+            self._consider_with_hold(job, j)
+
+    def _consider_multi(self, job: JobState) -> None:
+        if self.capped(job):
+            return
+        spec = self.multi.spec(job)
+        if not self.matching.free:
+            spec.dead = True  # nothing can be added to the kept jobs and the hold
+            spec.bf_dead |= self.holder is None
+        if self.lease_multi(job):
+            return
+        hold = self.holder
+        if hold is None:
+            self._try_hold(job, spec)
+            return
+        if spec.bf_dead or not hold.total:
+            spec.bf_dead = True
+            return
+        if self._run_s(job) > hold.limit_s:
+            return
+        build = self.build_of.get(job.suite_id, "")  # type: ignore[arg-type]
+        for value in self.multi.values(spec):
+            units = self.multi.units(spec, value)
+            if self._backfill(units, build, commit=True):
+                self._keep(job, units, build, value)
+                return
+        spec.bf_dead = True
+
+    def _consider_with_hold(self, job: JobState, j: int) -> None:
+        dead = self.dead
+        if not dead[j]:
+            if self.matching.free:
+                if self.lease(job, j):
+                    return
+            else:
+                dead[j] = True  # no host left but held ones: nothing fits with the hold
+        hold = self.holder
+        assert hold is not None
+        if not hold.total:
+            self.bf_dead[j] = dead[j]  # no hold left: backfilling is leasing
+        if self.capped(job) or self.bf_dead[j]:
+            return
+        build = self.build_of.get(job.suite_id, "")  # type: ignore[arg-type]
+        if self._run_s(job) > hold.limit_s:
+            # Too long to backfill. Learn once whether the class could backfill at all, so that
+            # a class that cannot is skipped whole (the queue may be long).
+            if j not in self.bf_probed:
+                self.bf_probed.add(j)
+                if not self._backfill([(-1, j)], build, commit=False):
+                    self.bf_dead[j] = True
+            return
+        if self._backfill([(-1, j)], build, commit=True):
+            self._keep(job, [(-1, j)], build, None)
+        else:
+            self.bf_dead[j] = True
+
+    @property
+    def holding(self) -> bool:
+        """Whether some free host is held: a job may still get one by backfilling."""
+        return self.holder is not None and self.holder.total > 0
+
+    def skippable(self, j: int) -> bool:
+        """Whether every later job of one-host class j would be refused (the merge drops it)."""
+        if not self.dead[j]:
+            return False
+        return not self.holding or self.bf_dead[j]
+
+    def _run_s(self, job: JobState) -> float:
+        size = job.size_s
+        return size if size is not None and size > 0 else self.policy.default_duration_s
+
+    def _backfill(self, units: list[tuple[int, int]], build: str, *, commit: bool) -> bool:
+        """Match the units with the kept jobs alone (the hold given up), then hold again what
+        still fits; keep that if `commit`, else only say whether it fits."""
+        hold = self.holder
+        assert hold is not None
+        matching, dead = self.matching, self.dead
+        saved = matching.checkpoint()
+        for jh in hold.classes:
+            matching.remove(jh)
+        was = [dead[j] for _r, j in units]
+        for _r, j in units:
+            dead[j] = False  # its marks were made with the hold in place
+        fits = all(matching.add(j, build) for _r, j in units)
+        if not fits or not commit:
+            matching.restore(saved)
+            return fits
+        for (_r, j), mark in zip(units, was, strict=True):
+            dead[j] = dead[j] or mark
+        for jh in hold.classes:
+            dead[jh] = False
+        hold.held = self._hold_greedy(hold.spec, hold.classes)
+        matching.commit()
+        return True
+
+    # --- the hold -------------------------------------------------------------------------------
+
+    def _hold_greedy(self, spec: Spec, classes: list[int]) -> list[int]:
+        """Hold as many free hosts per role as fit with the kept jobs, roles in order."""
+        held = []
+        for role, jh in zip(spec.roles, classes, strict=True):
+            n = 0
+            while n < role.count and self.matching.add(jh, ""):
+                n += 1
+            held.append(n)
+        return held
+
+    def _try_hold(self, job: JobState, spec: Spec) -> None:
+        """Make the job the tick's holder if it can hold a free host and the busy hosts can
+        complete it; the together_by value with the earliest expected start (then sorted)."""
+        now = self.now
+        if now is None or spec.hold_failed or not self.matching.free:
+            return
+        best: tuple[datetime, str | None] | None = None
+        for value in self.multi.values(spec):
+            classes = self.multi.hold_classes(spec, value)
+            saved = self.matching.checkpoint()
+            held = self._hold_greedy(spec, classes)
+            self.matching.restore(saved)
+            if not any(held):
+                continue
+            missing = [role.count - n for role, n in zip(spec.roles, held, strict=True)]
+            start = self.multi.expected_start(spec, value, missing)
+            if start is not None and (best is None or start < best[0]):
+                best = (start, value)
+        if best is None:
+            spec.hold_failed = True
+            return
+        start, value = best
+        classes = self.multi.hold_classes(spec, value)
+        self.matching.checkpoint()
+        held = self._hold_greedy(spec, classes)
+        self.matching.commit()
+        start = max(start, now)
+        self.holder = Hold(job, spec, value, classes, held, start, (start - now).total_seconds())
+        self.bf_dead = self.dead.copy()  # dead without a hold: dead with the kept jobs alone
+
+    # --- after the main phase -----------------------------------------------------------------
+
+    def elastic(self) -> None:
+        """Grant elastic hosts (up to each role's max) to the multi-host jobs leased in this
+        tick, in lease order, from hosts no job took or holds, within the suites' max_duts."""
+        matching = self.matching
+        for job, spec, value in self.multi_leased:
+            build = self.build_of.get(job.suite_id, "")  # type: ignore[arg-type]
+            classes = self.multi.classes(spec, value)
+            slot = job.hosts_needed
+            for role, j in zip(spec.roles, classes, strict=True):
+                for _ in range(role.max - role.count):
+                    left = self.room.get(job.suite_id)  # type: ignore[arg-type]
+                    if (left is not None and left <= 0) or not matching.add(j, build):
+                        break
+                    if left is not None:
+                        self.room[job.suite_id] = left - 1  # type: ignore[index]
+                    self.units.append((job, j, build, role.name, slot))
+                    slot += 1
+
+    def hold_units(self) -> list[Unit]:
+        """The held hosts as units (slot -1), for the assignment of concrete hosts."""
+        hold = self.holder
+        if hold is None:
+            return []
+        held = hold.held
+        return [
+            (hold.job, jh, "", role.name, -1)
+            for role, jh, n in zip(hold.spec.roles, hold.classes, held, strict=True)
+            for _ in range(n)
+        ]

@@ -46,7 +46,6 @@ MODES: dict[str, dict[str, bool]] = {
     "holds, no backfill": {"holds": True, "backfill": False},
     "holds + backfill": {"holds": True, "backfill": True},
 }
-HOLDING = "holding_hosts"  # the holder's wait code (planner.WaitCode)
 KINDS = ("1-host equal", "1-host lower", "2-host", "4-host")
 
 
@@ -101,10 +100,9 @@ class Lab:
     held_idle_host_s: float = 0.0
     idle_host_s: float = 0.0  # free hosts while some job waited, held or not
     busy_host_s: float = 0.0
-    # Leases made, while a multi-host job held hosts, to jobs ranked below it: backfill (or
-    # hosts beyond what the holder needs, which a 4-host lab never has).
-    below_holder: int = 0
-    holder: int | None = None  # the job the last tick held hosts for, while it waits
+    # Hosts leased to jobs ranked below a multi-host job the same tick left waiting: without
+    # holds, the hosts it starves for; with holds, backfill and hosts the holder cannot use.
+    passed_by: int = 0
     ticks: int = 0
     ticks_holding: int = 0
     plan_ms: list[float] = field(default_factory=list)
@@ -201,11 +199,12 @@ def _tick(lab: Lab, policy: Policy, now_s: int) -> None:
         by_job.setdefault(a.job_id, []).append(a.host_id)
     index = {host.id: i for i, host in enumerate(lab.hosts)}
     holds = dict(result.holds)
-    # The holder: the job its held hosts name, or (its held hosts all lent to backfill) the
-    # one whose wait reason says it holds hosts, else the last tick's if it still waits.
-    holding = [j for j, r in result.wait_reasons.items() if r.code == HOLDING]
-    holder = next(iter(holds.values()), None) or next(iter(holding), None) or lab.holder
-    holder_key = job_order_key(lab.queue[holder]) if holder in lab.queue else None
+    waiting_multi = [
+        job_order_key(job)
+        for job_id, job in lab.queue.items()
+        if job.multi_host and job_id not in by_job
+    ]
+    top_waiting = min(waiting_multi, default=None)
     for job_id, host_ids in by_job.items():
         job = lab.queue.pop(job_id)
         if len(host_ids) != job.hosts_needed or len(set(host_ids)) != len(host_ids):
@@ -227,8 +226,8 @@ def _tick(lab: Lab, policy: Policy, now_s: int) -> None:
                 busy_until=now + timedelta(seconds=lab.arrivals[job_id].size_s),
             )
         lab.started_s[job_id] = now_s
-        if holder_key is not None and job_order_key(job) > holder_key:
-            lab.below_holder += len(host_ids)
+        if top_waiting is not None and job_order_key(job) > top_waiting:
+            lab.passed_by += len(host_ids)
         heapq.heappush(lab.ends, (end_s, job_id))
     if holds and not policy.holds:
         raise AssertionError("the planner held hosts with holds off")
@@ -238,7 +237,6 @@ def _tick(lab: Lab, policy: Policy, now_s: int) -> None:
     if len(set(holds.values())) > 1:
         raise AssertionError(f"more than one holder in a tick: {sorted(set(holds.values()))}")
     lab.holds = holds
-    lab.holder = holder if holder in lab.queue else None
     lab.ticks_holding += bool(holds)
 
 
@@ -290,7 +288,7 @@ def simulate(
         "held_idle_host_s": round(lab.held_idle_host_s),
         "idle_host_s": round(lab.idle_host_s),
         "busy_share": round(lab.busy_host_s / span, 3) if span else None,
-        "leases_below_holder": lab.below_holder,
+        "hosts_passing_multi": lab.passed_by,
         "queued_at_end": len(lab.queue),
         "by_kind": waits(lab, end_s=end_s),
     }

@@ -36,6 +36,7 @@ def test_without_holds_the_four_host_job_starves():
     assert four["started"] == 0 and four["waiting_at_end"] == 1
     assert four["longest_wait_min"] > bound_min(four_host_starvation())  # 129 > 80
     assert report["held_idle_host_s"] == 0
+    assert report["hosts_passing_multi"] > 0  # lower jobs took every host it waited for
     # Nothing was held, so nothing idled: the lower jobs had every host all the time.
     assert report["idle_host_s"] == 0 and report["busy_share"] == 1.0
 
@@ -47,7 +48,7 @@ def test_holds_start_it_when_its_last_host_frees_and_idle_the_held_ones():
     assert four["wait_max_min"] == 39.0  # arrived at 1 min, started at 40
     # Held idle: the first host from 10 to 40 min, the second from 20, the third from 30.
     assert report["held_idle_host_s"] == (30 + 20 + 10) * 60
-    assert report["leases_below_holder"] == 0
+    assert report["hosts_passing_multi"] == 0
 
 
 def test_backfill_fills_the_held_hosts_with_jobs_that_end_before_the_start():
@@ -56,7 +57,10 @@ def test_backfill_fills_the_held_hosts_with_jobs_that_end_before_the_start():
     four = report["by_kind"]["4-host"]
     assert four["started"] == 1
     assert four["wait_max_min"] == 39.0  # backfill does not delay the holder
-    assert report["leases_below_holder"] > 0
+    # Every held host ran 2-min jobs back to back: the first host 15 of them from 10 to 40 min,
+    # the second 10 from 20, the third 5 from 30; none of the 40-min jobs got one.
+    assert report["hosts_passing_multi"] == 15 + 10 + 5
+    assert report["held_idle_host_s"] == 0
     assert report["held_idle_host_s"] * 2 <= held["held_idle_host_s"]
     result = goals({mode: run(mode) for mode in MODES}, bound=80.0)
     assert result["multi_within_bound[no holds]"] is False
@@ -106,4 +110,3 @@ def test_a_small_run_reports_waits_per_kind_and_idle_per_mode():
                 )
                 assert 0 <= p50 <= p95 <= top <= figures["longest_wait_min"] <= end_min
     assert seed["runs"]["no holds"]["held_idle_host_s"] == 0
-    assert seed["runs"]["no holds"]["leases_below_holder"] == 0

@@ -31,11 +31,11 @@ import statistics
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta
 
 from bench.cli import add_shape_options, print_result, shape_from_options
-from jobs.scheduling.planner import HostState, JobState, Policy, job_order_key, plan
+from jobs.scheduling.planner import HostState, JobState, Plan, Policy, job_order_key, plan
 from jobs.scheduling.planner.types import RoleNeed
 
 LABEL = "board:x"
@@ -105,6 +105,9 @@ class Lab:
     passed_by: int = 0
     ticks: int = 0
     ticks_holding: int = 0
+    # Ticks that left a held host idle while a one-host job ranked below the holder would have
+    # ended by the holder's expected start: backfill the planner missed (0 is right).
+    missed_backfill: int = 0
     plan_ms: list[float] = field(default_factory=list)
 
 
@@ -238,6 +241,20 @@ def _tick(lab: Lab, policy: Policy, now_s: int) -> None:
         raise AssertionError(f"more than one holder in a tick: {sorted(set(holds.values()))}")
     lab.holds = holds
     lab.ticks_holding += bool(holds)
+    if holds and policy.backfill and _missed_backfill(lab, result, next(iter(holds.values())), now):
+        lab.missed_backfill += 1
+
+
+def _missed_backfill(lab: Lab, result: Plan, holder_id: int, now: datetime) -> bool:
+    """Whether a queued one-host job ranked below the holder ends by its expected start (every
+    host of this lab fits every job, so it could have taken a held host)."""
+    details = result.wait_reasons[holder_id].details
+    limit_s = (datetime.fromisoformat(str(details["expected_start"])) - now).total_seconds()
+    holder = job_order_key(lab.queue[holder_id])
+    return any(
+        not job.multi_host and job_order_key(job) > holder and (job.size_s or 0) <= limit_s
+        for job in lab.queue.values()
+    )
 
 
 def _account(lab: Lab, seconds: int) -> None:
@@ -286,9 +303,11 @@ def simulate(
         "plan_ms_median": round(statistics.median(lab.plan_ms), 2) if lab.plan_ms else None,
         "plan_ms_max": round(max(lab.plan_ms), 2) if lab.plan_ms else None,
         "held_idle_host_s": round(lab.held_idle_host_s),
+        "held_idle_share": round(lab.held_idle_host_s / span, 5) if span else None,
         "idle_host_s": round(lab.idle_host_s),
         "busy_share": round(lab.busy_host_s / span, 3) if span else None,
         "hosts_passing_multi": lab.passed_by,
+        "missed_backfill_ticks": lab.missed_backfill,
         "queued_at_end": len(lab.queue),
         "by_kind": waits(lab, end_s=end_s),
     }
@@ -370,7 +389,13 @@ SHAPE_OPTIONS = (
     ("lower_per_minute", float, "one-host jobs of a lower priority (Poisson)"),
     ("two_host_every_minutes", float, "a 2-host job this often"),
     ("four_host_every_minutes", float, "a 4-host job this often"),
-    ("short_share", float, "odds a one-host job is short (1-5 min) rather than long (10-30)"),
+    ("short_share", float, "odds a one-host job is short rather than long"),
+)
+# The duration ranges (minutes, uniform), each a --flag LO HI.
+SPAN_OPTIONS = (
+    ("short_minutes", "a short one-host job"),
+    ("long_minutes", "a long one-host job"),
+    ("multi_minutes", "a multi-host job"),
 )
 
 
@@ -397,11 +422,29 @@ def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_shape_options(parser, SHAPE_OPTIONS, Shape)
+    for name, text in SPAN_OPTIONS:
+        parser.add_argument(
+            "--" + name.replace("_", "-"),
+            type=float,
+            nargs=2,
+            metavar=("LO", "HI"),
+            default=getattr(Shape, name),
+            help=f"minutes {text} runs (uniform)",
+        )
     parser.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES))
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     shape = shape_from_options(SHAPE_OPTIONS, args, Shape)
+    spans = {name: tuple(getattr(args, name)) for name, _ in SPAN_OPTIONS}
+    if any(not 0 < lo <= hi for lo, hi in spans.values()):
+        parser.error("--short-minutes, --long-minutes, --multi-minutes: 0 < LO <= HI")
+    if shape.hosts < 4 or shape.workers < 1:
+        parser.error("--hosts: at least 4 (a 4-host job must fit); --workers: at least 1")
+    rates = ("equal_per_minute", "lower_per_minute", "two_host_every_minutes")
+    if any(getattr(shape, name) <= 0 for name in (*rates, "four_host_every_minutes")):
+        parser.error("the rates and periods of the stream: > 0")
+    shape = replace(shape, **spans)
     began = time.perf_counter()
     seeds = [run_seed(shape, seed, args.modes) for seed in args.seeds]
     result = {

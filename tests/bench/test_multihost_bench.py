@@ -110,3 +110,6 @@ def test_a_small_run_reports_waits_per_kind_and_idle_per_mode():
                 )
                 assert 0 <= p50 <= p95 <= top <= figures["longest_wait_min"] <= end_min
     assert seed["runs"]["no holds"]["held_idle_host_s"] == 0
+    # Backfill misses nothing: no held host idles while a job that would end in time waits.
+    assert seed["runs"]["holds + backfill"]["ticks_holding"] > 0
+    assert seed["runs"]["holds + backfill"]["missed_backfill_ticks"] == 0

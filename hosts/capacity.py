@@ -10,4 +10,4 @@ class WorkerLoad:
     """A worker's capacity: the most jobs it may run at once, and how many it runs now."""
 
     limit: int | None  # None: unlimited
-    running: int = 0  # hosts of the worker holding an active lease
+    running: int = 0  # jobs whose active leases hold its hosts (a multi-host job once)

@@ -41,12 +41,13 @@ class WorkerQuerySet(models.QuerySet):
     def worker_loads(self) -> dict[str, WorkerLoad]:
         """Worker name → its capacity and the jobs it runs now, for the workers with a capacity.
 
-        One query however many workers. Running: its hosts that an active job lease holds; a
-        manual reservation runs nothing on the runner, so it takes none of the capacity.
+        One query however many workers. Running: the jobs whose active leases hold its hosts,
+        each once however many of its hosts it holds (HostQuerySet.taking_capacity); a manual
+        reservation runs nothing on the runner, so it takes none of the capacity.
         """
         host = self.model._meta.get_field("hosts").related_model
         running = (
-            host.objects.running_a_job()
+            host.objects.taking_capacity()
             .filter(worker=OuterRef("pk"))
             .order_by()
             .values("worker_id")
@@ -101,8 +102,23 @@ class HostQuerySet(models.QuerySet):
         return Exists(lease.objects.active().filter(host=OuterRef("pk"), job__isnull=False))
 
     def running_a_job(self) -> HostQuerySet:
-        """Hosts held by an active job lease: each takes one of its worker's capacity."""
+        """Hosts held by an active job lease (not a reservation)."""
         return self.filter(self._running_a_job())
+
+    def taking_capacity(self) -> HostQuerySet:
+        """Hosts that each take one of their worker's capacity: of the hosts an active job
+        lease holds, the first (lowest id) of each job on its worker. A multi-host job counts
+        once on each worker it holds a host on (docs/scheduling.md#multi-host-jobs)."""
+        lease = self.model._meta.get_field("leases").related_model
+        job_lease = lease.objects.active().filter(job__isnull=False)
+        # An earlier host of the same job on the same worker (the outer lease's).
+        earlier = job_lease.filter(
+            job_id=OuterRef("job_id"),
+            host__worker_id=OuterRef("host__worker_id"),
+            host_id__lt=OuterRef("host_id"),
+        )
+        first = job_lease.filter(host=OuterRef("pk")).filter(~Exists(earlier))
+        return self.filter(Exists(first))
 
     def leased(self) -> HostQuerySet:
         """Hosts held by an active lease or reservation."""

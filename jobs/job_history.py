@@ -43,10 +43,23 @@ class Attempt:
     retried_because: str  # why the job went back to the queue after this try ("" if it did not)
     events: list[HostEvent]  # oldest first
     ended_job: bool  # this try gave the job its final status: `message` is its whole output
+    # Every lease of the try, by slot: a multi-host job's one per host; `lease` is the one that
+    # ended it (whose host failed), else its slot 0's.
+    leases: tuple[Lease, ...] = ()
+
+
+def _tries(leases: list[Lease]) -> list[list[Lease]]:
+    """The leases grouped by try: a multi-host job's leases of one attempt together, by slot."""
+    tries: dict[object, list[Lease]] = {}
+    for lease in leases:
+        key = ("attempt", lease.attempt) if lease.attempt is not None else ("lease", lease.pk)
+        tries.setdefault(key, []).append(lease)
+    return [sorted(group, key=lambda lease: (lease.slot, lease.pk)) for group in tries.values()]
 
 
 def job_attempts(job: Job, *, now: datetime | None = None) -> list[Attempt]:
-    """Every lease of the job, oldest first, with its events: two queries however many."""
+    """Every try of the job, oldest first, with its leases and events: two queries however
+    many."""
     now = now or timezone.now()
     leases = list(
         Lease.objects.filter(job=job).select_related("host__worker").order_by("acquired_at", "id")
@@ -54,12 +67,17 @@ def job_attempts(job: Job, *, now: datetime | None = None) -> list[Attempt]:
     if not leases:
         return []
     events = _events_by_lease(leases, now=now)
-    last = leases[-1]
+    tries = _tries(leases)
+    last = tries[-1]
     attempts = []
-    for number, lease in enumerate(leases, start=1):
-        mine = events.get(lease.pk, [])
+    for number, group in enumerate(tries, start=1):
+        lease = next((each for each in group if each.host_failed), group[0])
+        mine = sorted(
+            {e.pk: e for each in group for e in events.get(each.pk, [])}.values(),
+            key=lambda e: (e.created_at, e.pk),
+        )
         ended_job = (
-            lease is last
+            group is last
             and job.status in TERMINAL_JOB_STATUSES
             and not lease.active
             # The job's final move and the lease's release are one step with one time; a job
@@ -81,6 +99,7 @@ def job_attempts(job: Job, *, now: datetime | None = None) -> list[Attempt]:
                 ),
                 events=mine,
                 ended_job=ended_job,
+                leases=tuple(group),
             )
         )
     return attempts

@@ -73,23 +73,27 @@ def retry_or_end(
     why: str,
     by: Actor = SCHEDULER,
 ) -> tuple[list[int], list[int]]:
-    """Jobs whose host failed under them (leases already released): retry them, or end them.
+    """Jobs whose hosts failed under them (leases already released): retry them, or end them.
 
-    A job with tries left goes back to the queue after its backoff and prefers another host;
-    the others end `end_as`. Each retry is also an event on the host it broke on, so the
-    host's history shows the jobs it cost. Returns (retried job ids, ended job ids).
+    `leases`: the leases whose hosts failed; a multi-host job may have several, and is
+    retried (or ended) once. A job with tries left goes back to the queue after its backoff
+    and prefers other hosts; the others end `end_as`. Each retry is also an event on each host
+    it broke on, so a host's history shows the jobs it cost. Returns (retried job ids, ended
+    job ids).
     """
     Lease.objects.filter(pk__in=[lease.pk for lease in leases]).update(host_failed=True)
-    retried, ended, events = [], [], []
+    by_job: dict[int, list[Lease]] = {}
     for lease in leases:
-        job = lease.job
+        by_job.setdefault(lease.job_id, []).append(lease)
+    retried, ended, events = [], [], []
+    for failed in by_job.values():
+        job = failed[0].job
         assert job is not None
+        names = ", ".join(lease.host.hostname for lease in failed)
+        host = f"host{'s' if len(failed) > 1 else ''} {names}"
         if job.attempts <= job.max_retries:
             wait = retry_backoff(job.attempts)
-            message = (
-                f"retry {job.attempts} of {job.max_retries} after host "
-                f"{lease.host.hostname} broke ({why})"
-            )
+            message = f"retry {job.attempts} of {job.max_retries} after {host} broke ({why})"
             transitions.move_jobs(
                 [job.pk],
                 to=JobStatus.QUEUED,
@@ -99,18 +103,15 @@ def retry_or_end(
                 message=message,
             )
             text = f"job {job.name}: {message}"
-            events.append(
+            events += [
                 transitions.lease_event(EventKind.RETRIED, lease, by=by, at=at, message=text)
-            )
+                for lease in failed
+            ]
             retried.append(job.pk)
         else:
             tries = "no retries left"
             transitions.move_jobs(
-                [job.pk],
-                to=end_as,
-                mover=mover,
-                at=at,
-                message=f"host {lease.host.hostname} broke ({why}); {tries}",
+                [job.pk], to=end_as, mover=mover, at=at, message=f"{host} broke ({why}); {tries}"
             )
             ended.append(job.pk)
     audit.record_many(events)

@@ -221,7 +221,7 @@ def workers_with_host_counts(*, now: datetime | None = None) -> QuerySet[Worker]
     """Workers annotated with their host counts and `running` jobs, in one query.
 
     hosts_total, hosts_leased, hosts_schedulable, and running: the jobs running on the worker
-    now, which its capacity counts.
+    now, which its capacity counts (a multi-host job once).
     """
     now = now or timezone.now()
     mine = Host.objects.filter(worker=OuterRef("pk"))
@@ -229,7 +229,7 @@ def workers_with_host_counts(*, now: datetime | None = None) -> QuerySet[Worker]
         hosts_total=_count_of(mine),
         hosts_leased=_count_of(mine.leased()),
         hosts_schedulable=_count_of(mine.schedulable(now)),
-        running=_count_of(mine.running_a_job()),
+        running=_count_of(mine.taking_capacity()),
     )
 
 
@@ -269,12 +269,27 @@ def lease_of_job(job: Job) -> Lease | None:
 
 
 def runner_leases(*, worker: Worker) -> QuerySet[Lease]:
-    """A worker's active job leases, with what its runner needs to run each job."""
+    """A worker's active job leases, with what its runner needs to run each job.
+
+    A multi-host job appears once, by its slot 0 lease, on the worker of its slot 0 host (whose
+    runner runs it); its other hosts on other workers appear by their own leases there, which
+    those runners leave alone (`slot` > 0: held for a job run elsewhere). Each lease comes with
+    its job's active leases (`job.attempt_leases`), every host of the attempt.
+    """
+    runs_here = Lease.objects.active().filter(job=OuterRef("job"), slot=0, host__worker=worker)
     return (
         Lease.objects.active()
         .filter(job__isnull=False, host__worker=worker)
+        .exclude(Q(slot__gt=0) & Exists(runs_here))
         .select_related("host", "job", "job__suite")
-        .prefetch_related("host__labels")
+        .prefetch_related(
+            "host__labels",
+            Prefetch(
+                "job__leases",
+                queryset=Lease.objects.active().select_related("host").order_by("slot", "id"),
+                to_attr="attempt_leases",
+            ),
+        )
         .order_by("acquired_at", "id")
     )
 

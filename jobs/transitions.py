@@ -29,7 +29,7 @@ from jobs.choices import TERMINAL_JOB_STATUSES, JobStatus, ReleaseReason
 from jobs.models import Job, Lease
 from jobs.scheduling.triggers import request_tick
 from schedsite.errors import Conflict
-from schedsite.pgarrays import bigint_array
+from schedsite.pgarrays import bigint_array, text_array
 
 
 class Mover(StrEnum):
@@ -109,7 +109,9 @@ LEASE = Machine(
     {
         (ACTIVE, R.COMPLETED): _by(RUNNER),
         (ACTIVE, R.ABORTED): _by(OWNER, RUNNER),
-        (ACTIVE, R.RELEASED): _by(STAFF, RUNNER, OWNER),  # a runner hands back; a holder ends
+        # A runner hands back; a holder ends; the tick ends a multi-host job's attempt one of
+        # whose leases expired (its other leases are released).
+        (ACTIVE, R.RELEASED): _by(STAFF, RUNNER, OWNER, SCHEDULER),
         (ACTIVE, R.EXPIRED): _by(SCHEDULER),
         (ACTIVE, R.TIMEOUT): _by(SCHEDULER),
         (ACTIVE, R.PREEMPTED): _by(SCHEDULER),
@@ -277,14 +279,19 @@ def lease_jobs(
     at: datetime,
     subjects: Sequence[str],
     messages: Sequence[str],
+    roles: Sequence[str] | None = None,
+    slots: Sequence[int] | None = None,
     **fields: object,
 ) -> dict[int, int]:
-    """Lease each queued job to its host: (host id, job id) pairs, their rows locked by the caller.
+    """Lease each queued job to its hosts: (host id, job id) pairs, their rows locked by the
+    caller; a multi-host job has one pair per host, with its `roles` and `slots` (by pair).
 
-    One INSERT creates the leases, one UPDATE moves the jobs to leased (with `fields`), one
-    INSERT writes a `leased` event per host (`subjects` are the hostnames, `messages` say to
-    what). Return host id -> lease id. Conflict if a job was not queued: the caller's
-    transaction (the tick's) then undoes the leases too.
+    One UPDATE moves the jobs to leased (with `fields`, once per job however many hosts it
+    gets: `attempts=F("attempts") + 1` counts one attempt), one INSERT creates the leases, each
+    stamped with its job's attempts count as it now is (`Lease.attempt`), one INSERT writes a
+    `leased` event per host (`subjects` are the hostnames, `messages` say to what). Return
+    host id -> lease id. Conflict if a job was not queued: the caller's transaction (the
+    tick's) then undoes the leases too.
 
     A lease and its event are stamped `at`, or when its host's previous lease was released if
     that came later (released while the tick ran): a host's leases never overlap in time.
@@ -292,13 +299,14 @@ def lease_jobs(
     _may_create(JOB_LEASE, mover)
     if not pairs:
         return {}
-    acquired = _insert_leases(pairs, at=at)
+    roles = list(roles) if roles is not None else [""] * len(pairs)
+    slots = list(slots) if slots is not None else [0] * len(pairs)
+    job_ids = list(dict.fromkeys(j for _h, j in pairs))
+    moved = _move_jobs(job_ids, to=JobStatus.LEASED, mover=mover, at=at, fields=fields)
+    if moved != len(job_ids):
+        raise Conflict(f"{len(job_ids) - moved} of {len(job_ids)} jobs are no longer queued")
+    acquired = _insert_leases(pairs, roles=roles, slots=slots, at=at)
     lease_of_host = {h: lease_id for h, (lease_id, _at) in acquired.items()}
-    moved = _move_jobs(
-        [j for _h, j in pairs], to=JobStatus.LEASED, mover=mover, at=at, fields=fields
-    )
-    if moved != len(pairs):
-        raise Conflict(f"{len(pairs) - moved} of {len(pairs)} jobs are no longer queued")
     audit.record_alike(
         EventKind.LEASED,
         actor=by,
@@ -313,9 +321,14 @@ def lease_jobs(
 
 
 def _insert_leases(
-    pairs: Sequence[tuple[int, int]], *, at: datetime
+    pairs: Sequence[tuple[int, int]],
+    *,
+    roles: Sequence[str],
+    slots: Sequence[int],
+    at: datetime,
 ) -> dict[int, tuple[int, datetime]]:
-    """Create one job lease per (host id, job id); return host id -> (lease id, acquired at).
+    """Create one job lease per (host id, job id), of the job's current attempt; return host
+    id -> (lease id, acquired at).
 
     Each lease is acquired at `at`, or at its host's last release if later, and expires
     LEASE_TTL after that.
@@ -329,41 +342,51 @@ def _insert_leases(
             .annotate(last=Max("released_at"))
             .values_list("host_id", "last")
         )
+        attempts = dict(
+            Job.objects.filter(pk__in={j for _h, j in pairs}).values_list("pk", "attempts")
+        )
         leases = Lease.objects.bulk_create(
             [
                 Lease(
                     host_id=host_id,
                     job_id=job_id,
+                    role=role,
+                    slot=slot,
+                    attempt=attempts.get(job_id),
                     reason="scheduled",
                     acquired_at=(start := max(at, released.get(host_id) or at)),
                     expires_at=start + ttl,
                 )
-                for host_id, job_id in pairs
+                for (host_id, job_id), role, slot in zip(pairs, roles, slots, strict=True)
             ]
         )
         return {
             lease.host_id: (lease.pk, lease.acquired_at) for lease in leases if lease.pk is not None
         }
     # One INSERT ... SELECT FROM unnest(arrays): bulk_create spends about a second of a cold
-    # tick building and binding 10,000 rows x 7 parameters; two arrays bind in microseconds.
+    # tick building and binding 10,000 rows x 7 parameters; a few arrays bind in microseconds.
     # The partial unique constraints still guard every row. The host's last release is one
-    # probe of the lease_host_released index per row.
+    # probe of the lease_host_released index per row; the job's attempts, one join.
     table = connection.ops.quote_name(Lease._meta.db_table)
+    jobs = connection.ops.quote_name(Job._meta.db_table)
     columns = _columns(
-        Lease, "host", "job", "reason", "acquired_at", "expires_at", "release_reason", "released_by"
-    )
+        Lease, "host", "job", "role", "slot", "attempt", "reason", "acquired_at", "expires_at",
+        "release_reason", "released_by",
+    )  # fmt: skip
     host, released_at = _columns(Lease, "host"), _columns(Lease, "released_at")
+    attempts = _columns(Job, "attempts")
     sql = (
-        f"INSERT INTO {table} ({columns}) "  # noqa: S608 - the model's table and columns, quoted
-        "SELECT h, j, 'scheduled', a, a + %s, '', '' FROM ("
-        f"SELECT h, j, GREATEST(%s, (SELECT max(l.{released_at}) FROM {table} AS l "
-        f"WHERE l.{host} = u.h)) AS a "
-        "FROM unnest(%s::bigint[], %s::bigint[]) AS u(h, j)) AS v "
+        f"INSERT INTO {table} ({columns}) "  # noqa: S608 - the model's tables and columns, quoted
+        "SELECT h, j, r, s, n, 'scheduled', a, a + %s, '', '' FROM ("
+        f"SELECT h, j, r, s, jj.{attempts} AS n, "
+        f"GREATEST(%s, (SELECT max(l.{released_at}) FROM {table} AS l WHERE l.{host} = u.h)) AS a "
+        "FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::int[]) AS u(h, j, r, s) "
+        f"JOIN {jobs} AS jj ON jj.id = u.j) AS v "
         f"RETURNING {_columns(Lease, 'host', 'id', 'acquired_at')}"
     )
     with connection.cursor() as cursor:
-        hosts, jobs = bigint_array(h for h, _ in pairs), bigint_array(j for _, j in pairs)
-        cursor.execute(sql, [ttl, at, hosts, jobs])
+        hosts, job_ids = bigint_array(h for h, _ in pairs), bigint_array(j for _, j in pairs)
+        cursor.execute(sql, [ttl, at, hosts, job_ids, text_array(roles), bigint_array(slots)])
         return {h: (lease_id, acquired_at) for h, lease_id, acquired_at in cursor.fetchall()}
 
 
@@ -382,8 +405,9 @@ def lease_job(
     _may_create(JOB_LEASE, mover)
     expires = at + timedelta(seconds=settings.LEASE_TTL)
     lease = _create_lease(
-        host, job=job, reason=reason, acquired_at=at, heartbeat_at=at, expires_at=expires
-    )
+        host, job=job, reason=reason, acquired_at=at, heartbeat_at=at, expires_at=expires,
+        attempt=1,
+    )  # fmt: skip
     move_job(job, to=JobStatus.LEASED, mover=mover, at=at, attempts=1)
     lease_event(EventKind.LEASED, lease, by=by, at=at, message=message).save()
     return lease

@@ -123,7 +123,7 @@ def with_host_counts(workers: list[Worker]) -> list[Worker]:
     # One GROUP BY over the page's hosts; joining workers to hosts to leases instead would make
     # the database count every lease a host ever had.
     active = Lease.objects.active().filter(host=OuterRef("pk"))
-    running = Host.objects.running_a_job().values("pk")  # what the worker's capacity counts
+    running = Host.objects.taking_capacity().values("pk")  # what the worker's capacity counts
     rows = (
         Host.objects.filter(worker__in=workers)
         .values("worker_id")

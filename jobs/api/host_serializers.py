@@ -14,6 +14,7 @@ from hosts.rules import host_is_schedulable
 from hosts.services import CAPACITY_MOST, POLICY_LIMITS
 from hosts.validators import NAME_VALIDATORS, label_validator, policy_name_validator
 from jobs import host_inventory as inventory
+from jobs import selectors
 from jobs.api.fields import IdentityURL, LabelListField, RelatedName
 from jobs.api.serializers import (
     MAX_ID,
@@ -218,6 +219,7 @@ class HostSerializer(ActiveLeaseMixin, serializers.ModelSerializer):
     leased = serializers.SerializerMethodField()
     schedulable = serializers.SerializerMethodField()
     lease = serializers.SerializerMethodField()
+    held_for = serializers.SerializerMethodField()
 
     class Meta:
         model = Host
@@ -239,6 +241,7 @@ class HostSerializer(ActiveLeaseMixin, serializers.ModelSerializer):
             "leased",
             "schedulable",
             "lease",
+            "held_for",
             "created_at",
             "updated_at",
         ]
@@ -247,6 +250,20 @@ class HostSerializer(ActiveLeaseMixin, serializers.ModelSerializer):
     @extend_schema_field(serializers.ListField(child=serializers.CharField()))
     def get_labels(self, host: Host) -> list[str]:
         return host.label_names
+
+    @extend_schema_field(
+        serializers.IntegerField(
+            allow_null=True,
+            help_text="The multi-host job the latest scheduler tick holds this free host idle "
+            "for (docs/scheduling.md#holds-and-backfill); null if none.",
+        )
+    )
+    def get_held_for(self, host: Host) -> int | None:
+        # One read of the latest tick's holds for the whole page.
+        holds = self.context.get("holds")
+        if holds is None:
+            holds = self.context["holds"] = selectors.current_holds()
+        return holds.get(host.pk)
 
     def _active_lease(self, host: Host):  # noqa: ANN202
         leases = getattr(host, "active_leases", None)

@@ -6,8 +6,9 @@ scheduler's ticks are in queue_serializers.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import timedelta
+from operator import attrgetter
 from typing import Any
 
 from django.utils.functional import cached_property
@@ -146,6 +147,37 @@ class LeaseExtendInputSerializer(serializers.Serializer):
 # --- jobs -----------------------------------------------------------------------------------
 
 
+class RoleSerializer(serializers.Serializer):
+    """One role of a multi-host job: `count` essential hosts, up to `max` with elastic ones."""
+
+    name = serializers.CharField()
+    labels = serializers.ListField(
+        child=serializers.CharField(), help_text="The role's own labels; the job's apply too."
+    )
+    count = serializers.IntegerField()
+    max = serializers.IntegerField()
+
+
+class AttemptHostSerializer(serializers.Serializer):
+    """One host of a job's attempt: its role, its hostname and the lease that holds it."""
+
+    role = serializers.CharField(help_text="The job's role it plays; empty for a one-host job.")
+    hostname = serializers.CharField()
+    lease = serializers.IntegerField(help_text="The lease's id.")
+
+
+_SLOT = attrgetter("slot", "pk")
+
+
+def attempt_hosts(leases: Iterable[Lease]) -> list[dict]:
+    """The hosts of an attempt as the API shows them: [{"role", "hostname", "lease"}], by slot."""
+    return [
+        {"role": lease.role, "hostname": lease.host.hostname, "lease": lease.pk}
+        for lease in sorted(leases, key=_SLOT)
+    ]
+
+
+
 class WaitReasonSerializer(serializers.Serializer):
     code = serializers.ChoiceField(choices=WAIT_CODES)
     message = serializers.CharField()
@@ -165,6 +197,13 @@ class JobSerializer(FieldsBuiltOnce, ActiveLeaseMixin, serializers.ModelSerializ
     estimated_duration = Seconds(allow_null=True, help_text="Seconds.")
     wait_reason = serializers.SerializerMethodField()
     lease = serializers.SerializerMethodField()
+    roles = RoleSerializer(
+        many=True,
+        read_only=True,
+        help_text="A multi-host job's roles (docs/scheduling.md#multi-host-jobs); empty for a "
+        "one-host job.",
+    )
+    hosts = serializers.SerializerMethodField()
 
     class Meta:
         model = Job
@@ -178,6 +217,8 @@ class JobSerializer(FieldsBuiltOnce, ActiveLeaseMixin, serializers.ModelSerializ
             "status",
             "priority",
             "labels",
+            "roles",
+            "together_by",
             "host",
             "max_retries",
             "attempts",
@@ -195,8 +236,15 @@ class JobSerializer(FieldsBuiltOnce, ActiveLeaseMixin, serializers.ModelSerializ
             "message",
             "wait_reason",
             "lease",
+            "hosts",
         ]
         read_only_fields = fields
+        extra_kwargs = {
+            "together_by": {
+                "help_text": "A label prefix: every host of the job carries the same "
+                "`<prefix>:<value>` label; empty if none."
+            }
+        }
 
     def to_representation(self, job: Job) -> dict[str, Any]:
         """What DRF's walk over the fields above gives, made directly: the walk (each field's
@@ -215,6 +263,8 @@ class JobSerializer(FieldsBuiltOnce, ActiveLeaseMixin, serializers.ModelSerializ
             "status": fields["status"].to_representation(job.status),
             "priority": job.priority,
             "labels": job.labels,
+            "roles": [_role(role) for role in job.roles],
+            "together_by": job.together_by,
             "host": host.hostname if host is not None else None,
             "max_retries": job.max_retries,
             "attempts": job.attempts,
@@ -232,6 +282,7 @@ class JobSerializer(FieldsBuiltOnce, ActiveLeaseMixin, serializers.ModelSerializ
             "message": job.message,
             "wait_reason": self.get_wait_reason(job),
             "lease": self.get_lease(job),
+            "hosts": self.get_hosts(job),
         }
 
     @extend_schema_field(WaitReasonSerializer(allow_null=True))
@@ -239,12 +290,35 @@ class JobSerializer(FieldsBuiltOnce, ActiveLeaseMixin, serializers.ModelSerializ
         reasons = self.context.get("wait_reasons") or {}
         return reasons.get(job.pk)
 
-    @extend_schema_field(ActiveLeaseSerializer(allow_null=True))
-    def get_lease(self, job: Job) -> dict | None:
+    def _active_leases(self, job: Job) -> list[Lease]:
+        """The job's active leases by slot (a multi-host job's one per host)."""
         leases = getattr(job, "active_leases", None)
         if leases is None:  # not prefetched (a freshly changed job): read it
             leases = list(job.leases.active().select_related("host", "holder"))
+            job.active_leases = leases
+        if len(leases) > 1:
+            leases = sorted(leases, key=_SLOT)
+        return leases
+
+    @extend_schema_field(ActiveLeaseSerializer(allow_null=True))
+    def get_lease(self, job: Job) -> dict | None:
+        """The active lease (a multi-host job's slot 0: its runner's)."""
+        leases = self._active_leases(job)
         return self.lease_data(leases[0] if leases else None)
+
+    @extend_schema_field(AttemptHostSerializer(many=True))
+    def get_hosts(self, job: Job) -> list[dict]:
+        """The hosts of the active attempt, by slot; empty when it holds none."""
+        return attempt_hosts(self._active_leases(job))
+
+
+def _role(role: dict) -> dict:
+    return {
+        "name": role["name"],
+        "labels": list(role.get("labels") or ()),
+        "count": role.get("count", 1),
+        "max": role.get("max") or role.get("count", 1),
+    }
 
 
 def _seconds(value: timedelta | None) -> int | None:
@@ -292,7 +366,18 @@ class JobCompleteInputSerializer(JobStartInputSerializer):
     message = StrictCharField(
         allow_blank=True, default="", max_length=100000, help_text="Stored up to 10,000 chars."
     )
-    host_ok = StrictBooleanField(default=True, help_text="false sends the host to needs_repair.")
+    host_ok = StrictBooleanField(
+        default=True,
+        help_text="false sends the host (a multi-host job: every host of it) to needs_repair.",
+    )
+    hosts_ok = serializers.DictField(
+        child=StrictBooleanField(),
+        required=False,
+        allow_empty=True,
+        help_text='A multi-host job\'s hosts by hostname: {"dut2": false} sends dut2 to '
+        "needs_repair, the hosts not named are fine. A hostname that is not one of the job's "
+        "hosts gives 400 naming it.",
+    )
 
 
 class JobAbortInputSerializer(serializers.Serializer):
@@ -356,7 +441,13 @@ class JobAttemptSerializer(serializers.Serializer):
         "else the message of the event that ended the lease.",
     )
     retried_because = serializers.SerializerMethodField()
+    hosts = serializers.SerializerMethodField()
     events = AttemptEventSerializer(many=True, help_text="Oldest first.")
+
+    @extend_schema_field(AttemptHostSerializer(many=True))
+    def get_hosts(self, attempt: Attempt) -> list[dict]:
+        """Every host of the attempt, by slot (a one-host job's one)."""
+        return attempt_hosts(attempt.leases or (attempt.lease,))
 
     @extend_schema_field(
         serializers.CharField(
@@ -533,13 +624,41 @@ class RunnerJobSerializer(serializers.ModelSerializer):
 
 
 class RunnerLeaseSerializer(serializers.ModelSerializer):
-    """One of a worker's active job leases, with what its runner needs to run the job."""
+    """One of a worker's active job leases, with what its runner needs to run the job.
+
+    A multi-host job is listed once, by its slot 0 lease, to the runner of that host's worker
+    (`runs_here` true), with every host of the attempt in `hosts`; a host of it on another
+    worker is listed there by its own lease with `runs_here` false: held for a job another
+    runner runs, which this one leaves alone (docs/api.md#multi-host-jobs).
+    """
 
     host = RunnerHostSerializer(read_only=True)
     job = RunnerJobSerializer(read_only=True)
     kind = serializers.ChoiceField(source="job.kind", choices=JobKind.choices, read_only=True)
+    runs_here = serializers.SerializerMethodField()
+    hosts = serializers.SerializerMethodField()
 
     class Meta:
         model = Lease
         fields = ["id", "kind", "acquired_at", "expires_at", "heartbeat_at", "host", "job"]
+        fields += ["role", "slot", "runs_here", "hosts"]
         read_only_fields = fields
+        extra_kwargs = {
+            "role": {"help_text": "The job's role this lease's host plays; empty: a one-host job."},
+            "slot": {"help_text": "0: the job's first essential host, whose runner runs it."},
+        }
+
+    @extend_schema_field(
+        serializers.BooleanField(
+            help_text="This worker's runner runs the job. false: the host is held for a "
+            "multi-host job another worker's runner runs; leave it alone."
+        )
+    )
+    def get_runs_here(self, lease: Lease) -> bool:
+        return lease.slot == 0
+
+    @extend_schema_field(AttemptHostSerializer(many=True))
+    def get_hosts(self, lease: Lease) -> list[dict]:
+        """Every host of the job's attempt, by slot (a one-host job: its host)."""
+        leases = getattr(lease.job, "attempt_leases", None)
+        return attempt_hosts(leases if leases else [lease])

@@ -29,6 +29,7 @@ from jobs.filtersets import JobFilterSet, LeaseFilterSet, SuiteFilterSet
 from jobs.models import Job, Lease, SchedulerSettings, SchedulerSettingsChange, SchedulerTick, Suite
 from jobs.scheduling import whatif
 from jobs.scheduling.queue import queue_jobs, queue_select
+from jobs.services.runner_protocol import attempt_leases
 from schedsite import roles
 from schedsite.api_exceptions import ErrorSerializer
 from schedsite.api_permissions import RolePermissionsMixin
@@ -308,8 +309,9 @@ class JobViewSet(ReadViewSet):
         data = self._protocol_input()
         lease = self._runner_lease(data.pop("lease", None), data)
         job = service(lease=lease, by=self.request.user, **data)
-        # The service leaves the job and the lease as it wrote them: no second read.
-        job.active_leases = [lease] if lease.active else []
+        # The service leaves the job and the lease as it wrote them: no second read (a
+        # multi-host job's other leases are read: its answer lists all its hosts).
+        job.active_leases = attempt_leases(lease) if lease.active else []
         # The answer of _render, from a serializer whose fields are built once per process.
         context = {
             **self.get_serializer_context(),

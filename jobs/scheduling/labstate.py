@@ -15,11 +15,12 @@ rolled back, when the log cannot say which rows changed or no longer holds them,
 from __future__ import annotations
 
 import gc
+import json
 from bisect import bisect_left, insort
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from heapq import heappop, heappush
 from operator import attrgetter
 
@@ -31,6 +32,7 @@ from hosts.querysets import seen_online, worker_capacity
 from jobs.choices import JobKind
 from jobs.models import Job, Lease, decode_labels
 from jobs.scheduling import planner, snapshot
+from jobs.scheduling.planner.types import RoleNeed
 from jobs.scheduling.snapshot import (
     LabChanges,
     Snapshot,
@@ -38,6 +40,7 @@ from jobs.scheduling.snapshot import (
     hosts_last_used,
     job_columns,
     owner_usage,
+    role_needs,
     run_time_medians,
     suite_states,
 )
@@ -48,7 +51,9 @@ HOSTS, HOST_LABELS, JOBS, LEASES = "hosts_host", "hosts_host_labels", "jobs_job"
 LABELS = "hosts_label"
 
 _HostRow = tuple[str, str, bool, str, str, int | None, frozenset[str]]  # hostname … labels
-_Lease = tuple[int | None, int | None, int | None]  # job, its priority, its suite (None: reserved)
+# An active lease: its job, the job's priority and suite (None: a reservation), when it was
+# acquired and the job's estimated seconds (None: none), for the host's busy_until.
+_Lease = tuple[int | None, int | None, int | None, datetime, float | None]
 
 
 class LabState:
@@ -62,9 +67,15 @@ class LabState:
         self.limits: dict[int, int] = {}  # worker id -> capacity, for those that have one
         self.rows: dict[int, _HostRow] = {}
         self.leases: dict[int, _Lease] = {}  # host id -> its active lease
-        self.host_of_job: dict[int, int] = {}  # job id -> the host its active lease is on
+        # job id -> the hosts its active leases are on (a multi-host job's several)
+        self.host_of_job: dict[int, set[int]] = {}
         self.held: dict[int, int] = {}  # suite id -> hosts its jobs' active leases hold
-        self.running: dict[int, int] = {}  # worker id -> its hosts a job's lease holds
+        # worker id -> the jobs whose active leases hold its hosts, each with how many hosts:
+        # a multi-host job counts once toward its worker's capacity (WorkerLoad.running)
+        self.running: dict[int, Counter[int]] = {}
+        # The policy's default_duration_s the hosts' busy_until were computed with (a leased
+        # job with no estimate is expected to run that long).
+        self.default_s = planner.DEFAULT_POLICY.default_duration_s
         self.last_used: dict[int, datetime] = {}
         self.hosts: dict[int, planner.HostState] = {}  # by hostname, as the whole read
         self.index = planner.HostIndex()  # `hosts` as the plan counts them
@@ -83,6 +94,9 @@ class LabState:
         self.by_status: Counter[str] = Counter()  # hosts in each status
         self._labels: dict[frozenset[str], frozenset[str]] = {}  # one frozenset per label set
         self._label_keys: dict[str, frozenset[str]] = {}
+        # A multi-host job's roles as read (JSON text, or a list off PostgreSQL) with its labels
+        # -> its RoleNeeds: jobs of one class share one tuple.
+        self._roles: dict[tuple[str, frozenset[str]], tuple[RoleNeed, ...]] = {}
         self._jobs_in_order = True
         self._last_job_id = 0  # the highest id put in `jobs`, while they are in order
         self._hosts_in_order = True
@@ -117,7 +131,8 @@ class LabState:
         host_ids = set(changed.get(HOSTS) or ()) | set(changed.get(HOST_LABELS) or ())
         host_ids |= changed.get(LEASES) or frozenset()
         # A job holding a host gives the host its priority and counts against its suite's cap.
-        host_ids.update(self.host_of_job[j] for j in job_ids if j in self.host_of_job)
+        for j in job_ids:
+            host_ids.update(self.host_of_job.get(j, ()))
         moved_workers = self._read_workers(now)
         if host_ids:
             self._read_hosts(host_ids)
@@ -170,9 +185,20 @@ class LabState:
         for host_id, name in links.values_list("host_id", "label__name"):
             labels.setdefault(host_id, set()).add(name)
         found: dict[int, _Lease] = {
-            host_id: (job_id, prio, suite_id)
-            for host_id, job_id, prio, suite_id in leases.values_list(
-                "host_id", "job_id", "job__priority", "job__suite_id"
+            host_id: (
+                job_id,
+                prio,
+                suite_id,
+                acquired,
+                estimate.total_seconds() if estimate is not None else None,
+            )
+            for host_id, job_id, prio, suite_id, acquired, estimate in leases.values_list(
+                "host_id",
+                "job_id",
+                "job__priority",
+                "job__suite_id",
+                "acquired_at",
+                "job__estimated_duration",
             )
         }
         rows = {
@@ -223,20 +249,29 @@ class LabState:
         lease, row = self.leases.get(hid), self.rows.get(hid)
         if lease is None or row is None:
             return
-        job, _priority, suite = lease
+        job, _priority, suite, _at, _estimate = lease
         if suite is not None:
             _add(self.held, suite, sign)
         if job is not None and row[5] is not None:  # a reservation runs nothing on the runner
-            _add(self.running, row[5], sign)
+            jobs = self.running.setdefault(row[5], Counter())
+            jobs[job] += sign
+            if jobs[job] <= 0:
+                del jobs[job]
+            if not jobs:
+                del self.running[row[5]]
 
     def _put_lease(self, host_id: int, lease: _Lease | None) -> None:
         old = self.leases.pop(host_id, None)
-        if old is not None and old[0] is not None and self.host_of_job.get(old[0]) == host_id:
-            del self.host_of_job[old[0]]
+        if old is not None and old[0] is not None:
+            hosts = self.host_of_job.get(old[0])
+            if hosts is not None:
+                hosts.discard(host_id)
+                if not hosts:
+                    del self.host_of_job[old[0]]
         if lease is not None:
             self.leases[host_id] = lease
             if lease[0] is not None:
-                self.host_of_job[lease[0]] = host_id
+                self.host_of_job.setdefault(lease[0], set()).add(host_id)
 
     def _put_host_state(self, hid: int) -> None:
         old = self.hosts.get(hid)
@@ -257,8 +292,26 @@ class LabState:
             lease_priority=lease[1] if lease and lease[0] is not None else None,
             worker=worker,
             last_used=self.last_used.get(hid),
+            busy_until=self._busy_until(lease),
         )
         self.index.put(old, host)
+
+    def _busy_until(self, lease: _Lease | None) -> datetime | None:
+        """When the job the lease holds the host for is expected to end (None: no job)."""
+        if lease is None or lease[0] is None:
+            return None
+        estimate = lease[4]
+        seconds = estimate if estimate is not None and estimate > 0 else self.default_s
+        return lease[3] + timedelta(seconds=seconds)
+
+    def _expect(self, default_s: float) -> None:
+        """Expect a leased job with no estimate to run `default_s` (the policy's default)."""
+        if default_s == self.default_s:
+            return
+        self.default_s = default_s
+        for hid, lease in self.leases.items():
+            if lease[0] is not None and not (lease[4] or 0) > 0 and hid in self.rows:
+                self._put_host_state(hid)
 
     def _label_set(self, names: Iterable[str]) -> frozenset[str]:
         # Hosts of one class share one frozenset: less memory, and the planner's dict lookups
@@ -279,6 +332,7 @@ class LabState:
         label_keys, avoid, JobState = self._label_keys, self.avoid, planner.JobState  # noqa: N806
         ready: list[planner.JobState] = []
         # 100,000 rows on a whole read: the loop body is kept to lookups and one constructor.
+        needs = self._role_needs
         for (
             jid,
             name,
@@ -287,6 +341,8 @@ class LabState:
             key,
             pinned,
             owner,
+            roles,
+            together_by,
             submitted,
             estimate,
             not_before,
@@ -298,7 +354,8 @@ class LabState:
             if at is None:
                 at = moments[submitted] = moment(submitted)
             # Positional, in JobState's field order: id, name, suite, priority, submitted_at,
-            # labels, pinned host, avoided hosts, size (None: the snapshot sets it), owner.
+            # labels, pinned host, avoided hosts, size (None: the snapshot sets it), owner,
+            # roles (a multi-host job's), together_by.
             job = JobState(
                 jid,
                 name,
@@ -310,6 +367,8 @@ class LabState:
                 avoid.get(jid, _NONE),
                 None,
                 owner,
+                needs(roles, labels) if roles else (),
+                together_by,
             )
             if estimate is not None:
                 self.estimates[jid] = seconds(estimate)
@@ -324,6 +383,15 @@ class LabState:
         else:
             for job in ready:
                 self._put_job(job)
+
+    def _role_needs(self, roles: str | list, labels: frozenset[str]) -> tuple[RoleNeed, ...]:
+        text = roles if isinstance(roles, str) else json.dumps(roles)
+        needs = self._roles.get((text, labels))
+        if needs is None:
+            needs = self._roles[text, labels] = role_needs(
+                json.loads(text) if isinstance(roles, str) else roles, labels
+            )
+        return needs
 
     def _put_job(self, job: planner.JobState) -> None:
         if job.id < self._last_job_id:
@@ -371,6 +439,7 @@ class LabState:
         with_usage: bool = False,
     ) -> Snapshot:
         """The planner's input at `now`: retries whose backoff ended join the queue."""
+        self._expect(policy.default_duration_s)
         for jid, (job, not_before) in list(self.backoff.items()):
             if not_before <= now:
                 del self.backoff[jid]
@@ -401,7 +470,7 @@ class LabState:
             ),
             workers={
                 self.workers[wid][0]: planner.WorkerLoad(
-                    limit=limit, running=self.running.get(wid, 0)
+                    limit=limit, running=len(self.running.get(wid, ()))
                 )
                 for wid, limit in self.limits.items()
             },
@@ -432,11 +501,7 @@ class LabState:
 
     def _lowest_id(self, key: planner.JobGroupKey) -> int:
         ids = self._group_ids[key]
-        while (job := self.jobs.get(ids[0])) is None or key != (
-            job.labels,
-            job.pinned_host_id,
-            job.suite_id,
-        ):
+        while (job := self.jobs.get(ids[0])) is None or key != planner.group_key(job):
             heappop(ids)
         return ids[0]
 

@@ -17,6 +17,7 @@ from hosts.querysets import online_cutoff
 from jobs.choices import JobKind, JobStatus
 from jobs.models import Job, Lease, OwnerUsage, Suite
 from jobs.scheduling import planner
+from jobs.scheduling.planner.types import RoleNeed
 
 
 @dataclass
@@ -81,6 +82,7 @@ def job_columns(
     """
     fields = ["id", "name", "suite_id", "priority", "label_key", "host_id", "owner_id"]
     if connection.vendor != "postgresql":
+        fields += ["roles", "together_by"]
         fields.append("submitted_at")
         if sized:
             fields.append("estimated_duration")
@@ -88,9 +90,12 @@ def job_columns(
             fields.append("not_before")
         return queued, fields, lambda at: at, lambda d: d.total_seconds() if d else None  # type: ignore[attr-defined,return-value]
     table = Job._meta.db_table
+    # A multi-host job's roles as JSON text, parsed once per distinct text by the reader; a
+    # one-host job's empty list as NULL, parsed not at all.
+    roles = RawSQL(f"""NULLIF("{table}"."roles"::text, '[]')""", ())
     epoch_us = RawSQL(f'(EXTRACT(EPOCH FROM "{table}"."submitted_at") * 1000000)::bigint', ())
-    queued = queued.annotate(submitted_us=epoch_us)
-    fields.append("submitted_us")
+    queued = queued.annotate(roles_text=roles, submitted_us=epoch_us)
+    fields += ["roles_text", "together_by", "submitted_us"]
     if sized:
         estimate = RawSQL(f'EXTRACT(EPOCH FROM "{table}"."estimated_duration")::float', ())
         queued = queued.annotate(estimate_s=estimate)
@@ -284,6 +289,20 @@ def lab_changes(*, now: datetime, since: int | None = None) -> LabChanges | None
     )
 
 
+def role_needs(roles: Iterable[Mapping], labels: frozenset[str]) -> tuple[RoleNeed, ...]:
+    """A multi-host job's roles (Job.roles, normalized at submission) as the planner's
+    RoleNeeds: each role's labels with the job's own `labels`."""
+    return tuple(
+        RoleNeed(
+            name=role["name"],
+            labels=labels | frozenset(role.get("labels") or ()),
+            count=int(role.get("count", 1)),
+            max=int(role.get("max") or role.get("count", 1)),
+        )
+        for role in roles
+    )
+
+
 def job_state(job: Job) -> planner.JobState:
     """Read one job as a planner.JobState, to find its wait-reason class (`planner.class_key`)."""
     return planner.JobState(
@@ -292,6 +311,8 @@ def job_state(job: Job) -> planner.JobState:
         suite_id=job.suite_id,
         priority=job.priority,
         submitted_at=job.submitted_at,
-        labels=frozenset(job.labels),
+        labels=(labels := frozenset(job.labels)),
         pinned_host_id=job.host_id,
+        roles=role_needs(job.roles or (), labels),
+        together_by=job.together_by,
     )

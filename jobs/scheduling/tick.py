@@ -135,7 +135,10 @@ def _log_tick(summary: TickSummary, *, trigger: str) -> None:
     leased = len(summary.leases)
     # jobs_considered counts the test jobs the planner saw; the maintenance phase's verify and
     # repair leases are not among them.
-    tests_leased = sum(1 for lease in summary.leases if lease["kind"] == JobKind.TEST)
+    # A multi-host job's several leases are one job.
+    tests_leased = len(
+        {lease["job_id"] for lease in summary.leases if lease["kind"] == JobKind.TEST}
+    )
     queued = summary.jobs_considered - tests_leased
     log.info(
         "tick %s: %d leased, %d expired, %d timed out, %d queued, %.1f ms (plan %.1f ms)",
@@ -222,7 +225,7 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
         )
         reasons = _reasons_by_class(result)
         summary.duration_ms = (time.perf_counter() - start) * 1000
-        queued_after = len(snap.jobs) - len(made)
+        queued_after = len(snap.jobs) - len({lease["job_id"] for lease in made})
         oldest = snap.oldest_submitted or min(
             map(attrgetter("submitted_at"), snap.jobs), default=None
         )
@@ -244,6 +247,7 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
             queued_after=queued_after,
             oldest_wait_s=(now - oldest).total_seconds() if oldest and queued_after else 0.0,
             wait_reasons=reasons,
+            holds=_holds(result),
             **capacity,
         )
         if changes is not None:
@@ -290,6 +294,7 @@ def _tick_unchanged(summary: TickSummary, *, fingerprint: str, trigger: str, sta
         wait_reasons=Subquery(
             SchedulerTick.objects.filter(pk=previous.pk).values("wait_reasons")[:1]
         ),
+        holds=previous.holds,  # the same plan holds the same hosts
         unchanged=True,
         **capacity,
     )
@@ -329,12 +334,16 @@ def _lab_capacity(*, schedulable: int, by_status: Counter[str] | None) -> dict[s
 def _apply(
     assignments: Iterable[planner.Assignment], *, snap: snapshot.Snapshot, now: datetime
 ) -> list[dict]:
-    """Create the planned leases, keeping only those still valid under row locks."""
+    """Create the planned leases, keeping only those still valid under row locks.
+
+    A multi-host job gets all its planned hosts or none of them: if one of them is no longer
+    schedulable at the re-check, the job keeps waiting and its other hosts stay free.
+    """
     assignments = list(assignments)
     if not assignments:
         return []
     host_ids = sorted(a.host_id for a in assignments)
-    job_ids = sorted(a.job_id for a in assignments)
+    job_ids = sorted({a.job_id for a in assignments})
     # The one lock order (docs/architecture.md#lock-order): jobs, then hosts, each in id order.
     # Locking first and re-reading in a new statement means any write that locked these rows
     # before us has committed and is visible now.
@@ -344,7 +353,8 @@ def _apply(
     list(host_rows.select_for_update().order_by("pk").values_list("pk", flat=True))
     ok_hosts = set(host_rows.schedulable(now).values_list("pk", flat=True))
     ok_jobs = set(job_rows.queued().values_list("pk", flat=True))
-    kept = [a for a in assignments if a.host_id in ok_hosts and a.job_id in ok_jobs]
+    lost = {a.job_id for a in assignments if a.host_id not in ok_hosts}  # all or nothing
+    kept = [a for a in assignments if a.job_id in ok_jobs and a.job_id not in lost]
     if not kept:
         return []
     jobs = snap.jobs_by_id
@@ -362,12 +372,14 @@ def _apply(
                 "suite": suite_name,
                 "host": host.hostname,
                 "kind": JobKind.TEST,
+                "role": a.role,
             }
         )
         messages.append(
             f"leased to job {job.name}"
             + (f" of suite {suite_name}" if suite_name else "")
             + f" (priority {job.priority})"
+            + (f" as its {a.role} (slot {a.slot})" if a.role else "")
         )
     transitions.lease_jobs(
         [(a.host_id, a.job_id) for a in kept],
@@ -376,10 +388,17 @@ def _apply(
         at=now,
         subjects=[lease["host"] for lease in made],
         messages=messages,
+        roles=[a.role for a in kept],
+        slots=[a.slot for a in kept],
         attempts=F("attempts") + 1,
         message="",
     )
     return made
+
+
+def _holds(plan: planner.Plan) -> dict[str, int]:
+    """The plan's held hosts as the tick row stores them: {"<host id>": job id}."""
+    return {str(host): job for host, job in sorted(plan.holds.items())}
 
 
 def _reasons_by_class(result: planner.Plan) -> dict:

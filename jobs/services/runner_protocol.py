@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Required, TypedDict, Unpack
 
@@ -19,7 +19,7 @@ from jobs import recovery, transitions
 from jobs.choices import JobKind, JobStatus, ReleaseReason
 from jobs.models import Job, Lease
 from jobs.querysets import ACTIVE_LEASE_SQL
-from jobs.services.common import active_lease_for
+from jobs.services.common import active_lease_for, active_leases_for, lock_attempt
 from jobs.services.staff import job_abort
 from jobs.transitions import Mover
 from schedsite.errors import Conflict, Forbidden, InvalidInput
@@ -45,14 +45,51 @@ def job_start(*, job: Job, by: Actor, at: datetime | None = None) -> Job:
 
 
 def _start(lease: Lease, *, by: Actor, at: datetime) -> Job:
-    """Move the lease's job to running; the lease first, as every call by lease does."""
+    """Move the lease's job to running; the lease first, as every call by lease does.
+
+    A multi-host job is started once, through any of its leases: each of its hosts gets a
+    `started` event."""
     _extend(lease, at=at, unexpired=False)  # `start` counts as a heartbeat
     job = lease.job
     transitions.move_job(job, to=JobStatus.RUNNING, mover=Mover.RUNNER, at=at)
-    transitions.lease_event(
-        EventKind.STARTED, lease, by=by, at=at, message=f"job {job.name} started"
-    ).save()
+    said = f"job {job.name} started"
+    audit.record_many(
+        [
+            transitions.lease_event(EventKind.STARTED, each, by=by, at=at, message=said)
+            for each in attempt_leases(lease)
+        ]
+    )
     return job
+
+
+def attempt_leases(lease: Lease) -> list[Lease]:
+    """The active leases of the lease's job, by slot: the lease itself for a one-host job (no
+    query), all its hosts' for a multi-host one, each with its host."""
+    job = lease.job
+    if job is None or not job.roles:
+        return [lease]
+    leases = list(
+        Lease.objects.active().filter(job_id=job.pk).select_related("host").order_by("slot", "pk")
+    )
+    return [lease if each.pk == lease.pk else each for each in leases] or [lease]
+
+
+def _broken_hosts(
+    leases: Sequence[Lease], *, host_ok: bool, hosts_ok: Mapping[str, bool] | None
+) -> list[Lease]:
+    """The leases whose hosts the runner found broken: all (host_ok false), or those
+    `hosts_ok` says false of; InvalidInput naming a hostname that is not one of the job's."""
+    names = {lease.host.hostname for lease in leases}
+    unknown = sorted(name for name in (hosts_ok or {}) if name not in names)
+    if unknown:
+        raise InvalidInput(
+            f"hosts_ok names {', '.join(unknown)}, not a host of this job's attempt "
+            f"({', '.join(sorted(names))})",
+            field="hosts_ok",
+        )
+    if not host_ok:
+        return list(leases)
+    return [lease for lease in leases if (hosts_ok or {}).get(lease.host.hostname) is False]
 
 
 def lease_heartbeat(*, lease: Lease, by: Actor = None, at: datetime | None = None) -> Lease:
@@ -60,12 +97,15 @@ def lease_heartbeat(*, lease: Lease, by: Actor = None, at: datetime | None = Non
     at = at or timezone.now()
     ttl = timedelta(seconds=settings.LEASE_TTL)
     # Compare-and-set: a heartbeat for a released (or already expired) lease changes nothing.
-    # Two single-row statements, each atomic by itself; neither reads first.
-    changed = (
-        Lease.objects.active()
-        .filter(pk=lease.pk, expires_at__gte=at)
-        .update(heartbeat_at=at, expires_at=at + ttl)
-    )
+    # A job's lease extends every lease of its attempt (a multi-host job's hosts).
+    if lease.job_id is not None:
+        changed = lease.pk in _extend_attempt(lease.pk, at=at, unexpired=True)
+    else:
+        changed = bool(
+            Lease.objects.active()
+            .filter(pk=lease.pk, expires_at__gte=at)
+            .update(heartbeat_at=at, expires_at=at + ttl)
+        )
     if not changed:
         raise Conflict(f"lease {lease.pk} is no longer active")
     lease.heartbeat_at, lease.expires_at = at, at + ttl
@@ -102,44 +142,52 @@ def _complete(
     by: Actor,
     message: str = "",
     host_ok: bool = True,
+    hosts_ok: Mapping[str, bool] | None = None,
     at: datetime | None = None,
 ) -> Job:
-    """Release the job's lease with its result, then act on what it says of the host.
+    """Release the job's leases with its result, then act on what it says of the hosts.
 
     A test that failed on a host the runner found broken is retried elsewhere while it has
-    tries left; the host goes to repair. A verify or repair job moves its host along the
-    health loop (docs/health.md).
+    tries left; the host goes to repair. A multi-host job is completed once, through any of
+    its leases: every lease of its attempt is released, each host the runner found broken
+    (`host_ok` false: all of them; `hosts_ok`: those it says false of) goes to repair, the
+    others are free again. A verify or repair job moves its host along the health loop
+    (docs/health.md).
     """
     at = at or timezone.now()
     job = lease.job
     message = (message or "")[:10000]
     is_test = job.kind == JobKind.TEST
-    host_broke = is_test and not host_ok
+    leases = attempt_leases(lease)
+    broken = _broken_hosts(leases, host_ok=host_ok, hosts_ok=hosts_ok) if is_test else []
     done = f"{'job' if is_test else job.kind + ' job'} {job.name} {result}"
     done += f": {message[:200]}" if message else ""
-    # The lease first: its compare-and-set locks the row before the job's, in the order the
+    # The leases first: their compare-and-set locks the rows before the job's, in the order the
     # tick's expiry takes them, and a lease that ended meanwhile fails the whole call.
     try:
         transitions.release_leases(
-            [lease], reason=COMPLETED, mover=RUNNER, by=by, at=at, message=done,
+            leases, reason=COMPLETED, mover=RUNNER, by=by, at=at, message=done,
             trigger="job completed",
         )  # fmt: skip
     except Conflict:
         raise _ended(lease) from None
-    if not (host_broke and result == JobStatus.FAILED):
+    if not (broken and result == JobStatus.FAILED):
         transitions.move_job(job, to=result, mover=Mover.RUNNER, at=at, message=message)
     if not is_test:
         passed = result == JobStatus.PASSED
         recovery.maintenance_ended(job, host=lease.host, passed=passed, mover=RUNNER, by=by, at=at)
-    elif host_broke:
+    elif broken:
         if result == JobStatus.FAILED:
             why = f"the runner reported it broken; {recovery.brief(message)}"
-            recovery.retry_or_end([lease], end_as=FAILED, mover=RUNNER, at=at, why=why, by=by)
+            recovery.retry_or_end(broken, end_as=FAILED, mover=RUNNER, at=at, why=why, by=by)
             job.refresh_from_db()  # retried or ended by the recovery, not by move_job
         why = f"runner reported the host broken after job {job.name}"
-        transitions.mark_needs_repair([lease.host_id], mover=RUNNER, by=by, why=why, at=at)
+        transitions.mark_needs_repair(
+            [each.host_id for each in broken], mover=RUNNER, by=by, why=why, at=at
+        )
     elif result == JobStatus.FAILED:
-        recovery.check_failure_streak(lease.host, by=by, at=at, lease=lease)
+        for each in leases:
+            recovery.check_failure_streak(each.host, by=by, at=at, lease=each)
     return job
 
 
@@ -162,22 +210,67 @@ def _ended(lease: Lease) -> Conflict:
 
 
 def _extend(lease: Lease, *, at: datetime, unexpired: bool) -> None:
-    """Heartbeat an active job lease in one compare-and-set, which also locks its row.
+    """Heartbeat an active job lease, and every other active lease of its job (a multi-host
+    job's attempt), in one compare-and-set, which also locks their rows.
 
-    With `unexpired`, a lease past its expiry that no tick has released yet is refused too.
+    With `unexpired`, an attempt with a lease past its expiry that no tick has released yet is
+    refused too: the tick is about to end it.
+    """
+    if lease.pk not in _extend_attempt(lease.pk, at=at, unexpired=unexpired):
+        raise _ended(lease)
+    lease.heartbeat_at, lease.expires_at = at, at + timedelta(seconds=settings.LEASE_TTL)
+
+
+def _extend_attempt(lease_id: int, *, at: datetime, unexpired: bool) -> list[int]:
+    """Extend the active leases of the job of an active job lease; return the ids extended.
+
+    All of them or none: with `unexpired`, none if one of them is past its expiry. The rows
+    are locked in id order first (the order the tick's expiry takes them in, skipping what is
+    locked), so two heartbeats of one job, or a heartbeat and the tick, never deadlock.
     """
     expires_at = at + timedelta(seconds=settings.LEASE_TTL)
-    rows = Lease.objects.active().filter(pk=lease.pk, job__isnull=False)
-    if unexpired:
-        rows = rows.filter(expires_at__gte=at)
-    if not rows.update(heartbeat_at=at, expires_at=expires_at):
-        raise _ended(lease)
-    lease.heartbeat_at, lease.expires_at = at, expires_at
+    if connection.vendor == "postgresql":
+        table = Lease._meta.db_table
+        live = "AND NOT EXISTS (SELECT 1 FROM locked WHERE expires_at < %s) " if unexpired else ""
+        sql = (
+            f"WITH me AS (SELECT job_id FROM {table} WHERE id = %s AND {ACTIVE_LEASE_SQL} "  # noqa: S608 - the model's table
+            "AND job_id IS NOT NULL), "
+            f"locked AS (SELECT l.id, l.expires_at FROM {table} l WHERE l.job_id = "
+            f"(SELECT job_id FROM me) AND l.{ACTIVE_LEASE_SQL} ORDER BY l.id FOR UPDATE) "
+            f"UPDATE {table} SET heartbeat_at = %s, expires_at = %s "
+            f"WHERE id IN (SELECT id FROM locked) {live}RETURNING id"
+        )
+        params: list[object] = [lease_id, at, expires_at] + ([at] if unexpired else [])
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return [row[0] for row in cursor.fetchall()]
+    with transaction.atomic():
+        job_id = (
+            Lease.objects.active()
+            .filter(pk=lease_id, job__isnull=False)
+            .values_list("job_id", flat=True)
+            .first()
+        )
+        if job_id is None:
+            return []
+        rows = list(
+            Lease.objects.active()
+            .filter(job_id=job_id)
+            .select_for_update()
+            .order_by("pk")
+            .values_list("pk", "expires_at")
+        )
+        if unexpired and any(until < at for _pk, until in rows):
+            return []
+        ids = [pk for pk, _until in rows]
+        Lease.objects.filter(pk__in=ids).update(heartbeat_at=at, expires_at=expires_at)
+        return ids
 
 
 def _lock_job_lease(lease: Lease) -> Lease:
-    """Lock and read an active job lease, for the calls that act on more than its row."""
-    locked = Lease.objects.select_for_update().filter(pk=lease.pk).first()
+    """Lock and read an active job lease, for the calls that act on more than its row; with the
+    other active leases of its job (a multi-host job's), in id order."""
+    locked = next((each for each in lock_attempt(lease.pk) if each.pk == lease.pk), None)
     if locked is None or not locked.active or locked.job_id is None:
         raise _ended(locked or lease)
     return locked
@@ -194,7 +287,8 @@ class Report(TypedDict, total=False):
 
     result: Required[str]  # passed or failed
     message: str  # the output's tail
-    host_ok: bool  # False: the runner found the host broken
+    host_ok: bool  # False: the runner found the host (a multi-host job: every host) broken
+    hosts_ok: Mapping[str, bool] | None  # a multi-host job's hosts by hostname: False, broken
     at: datetime | None
 
 
@@ -248,29 +342,50 @@ def worker_leases_heartbeat(
 
 
 def _extend_many(ids: list[int], *, worker: Worker, at: datetime) -> list[int]:
-    """Heartbeat those of the leases that are active job leases on the worker's hosts."""
+    """Heartbeat the jobs of those of the leases that are active job leases of the worker's
+    runner: on its hosts, or of a multi-host job whose slot 0 host is on them (the job it
+    runs). Each such job's active leases are all extended, or none if one is past its expiry;
+    returns the ids extended."""
     expires_at = at + timedelta(seconds=settings.LEASE_TTL)
     if connection.vendor == "postgresql":
-        # One UPDATE … RETURNING: the compare-and-set answers which rows it extended. The
-        # lease's own conditions sit on the UPDATE, not in a subquery, so a lease released
-        # meanwhile is re-checked as it is now (an ORM update with a join would not be).
+        # One statement: the named leases' jobs, their active leases locked in id order (as
+        # the tick's expiry and a single heartbeat lock them), and the UPDATE … RETURNING of
+        # the jobs none of whose leases is past its expiry. The locks re-read each row as it
+        # is now, so a lease released meanwhile is left out.
         lease, host = Lease._meta.db_table, Host._meta.db_table
+        mine = f"SELECT id FROM {host} WHERE worker_id = %s"
         with connection.cursor() as cursor:
             cursor.execute(
-                f"UPDATE {lease} SET heartbeat_at = %s, expires_at = %s "
-                f"WHERE id = ANY(%s) AND {ACTIVE_LEASE_SQL} AND job_id IS NOT NULL "
-                f"AND expires_at >= %s AND host_id IN (SELECT id FROM {host} WHERE worker_id = %s) "
-                "RETURNING id",
-                [at, expires_at, ids, at, worker.pk],
+                f"WITH named AS (SELECT DISTINCT n.job_id FROM {lease} n WHERE n.id = ANY(%s) "  # noqa: S608 - the models' tables
+                f"AND n.{ACTIVE_LEASE_SQL} AND n.job_id IS NOT NULL AND EXISTS (SELECT 1 "
+                f"FROM {lease} m WHERE m.job_id = n.job_id AND m.{ACTIVE_LEASE_SQL} "
+                f"AND (m.id = n.id OR m.slot = 0) AND m.host_id IN ({mine}))), "
+                f"locked AS (SELECT l.id, l.job_id, l.expires_at FROM {lease} l "
+                f"WHERE l.job_id IN (SELECT job_id FROM named) AND l.{ACTIVE_LEASE_SQL} "
+                "ORDER BY l.id FOR UPDATE), "
+                "live AS (SELECT job_id FROM locked GROUP BY job_id HAVING min(expires_at) >= %s) "
+                f"UPDATE {lease} SET heartbeat_at = %s, expires_at = %s WHERE id IN "
+                "(SELECT id FROM locked WHERE job_id IN (SELECT job_id FROM live)) RETURNING id",
+                [ids, worker.pk, at, at, expires_at],
             )
             return [row[0] for row in cursor.fetchall()]
     with transaction.atomic():
-        held = list(
+        named = Lease.objects.active().filter(pk__in=ids, job__isnull=False)
+        jobs = set(named.filter(host__worker=worker).values_list("job_id", flat=True))
+        jobs |= set(
             Lease.objects.active()
-            .filter(pk__in=ids, job__isnull=False, expires_at__gte=at, host__worker=worker)
-            .select_for_update(of=("self",))
-            .values_list("pk", flat=True)
+            .filter(job_id__in=named.values("job_id"), slot=0, host__worker=worker)
+            .values_list("job_id", flat=True)
         )
+        rows = list(
+            Lease.objects.active()
+            .filter(job_id__in=jobs)
+            .select_for_update(of=("self",))
+            .order_by("pk")
+            .values_list("pk", "job_id", "expires_at")
+        )
+        dead = {job for _pk, job, until in rows if until < at}
+        held = [pk for pk, job, _until in rows if job not in dead]
         Lease.objects.filter(pk__in=held).update(heartbeat_at=at, expires_at=expires_at)
     return held
 
@@ -301,8 +416,11 @@ def lease_hand_back(*, lease: Lease, by: Actor, reason: str, at: datetime | None
         raise Forbidden(f"job {job.pk} is {job.status}: only a job not started can be handed back")
     text = (reason or "").strip()[:500] or "runner stopping"
     back = f"job {job.name} handed back: {text}"
+    leases = [lease]
+    if job.roles:  # a multi-host job is handed back whole: every host of it
+        leases = [lease if each.pk == lease.pk else each for each in active_leases_for(job)]
     transitions.release_leases(
-        [lease], reason=RELEASED, mover=RUNNER, by=by, at=at, message=back, trigger="handed back"
+        leases, reason=RELEASED, mover=RUNNER, by=by, at=at, message=back, trigger="handed back"
     )
     transitions.move_jobs(
         [job.pk],

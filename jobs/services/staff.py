@@ -11,7 +11,7 @@ from hosts.services import reason_clean
 from jobs import transitions
 from jobs.choices import JobStatus, ReleaseReason
 from jobs.models import Job, Lease, Suite
-from jobs.services.common import active_lease_for
+from jobs.services.common import active_leases_for, lock_attempt
 from jobs.transitions import Mover
 from schedsite.errors import Conflict
 from schedsite.transactions import atomic_retry
@@ -24,17 +24,21 @@ def lease_release(
     """Release a lease by hand; its job is requeued (default) or aborted."""
     at = at or timezone.now()
     reason = reason_clean(reason, what="release a lease", required=False)
-    lease = (
-        Lease.objects.select_for_update(of=("self",)).select_related("host", "job").get(pk=lease.pk)
-    )
+    lease_id = lease.pk
+    attempt = lock_attempt(lease_id)
+    lease = next((each for each in attempt if each.pk == lease_id), None)
+    if lease is None:
+        raise Lease.DoesNotExist(f"lease {lease_id} does not exist")
     if not lease.active:
         raise Conflict(f"lease {lease.pk} is no longer active")
     text = reason.strip() or "released by hand"
     job = lease.job
     outcome, status = ("requeued", JobStatus.QUEUED) if requeue else ("aborted", JobStatus.ABORTED)
     said = f"job {job.name} {outcome}: {text}" if job else text
+    # A multi-host job's attempt ends whole: every host of it is released.
+    leases = [each for each in attempt if each.active]
     transitions.release_leases(
-        [lease], reason=ReleaseReason.RELEASED, mover=Mover.STAFF, by=by, at=at, message=said
+        leases, reason=ReleaseReason.RELEASED, mover=Mover.STAFF, by=by, at=at, message=said
     )
     if job is not None:
         transitions.move_jobs(
@@ -56,17 +60,18 @@ def job_abort(
     """Abort a queued or running job; a held host is released back to the pool."""
     at = at or timezone.now()
     text = (reason or "").strip() or f"aborted by {actor_name(by)}"
-    # Lease before job, the order the runner protocol locks them in.
-    lease = active_lease_for(job)
+    # Leases before job, the order the runner protocol locks them in; a multi-host job's
+    # every lease.
+    leases = active_leases_for(job)
     transitions.move_job(job, to=JobStatus.ABORTED, mover=mover, at=at, message=text[:10000])
-    if lease is None:
+    if not leases:
         # A tick leasing this job held its row until it committed, so the update above waited
-        # for it and found the job leased; read its lease now rather than leave it active
+        # for it and found the job leased; read its leases now rather than leave them active
         # under an aborted job. With the job row ours, no later tick can lease it.
-        lease = active_lease_for(job)
-    if lease is not None:
+        leases = active_leases_for(job)
+    if leases:
         transitions.release_leases(
-            [lease],
+            leases,
             reason=ReleaseReason.ABORTED,
             mover=mover,
             by=by,

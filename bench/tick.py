@@ -145,9 +145,11 @@ def _churn(
             last = i == repeats - 1
             ticks.append(_run_tick(f"churn {n}", profile if last else None))
         times = sorted(float(t["ms"]) for t in ticks)  # type: ignore[arg-type]
+        plans = [float(t["plan_ms"]) for t in ticks]  # type: ignore[arg-type]
         out[str(n)] = {
             "median_ms": round(statistics.median(times), 1),
             "min_ms": times[0],
+            "plan_median_ms": round(statistics.median(plans), 1),
             "queries": ticks[-1]["queries"],
             "leased": ticks[-1]["leased"],
             "refreshed": sum(1 for t in ticks if t["refreshed"]),

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 from bench.labgen import Lab
+from jobs.scheduling.planner import JobState
 
 BENCH_SERVER = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
 # Databases a benchmark may create and drop; anything else is refused, so a typo can never
@@ -171,6 +172,7 @@ def load(
                     owner=user,
                     created_at=_aware(j.submitted_at),
                     submitted_at=_aware(j.submitted_at),
+                    roles=job_roles(j),
                 )
                 for j in lab.jobs
             ],
@@ -183,6 +185,19 @@ def load(
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")  # fresh statistics, as autovacuum would give a live lab
     return {"host": host_pk, "job": job_pk, "suite": suite_pk}
+
+
+def job_roles(job: JobState) -> list[dict[str, object]]:
+    """A multi-host job's `roles` as submission stores them: each role's own labels only."""
+    return [
+        {
+            "name": role.name,
+            "labels": sorted(role.labels - job.labels),
+            "count": role.count,
+            "max": role.max,
+        }
+        for role in job.roles
+    ]
 
 
 def _aware(dt: datetime) -> datetime:

@@ -5,13 +5,16 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
+import random
 import statistics
 import sys
 import time
+from dataclasses import replace
 
 from bench import dbload
 from bench.cli import print_result
-from bench.labgen import add_shape_arguments, generate, shape_from
+from bench.labgen import Lab, add_shape_arguments, generate, shape_from
+from jobs.scheduling.planner.types import RoleNeed
 
 # The targets of docs/performance.md#targets, in milliseconds, by (hosts, jobs).
 COLD_TARGET_MS = 5000.0
@@ -28,6 +31,28 @@ def _heartbeat_workers() -> None:
     # Offline workers were last seen an hour ago; keep them offline.
     cutoff = timezone.now() - timezone.timedelta(minutes=30)
     Worker.objects.filter(Q(last_seen__gte=cutoff)).update(last_seen=timezone.now())
+
+
+def _make_multi_host(lab: Lab, share: float, seed: int) -> int:
+    """Make a seeded `share` of the queued jobs multi-host; how many were made.
+
+    Of those, three in four need 2 hosts and one in four 4 hosts, one role `dut` with no labels
+    of its own (`roles=[{"name": "dut", "labels": [], "count": 2, "max": 2}]`): their hosts are
+    the job's label set's. Pinned jobs stay one-host, and so do jobs of a suite whose max_duts
+    is below 4 (submission refuses a job needing more hosts than its suite's cap).
+    """
+    if share <= 0:
+        return 0
+    rng = random.Random(f"multi-host {seed}")
+    capped = {s.id for s in lab.suites if s.max_duts is not None and s.max_duts < 4}
+    made = 0
+    for i, job in enumerate(lab.jobs):
+        if job.pinned_host_id is not None or job.suite_id in capped or rng.random() >= share:
+            continue
+        count = 4 if rng.random() < 0.25 else 2
+        lab.jobs[i] = replace(job, roles=(RoleNeed("dut", job.labels, count, count),))
+        made += 1
+    return made
 
 
 def _run_tick(label: str, profile: str | None) -> dict[str, object]:
@@ -81,12 +106,16 @@ def _events(count: int, *, priority: int = 100) -> None:
     from jobs import services
     from jobs.models import Lease
 
-    leases = list(
+    # A multi-host job holds several leases and completes once: `count` distinct jobs.
+    by_job: dict[int, Lease] = {}
+    for lease in (
         Lease.objects.active()
         .filter(job__isnull=False)
         .select_related("job", "host")
-        .order_by("id")[:count]
-    )
+        .order_by("id")[: count * 4]
+    ):
+        by_job.setdefault(lease.job_id, lease)
+    leases = list(by_job.values())[:count]
     if len(leases) < count:
         raise SystemExit(f"only {len(leases)} jobs run; the churn needs {count}")
     for lease in leases:
@@ -116,9 +145,11 @@ def _churn(
             last = i == repeats - 1
             ticks.append(_run_tick(f"churn {n}", profile if last else None))
         times = sorted(float(t["ms"]) for t in ticks)  # type: ignore[arg-type]
+        plans = [float(t["plan_ms"]) for t in ticks]  # type: ignore[arg-type]
         out[str(n)] = {
             "median_ms": round(statistics.median(times), 1),
             "min_ms": times[0],
+            "plan_median_ms": round(statistics.median(plans), 1),
             "queries": ticks[-1]["queries"],
             "leased": ticks[-1]["leased"],
             "refreshed": sum(1 for t in ticks if t["refreshed"]),
@@ -190,14 +221,24 @@ def main() -> None:
         metavar="SHARE",
         help="give every worker a max_jobs of this share of its hosts (0: unlimited)",
     )
+    parser.add_argument(
+        "--multi-host-share",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="make this share of the queued jobs multi-host (2 or 4 hosts; 0: none)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     args = parser.parse_args()
+    if not 0 <= args.multi_host_share <= 1:
+        parser.error("--multi-host-share: a share between 0 and 1")
 
     # Every host can take work (no locks, no paused or offline worker), so that the cold tick
     # leases as many of the hosts as the queue can use: "a cold tick that leases 10,000 hosts".
     shape = shape_from(args, unavailable=0.0, paused_workers=0.0, offline_workers=0.0)
     lab = generate(shape)
-    print(f"tick benchmark: {lab.describe()}", file=sys.stderr)
+    multi_host = _make_multi_host(lab, args.multi_host_share, args.seed)
+    print(f"tick benchmark: {lab.describe()}, {multi_host} multi-host", file=sys.stderr)
     dbload.setup_django(args.db)
     try:
         from django.utils import timezone
@@ -250,6 +291,7 @@ def main() -> None:
         "event_plan_ms": event["plan_ms"],
         "event_leased": event["leased"],
         "churn": churn,
+        "multi_host_jobs": multi_host,
         "steady_target_ms": STEADY_TARGET_MS.get((args.hosts, args.jobs)),
         "cold_target_ms": COLD_TARGET_MS,
         "policy": {

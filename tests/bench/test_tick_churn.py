@@ -40,3 +40,56 @@ def test_a_churn_list_that_is_not_positive_numbers_is_refused(text):
 
 def test_a_churn_list_is_read_in_order():
     assert tick_bench._sizes("1,10,100") == [1, 10, 100]
+
+
+def test_a_multi_host_share_makes_that_share_of_the_unpinned_jobs_need_2_or_4_hosts():
+    lab = generate(LabShape(50, 2000, 10, 8, seed=5, pinned=0.05))
+    before = list(lab.jobs)
+    made = tick_bench._make_multi_host(lab, 0.05, seed=5)
+
+    multi = [job for job in lab.jobs if job.roles]
+    assert len(multi) == made and 60 <= made <= 140  # 5 % of about 1,900 unpinned jobs
+    assert all(job.pinned_host_id is None for job in multi)
+    assert {job.hosts_needed for job in multi} == {2, 4}
+    for job in multi:
+        (role,) = job.roles
+        assert (role.name, role.labels, role.max) == ("dut", job.labels, role.count)
+    # Nothing else about a job changes; the same seed makes the same jobs multi-host.
+    assert [(j.id, j.labels, j.priority) for j in lab.jobs] == [
+        (j.id, j.labels, j.priority) for j in before
+    ]
+    again = generate(LabShape(50, 2000, 10, 8, seed=5, pinned=0.05))
+    tick_bench._make_multi_host(again, 0.05, seed=5)
+    assert [j.roles for j in again.jobs] == [j.roles for j in lab.jobs]
+    assert tick_bench._make_multi_host(again, 0.0, seed=5) == 0
+
+
+def test_the_loaded_multi_host_jobs_carry_roles_as_submission_stores_them():
+    lab = generate(LabShape(30, 300, 4, 6, seed=5))
+    made = tick_bench._make_multi_host(lab, 0.1, seed=5)
+    ids = dbload.load(lab, now=timezone.now(), analyze=False)["job"]
+
+    stored = dict(Job.objects.exclude(roles=[]).values_list("pk", "roles"))
+    assert len(stored) == made > 0
+    for job in lab.jobs:
+        if job.roles:
+            count = job.hosts_needed
+            assert stored[ids[job.id]] == [
+                {"name": "dut", "labels": [], "count": count, "max": count}
+            ]
+
+
+def test_churn_completes_distinct_jobs_when_some_hold_several_hosts():
+    lab = generate(LabShape(30, 300, 4, 6, seed=5))
+    tick_bench._make_multi_host(lab, 0.2, seed=5)
+    dbload.load(lab, now=timezone.now(), analyze=False)
+    tick_bench._heartbeat_workers()
+    services.scheduler_tick()
+    assert Job.objects.filter(status="leased").exclude(roles=[]).exists()
+    submitted = Job.objects.count()
+
+    churn = tick_bench._churn([5], repeats=2)
+
+    assert churn["5"]["runs"] == 2 and churn["5"]["leased"] >= 5
+    assert Job.objects.count() == submitted + 2 * 5
+    assert Job.objects.filter(status="passed").count() == 2 * 5

@@ -136,9 +136,10 @@ class Leaser:
             return
         hold = self.holder
         if hold is None:
-            self._try_hold(job, spec)
+            if self.policy.holds:
+                self._try_hold(job, spec)
             return
-        if spec.bf_dead or not hold.total:
+        if spec.bf_dead or not hold.total or not self.policy.backfill:
             spec.bf_dead = True
             return
         build = self.build_of.get(job.suite_id, "")  # type: ignore[arg-type]
@@ -172,6 +173,9 @@ class Leaser:
         if not hold.total:
             self.bf_dead[j] = dead[j]  # no hold left: backfilling is leasing
         if self.capped(job) or self.bf_dead[j]:
+            return
+        if not self.policy.backfill:
+            self.bf_dead[j] = True  # held hosts go to the holder alone
             return
         build = self.build_of.get(job.suite_id, "")  # type: ignore[arg-type]
         if self._run_s(job) > hold.limit_s:

@@ -140,6 +140,10 @@ class Policy:
     preempt_margin: int = 20
     fair_share: bool = False  # within a priority, owners who used fewer host-seconds first
     fair_share_half_life_hours: int = 24
+    # Planner-internal switches, no scheduler setting: bench/multihost.py turns them off to
+    # measure what holds and backfill buy (docs/scheduling.md#holds-and-backfill).
+    holds: bool = True  # the highest-ranked waiting multi-host job holds free hosts
+    backfill: bool = True  # a lower-ranked job may use a held host if it ends before the start
 
 
 class WaitCode(StrEnum):

@@ -94,7 +94,7 @@ PROFILES: dict[str, dict[str, object]] = {
         "hosts": 60,
         "workers": 4,
         "hours": 8,
-        "drain_minutes": 120,
+        "drain_minutes": 720,  # the night: nobody submits, the lab finishes and mends itself
         "staff_rounds_hours": 0,
         "step": 60,
         "break_every_minutes": 10,

@@ -13,7 +13,7 @@ The same arrivals (one seed) run in three modes, set by the planner's switches
 `Policy.holds` and `Policy.backfill`: no holds; holds without backfill; holds with backfill
 (docs/scheduling.md#holds-and-backfill). The report gives, per job kind, the wait submit →
 start (p50 / p95 / max, minutes), and per mode the idle host-seconds holds cost (hosts held
-free for a multi-host job that could not start yet). The goals (issue 27): every multi-host
+free for a multi-host job that could not start yet). The goals: every multi-host
 job starts within twice the longest estimated duration of the stream; with backfill, the
 held idle host-seconds at most half those of holds without backfill.
 
@@ -348,7 +348,7 @@ def bound_min(arrivals: Iterable[Arrival]) -> float:
 
 
 def goals(runs: dict[str, dict], *, bound: float) -> dict[str, object]:
-    """Whether one seed's runs meet issue 27's goals (None where a mode was not run)."""
+    """Whether one seed's runs meet the goals (None where a mode was not run)."""
     out: dict[str, object] = {"bound_min": bound}
     for mode, run in runs.items():
         multi = [f for k, f in run["by_kind"].items() if not k.startswith("1-host")]

@@ -348,9 +348,10 @@ def row_error(rows: list[JobRow], exc: InvalidInput) -> bool:
     index = int(index)
     if index >= len(rows):
         return False
-    message = exc.message
-    for prefix in (f"{exc.field}: ", f"jobs[{index}]."):
-        message = message.removeprefix(prefix)
+    # "jobs[0].labels: no host …" shows as "Labels: no host …" on its row; a role's error
+    # shows on the role's own field, without the prefix.
+    prefix = f"{exc.field}: " if role_index is not None else f"jobs[{index}]."
+    message = exc.message.removeprefix(prefix)
     message = message[:1].upper() + message[1:]
     row = rows[index]
     if name == "roles" and role_index is not None and int(role_index) < len(row.filled_roles):

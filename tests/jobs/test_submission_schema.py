@@ -110,7 +110,7 @@ def test_the_api_and_the_form_take_100000_duts_and_100_retries() -> None:
 
 UNKNOWN_JOB_FIELD = (
     "Unknown field: expected name, labels, host, priority, max_retries, timeout, "
-    "estimated_duration, expires_after, preemptible."
+    "estimated_duration, expires_after, preemptible, roles, together_by."
 )
 
 
@@ -179,7 +179,7 @@ def test_a_lab_files_misspelt_field_is_named(db) -> None:  # noqa: ANN001
         labfile.validate(lab)
     assert refused.value.problems == [
         "suites[0] (s).jobs[0] (t).max_retry: unknown field (expected name, labels, host, "
-        "priority, max_retries, timeout, running_on)"
+        "priority, max_retries, timeout, running_on, roles, together_by)"
     ]
 
 
@@ -195,3 +195,38 @@ def test_a_rerun_and_a_clone_still_submit_their_own_body(alice) -> None:
     clone = suite_clone(suite=original, owner=alice, changes={"build": "R2"})
     assert clone.cloned_from_id == original.pk
     assert list(clone.jobs.values_list("max_retries", flat=True)) == [2]
+
+
+# --- a multi-host job's roles take the same table -------------------------------------------
+
+
+def _role_api(count: int) -> None:
+    serializer = JobSpecInputSerializer(
+        data={"name": "t", "roles": [{"name": "dut", "count": count}]}
+    )
+    if not serializer.is_valid():
+        raise InvalidInput(str(serializer.errors))
+
+
+def _role_service(count: int) -> None:
+    spec = services.JobSpec(name="t", roles=[{"name": "dut", "count": count}])
+    job_from_spec(spec, suite=None, owner="alice", now=timezone.now())
+
+
+def _role_lab_file(count: int) -> None:
+    job = {"name": "t", "labels": [], "roles": [{"name": "dut", "count": count}]}
+    labfile.validate({"suites": [{"name": "s", "jobs": [job]}]})
+
+
+@pytest.mark.parametrize("take", [_role_api, _role_service, _role_lab_file])
+def test_a_roles_count_takes_the_tables_limits(take: Callable[[int], None]) -> None:
+    limit = SUBMISSION_LIMITS["role_count"]
+    answers = []
+    for count in (limit.low - 1, limit.low, limit.high, limit.high + 1):
+        try:
+            take(count)
+        except (InvalidInput, labfile.LabFileError):
+            answers.append(False)
+        else:
+            answers.append(True)
+    assert answers == [False, True, True, False]

@@ -299,10 +299,19 @@ def _merged(
         for key, g in groups.items()
         if g
     ]
-    skippable, dead = leaser.skippable, leaser.dead
+    skippable, dead, matching = leaser.skippable, leaser.dead, leaser.matching
     heads = [(-g[0].priority, g[0].submitted_at, g[0].id, i, 0) for i, g in enumerate(lists)]
     heapq.heapify(heads)
+    seen = -1  # leaser.version when the groups were last sifted (below)
     while heads:
+        if not matching.free and leaser.holding and seen != leaser.version:
+            # Only held hosts are left: keep the groups that could still backfill one, once
+            # per change of the kept jobs or the hold, instead of trying every group.
+            seen = leaser.version
+            heads = [h for h in heads if not leaser.hopeless(classes[h[3]])]
+            heapq.heapify(heads)
+            if not heads:
+                break
         i, at = heads[0][3], heads[0][4]
         group = lists[i]
         yield group[at]

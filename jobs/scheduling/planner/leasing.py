@@ -175,7 +175,9 @@ class Leaser:
         assert hold is not None
         if not hold.total:
             self.bf_dead[j] = dead[j]  # no hold left: backfilling is leasing
-        elif not self.matching.free and not self.matching.eligible[j] & self.reach():
+        elif dead[j] and not self.matching.eligible[j] & self.reach():
+            # No path of moves leads from its hosts to a held one: with the kept jobs alone it
+            # would not fit either (a path not through a held host would have fitted it).
             self.bf_dead[j] = True
         if self.capped(job) or self.bf_dead[j]:
             return

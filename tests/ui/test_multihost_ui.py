@@ -252,3 +252,11 @@ def test_a_clone_of_a_multi_host_suite_fills_the_role_rows(alice_client, alice, 
     assert 'value="dut"' in html and 'value="peer"' in html
     assert 'name="job_together_by" value="chamber"' in html
     assert '<details class="job-hosts" open>' in html
+
+
+def test_the_suite_page_says_a_multi_host_job_runs_on_several_hosts(alice_client, alice, chamber):
+    job = running_pair(chamber, alice)
+
+    html = alice_client.get(f"/suites/{job.suite_id}/").content.decode()
+
+    assert f'<a href="/jobs/{job.pk}/#job-hosts">3 hosts</a>' in html

@@ -9,6 +9,7 @@ runs them in turn.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -63,6 +64,7 @@ from jobs.scheduling.planner.types import (
 )
 
 _LABELS, _PIN, _SUITE = attrgetter("labels"), attrgetter("pinned_host_id"), attrgetter("suite_id")
+_ROLES = attrgetter("roles")
 
 # This package must never import Django: the property tests, the benchmarks and any
 # what-if simulator run it on plain data.
@@ -146,8 +148,8 @@ def plan(
     # the rest of the plan works per class and touches single jobs only as it leases them.
     # Multi-host jobs are counted apart, by their shape (docs/scheduling.md#multi-host-jobs).
     if groups is None:
-        multi = [job for job in jobs if job.roles]
-        one_host = [job for job in jobs if not job.roles] if multi else jobs
+        multi = list(filter(_ROLES, jobs))
+        one_host = list(itertools.filterfalse(_ROLES, jobs)) if multi else jobs
         alike = Counter(
             zip(map(_LABELS, one_host), map(_PIN, one_host), map(_SUITE, one_host), strict=True)
         )

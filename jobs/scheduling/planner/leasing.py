@@ -141,9 +141,17 @@ class Leaser:
         if spec.bf_dead or not hold.total:
             spec.bf_dead = True
             return
-        if self._run_s(job) > hold.limit_s:
-            return
         build = self.build_of.get(job.suite_id, "")  # type: ignore[arg-type]
+        if self._run_s(job) > hold.limit_s:
+            # Too long to backfill; learn once whether the shape could at all (see below).
+            if not spec.bf_probed:
+                spec.bf_probed = True
+                if not any(
+                    self._backfill(self.multi.units(spec, value), build, commit=False)
+                    for value in self.multi.values(spec)
+                ):
+                    spec.bf_dead = True
+            return
         for value in self.multi.values(spec):
             units = self.multi.units(spec, value)
             if self._backfill(units, build, commit=True):
@@ -205,7 +213,7 @@ class Leaser:
             matching.remove(jh)
         was = [dead[j] for _r, j in units]
         for _r, j in units:
-            dead[j] = False  # its marks were made with the hold in place
+            matching.set_dead(j, False)  # its marks were made with the hold in place
         fits = all(matching.add(j, build) for _r, j in units)
         if not fits or not commit:
             matching.restore(saved)

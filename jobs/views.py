@@ -249,12 +249,15 @@ def attempts_by_host_set(attempts: list[job_history.Attempt]) -> list[SimpleName
         members.sort(key=lambda a: a.lease.slot)
         main = members[0]
         values = {f.name: getattr(main, f.name) for f in fields(main)}
+        # An attempt that already carries its leases (job_history groups them) keeps them.
+        hosts = {
+            lease.pk: lease for a in members for lease in (getattr(a, "leases", ()) or (a.lease,))
+        }
+        events = {e.pk: e for a in members for e in a.events}
         values.update(
             number=number,
-            hosts=[a.lease for a in members],
-            events=sorted(
-                (e for a in members for e in a.events), key=lambda e: (e.created_at, e.pk)
-            ),
+            hosts=sorted(hosts.values(), key=lambda lease: (lease.slot, lease.pk)),
+            events=sorted(events.values(), key=lambda e: (e.created_at, e.pk)),
         )
         shown.append(SimpleNamespace(**values))
     return shown

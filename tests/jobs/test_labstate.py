@@ -288,6 +288,7 @@ def test_random_event_sequences_plan_as_a_whole_read(seed, host_choice, monkeypa
             lab.step()
         roll = rng.random()
         if roll < 0.05:
+            lab.submit()  # a change: an unchanged tick would not plan, nor crash
             _crashing_tick(monkeypatch)
             crashed += 1
         elif roll < 0.2:

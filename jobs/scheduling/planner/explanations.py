@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence, Set
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence, Set
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from operator import attrgetter
 
 from hosts.rules import job_fits_host, missing_labels
 from jobs.scheduling.planner.hostindex import HostIndex, host_blocker
 from jobs.scheduling.planner.matching import Matching, bit_indexes
-from jobs.scheduling.planner.multihost import Hold, spec_key
-from jobs.scheduling.planner.ordering import class_key, holder_key
+from jobs.scheduling.planner.multihost import Hold
+from jobs.scheduling.planner.ordering import class_key, group_key, holder_key
 from jobs.scheduling.planner.types import (
     HostState,
     JobState,
@@ -20,9 +20,6 @@ from jobs.scheduling.planner.types import (
     WaitCode,
     WaitReason,
 )
-
-if TYPE_CHECKING:
-    from jobs.scheduling.planner.leasing import Leaser
 
 # Workers at capacity after a tick: name -> (jobs running, capacity).
 Full = Mapping[str, tuple[int, int]]
@@ -192,6 +189,7 @@ class Explainer:
         self.structural_of: dict[int, WaitReason | None] = {}  # per job class
         self.availability_of: dict[int, WaitReason] = {}  # per job class
         self.suite_full_of: dict[int, WaitReason] = {}  # per suite
+        self.multi_of: dict[object, tuple[list[str | None] | WaitReason, WaitReason | None]] = {}
 
     def explain(
         self, labels: frozenset[str], pinned_host_id: int | None, suite_id: int | None, j: int
@@ -341,9 +339,12 @@ class Explainer:
         head = f"{prefix}:"
         return sorted(label[len(head) :] for label in self.group_bits if label.startswith(head))
 
-    def multi(self, job: JobState) -> WaitReason:
-        """Why a multi-host job (not the holder) waits, naming the role that cannot be had."""
-        values = self._multi_values(job)
+    def multi(self, job: JobState, key: object) -> WaitReason:
+        """Why a multi-host job (not the holder) waits, naming the role that cannot be had.
+        `key`: the same for every job of its shape."""
+        if key not in self.multi_of:
+            self.multi_of[key] = (self._multi_values(job), None)
+        values, available = self.multi_of[key]
         if isinstance(values, WaitReason):
             return values
         need, suite_id = job.hosts_needed, job.suite_id
@@ -362,7 +363,10 @@ class Explainer:
                     "needed": need,
                 },
             )
-        return self._multi_availability(job, values)
+        if available is None:
+            available = self._multi_availability(job, values)
+            self.multi_of[key] = (values, available)
+        return available
 
     def _multi_values(self, job: JobState) -> list[str | None] | WaitReason:
         """The together_by values (None: no together_by) whose hosts could ever serve the job,
@@ -372,28 +376,63 @@ class Explainer:
             reason = self._role_reason(role)
             if reason is not None:
                 return reason
-        values: list[str | None] = [None]
-        if prefix:
-            values = [
-                v
-                for v in self.values_of(prefix)
-                if all(
-                    self.tally(role.labels | {f"{prefix}:{v}"}).total >= role.count
-                    for role in roles
+        total = attrgetter("total")  # every host that fits, whatever its state
+        candidates: list[str | None] = list(self.values_of(prefix)) if prefix else [None]
+        values = [v for v in candidates if self.unplaced(self.units(job, v), total) is None]
+        if not values:
+            details: dict[str, object] = {
+                "needed": need,
+                "labels": sorted(job.labels),
+                "missing_labels": [],
+            }
+            if prefix:
+                message = (
+                    f"Needs {_plural(need, 'host')} together by {prefix}: no {prefix} has them all"
                 )
-            ]
-            if not values:
-                return WaitReason(
-                    WaitCode.NO_MATCHING_HOST,
-                    f"Needs {need} hosts together by {prefix}: no {prefix} has them all",
-                    {
-                        "together_by": prefix,
-                        "needed": need,
-                        "labels": sorted(job.labels),
-                        "missing_labels": [],
-                    },
+                details["together_by"] = prefix
+            else:
+                message = (
+                    f"Needs {_plural(need, 'host')}: the hosts that fit cannot serve every role "
+                    "at once"
                 )
+            return WaitReason(WaitCode.NO_MATCHING_HOST, message, details)
         return values
+
+    def units(self, job: JobState, value: str | None) -> list[tuple[int, frozenset[str]]]:
+        """(role index, labels) of each essential host of the job, roles in order."""
+        extra = {f"{job.together_by}:{value}"} if value is not None else set()
+        return [
+            (r, role.labels | extra) for r, role in enumerate(job.roles) for _ in range(role.count)
+        ]
+
+    def unplaced(
+        self, units: list[tuple[int, frozenset[str]]], count: Callable[[_Tally], int]
+    ) -> int | None:
+        """The first unit (index) that cannot have a host of its own among the host groups,
+        each offering `count(tally)` hosts; None if every unit can (augmenting paths)."""
+        if len({labels for _r, labels in units}) == 1:  # one kind of host: count them
+            return None if self._count(units[0][1], count) >= len(units) else 0
+        placed: dict[int, list[int]] = defaultdict(list)  # host group -> units in it
+
+        def place(u: int, seen: set[int]) -> bool:
+            for g in bit_indexes(self._groups(units[u][1])):
+                if g in seen:
+                    continue
+                seen.add(g)
+                if len(placed[g]) < count(self.groups[g][1]):
+                    placed[g].append(u)
+                    return True
+                for other in list(placed[g]):
+                    if place(other, seen):
+                        placed[g].remove(other)
+                        placed[g].append(u)
+                        return True
+            return False
+
+        return next((u for u in range(len(units)) if not place(u, set())), None)
+
+    def _count(self, labels: frozenset[str], count: Callable[[_Tally], int]) -> int:
+        return count(self.tally(labels))
 
     def _role_bits(self, job: JobState, value: str | None) -> int:
         """The matching's host classes some role of the job fits."""
@@ -418,8 +457,8 @@ class Explainer:
         if total < role.count:
             return WaitReason(
                 WaitCode.NO_MATCHING_HOST,
-                f"Role {role.name} needs {role.count} hosts with {_names(role.labels)}; "
-                f"the lab has {total}",
+                f"Role {role.name} needs {_plural(role.count, 'host')}"
+                f"{' with ' + _names(role.labels) if role.labels else ''}; the lab has {total}",
                 {
                     "role": role.name,
                     "labels": sorted(role.labels),
@@ -437,19 +476,18 @@ class Explainer:
         short: tuple[str | None, int, _Tally] | None = None  # the first value's first short role
         for value in values:
             lack = None
-            for r, role in enumerate(roles):
-                labels = role.labels | {f"{prefix}:{value}"} if value is not None else role.labels
-                tally = self.tally(labels)
-                if tally.counts["free"] < role.count:
-                    lack = (value, r, tally)
-                    break
+            units = self.units(job, value)
+            u = self.unplaced(units, _free_at_start)
+            if u is not None:
+                r, labels = units[u]
+                lack = (value, r, self.tally(labels))
             if lack is None:
                 # Enough hosts were free at the start of the tick: they went to jobs ahead of it,
                 # or are held.
                 held = self.held_in(bit_indexes(self._role_bits(job, value)))
                 message = (
-                    f"Needs {need} hosts{together}: the free hosts that fit went to jobs ahead "
-                    "of it in the queue"
+                    f"Needs {_plural(need, 'host')}{together}: the free hosts that fit went to "
+                    "jobs ahead of it in the queue"
                 )
                 details: dict[str, object] = {"needed": need}
                 if held:
@@ -465,7 +503,9 @@ class Explainer:
         role = roles[r]
         free = tally.counts["free"]
         where = f" in {prefix}:{value}" if value is not None else ""
-        head = f"Needs {need} hosts{together}; role {role.name} needs {role.count}{where}: "
+        head = (
+            f"Needs {_plural(need, 'host')}{together}; role {role.name} needs {role.count}{where}: "
+        )
         if not free:
             message = head + tally.say(
                 tally.total,
@@ -562,6 +602,10 @@ class Explainer:
         return WaitReason(code, f"Pinned host {name} {words}", details)
 
 
+def _free_at_start(tally: _Tally) -> int:
+    return tally.counts["free"]
+
+
 def expected_words(seconds: float) -> str:
     if seconds <= 0:
         return "expected start now: the hosts it waits for are past their expected end"
@@ -571,28 +615,27 @@ def expected_words(seconds: float) -> str:
 
 
 def explain_multi(
-    waiting: Iterable[JobState],
-    leaser: Leaser,
+    groups: Mapping[tuple, Sequence[JobState]],
+    leased: Set[int],
     explainer: Explainer,
     class_reasons: MutableMapping[str, WaitReason],
-) -> dict[int, WaitReason]:
-    """Say why each waiting multi-host job waits: once per shape and suite, the holder apart.
-    Adds them to `class_reasons` (the holder's under `holder_key`); returns job id -> reason."""
+) -> tuple[dict[tuple, WaitReason], WaitReason | None]:
+    """Say why the waiting multi-host jobs wait: once per group (`group_key`: shape, suite),
+    the holder apart. Adds them to `class_reasons` (the holder's under `holder_key`); returns
+    the reason per group and the holder's."""
     hold = explainer.holder
-    reasons: dict[tuple, WaitReason] = {}
-    by_job: dict[int, WaitReason] = {}
-    for job in waiting:
-        if hold is not None and job.id == hold.job.id:
-            reason = by_job[job.id] = explainer.holding(hold)
-            class_reasons[holder_key(job.id)] = reason
-            continue
-        key = (spec_key(job), job.suite_id)
-        reason = reasons.get(key)
-        if reason is None:
-            reason = reasons[key] = explainer.multi(job)
-            class_reasons[class_key(job)] = reason
-        by_job[job.id] = reason
-    return by_job
+    holder_id = hold.job.id if hold is not None else None
+    by_group: dict[tuple, WaitReason] = {}
+    for key, group in groups.items():
+        job = next((j for j in group if j.id not in leased and j.id != holder_id), None)
+        if job is not None:
+            by_group[key] = explainer.multi(job, (key[0], key[3], key[4]))
+            class_reasons[class_key(job)] = by_group[key]
+    if hold is None or holder_id in leased:
+        return by_group, None
+    reason = explainer.holding(hold)
+    class_reasons[holder_key(hold.job.id)] = reason
+    return by_group, reason
 
 
 def explain_waits(
@@ -621,7 +664,8 @@ class WaitReasons(Mapping[int, WaitReason]):
         leased: Set[int],
         class_ids: Mapping[tuple[frozenset[str], int | None], int],
         by_class: Mapping[tuple[int, int | None], WaitReason],
-        by_job: Mapping[int, WaitReason] | None = None,
+        by_group: Mapping[tuple, WaitReason] | None = None,
+        holder: tuple[int, WaitReason] | None = None,
     ) -> None:
         self._jobs, self._leased, self._class_ids, self._by_class = (
             jobs,
@@ -629,7 +673,8 @@ class WaitReasons(Mapping[int, WaitReason]):
             class_ids,
             by_class,
         )
-        self._by_job = by_job or {}  # multi-host jobs
+        self._by_group = by_group or {}  # multi-host jobs, by group_key
+        self._holder = holder
         self._waiting: dict[int, JobState] | None = None
 
     def _index(self) -> dict[int, JobState]:
@@ -640,7 +685,9 @@ class WaitReasons(Mapping[int, WaitReason]):
     def __getitem__(self, job_id: int) -> WaitReason:
         job = self._index()[job_id]
         if job.roles:
-            return self._by_job[job_id]
+            if self._holder is not None and job_id == self._holder[0]:
+                return self._holder[1]
+            return self._by_group[group_key(job)]
         return self._by_class[self._class_ids[job.labels, job.pinned_host_id], job.suite_id]
 
     def __contains__(self, job_id: object) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import islice
+from typing import Any
 
 from hosts.rules import job_fits_host
 from jobs.scheduling.planner.types import HostState, JobState
@@ -93,8 +94,8 @@ class Matching:
         self.pinned: list[int | None] = []
         self.dead: list[bool] = []
         self.pins_taken: set[int] = set()
-        # While a trial runs (see `checkpoint`): the occupant counts it changed, to undo.
-        self._journal: list[tuple[int, int, int]] | None = None
+        # While a trial runs (see `checkpoint`): (container, key, old value) of each change.
+        self._journal: list[tuple[Any, Any, Any]] | None = None
 
         # Build affinity at class level: hosts per (class, build) not yet promised to a job of
         # that build. Augmenting moves do not update it (which job moves is not tracked), so it
@@ -168,7 +169,7 @@ class Matching:
         pin = self.pinned[j]
         if pin is not None and pin in self.pins_taken:
             # Pins are never released within a tick.
-            self.dead[j] = True
+            self._mark_dead(j)
             return False
         eligible = self.eligible[j] & ~self.dead_bits
         open_ = eligible & self.open_bits & ~self.blocked_bits
@@ -182,23 +183,34 @@ class Matching:
                 # The kept jobs plus this one cannot be matched. Kept jobs are never dropped, so
                 # every later job of this class meets a superset of them and fails too
                 # (dependent sets stay dependent in a matroid): skip them in O(1).
-                self.dead[j] = True
+                self._mark_dead(j)
                 return False
         self._occupy(start, j, +1)
         if build and self.affine_left.get((start, build), 0) > 0:
+            journal = self._journal
+            if journal is not None:
+                journal.append((self.affine_left, (start, build), self.affine_left[start, build]))
+                journal.append((self.affine_bits, build, self.affine_bits[build]))
             self.affine_left[start, build] -= 1
             if not self.affine_left[start, build]:
                 self.affine_bits[build] &= ~(1 << start)
         if pin is not None:
+            if self._journal is not None:
+                self._journal.append((self.pins_taken, pin, _ADDED))
             self.pins_taken.add(pin)
         return True
+
+    def _mark_dead(self, j: int) -> None:
+        if self._journal is not None:
+            self._journal.append((self.dead, j, self.dead[j]))
+        self.dead[j] = True
 
     def _occupy(self, c: int, j: int, n: int) -> None:
         """Count n more (or fewer) jobs of class j in host class c."""
         occupants = self.occupants[c]
         old = occupants.get(j, 0)
         if self._journal is not None:
-            self._journal.append((c, j, old))
+            self._journal.append((occupants, j, old or _ABSENT))
         if old + n:
             occupants[j] = old + n
         else:
@@ -206,49 +218,33 @@ class Matching:
 
     # --- trials: a multi-host job is matched whole or not at all ------------------------------
 
-    def checkpoint(self) -> tuple:
-        """The state to go back to if a trial fails (`restore`); trials do not nest.
+    def checkpoint(self) -> tuple[int, int, int, int]:
+        """Start a trial: what `restore` goes back to if it fails; trials do not nest.
 
-        Everything `add` may change, the dead marks too: a mark made while a trial's first units
-        were matched says nothing about the kept jobs alone.
+        Everything `add` may change, the dead marks too (a mark made while a trial's first units
+        were matched says nothing about the kept jobs alone): the scalars here, the rest in a
+        journal of the entries changed, so a trial costs what it changes, not the lab's size.
         """
         self._journal = []
-        return (
-            self.used.copy(),
-            self.open_bits,
-            self.free,
-            self.worker_used.copy(),
-            self.blocked_bits,
-            self.affine_left.copy(),
-            self.affine_bits.copy(),
-            self.pins_taken.copy(),
-            self.dead.copy(),
-            self.dead_bits,
-        )
+        return (self.open_bits, self.free, self.blocked_bits, self.dead_bits)
 
-    def restore(self, saved: tuple) -> None:
+    def restore(self, saved: tuple[int, int, int, int]) -> None:
         """Undo everything since `checkpoint` returned `saved`."""
         journal, self._journal = self._journal or [], None
-        for c, j, old in reversed(journal):
-            if old:
-                self.occupants[c][j] = old
+        for container, key, old in reversed(journal):
+            if old is _ABSENT:
+                del container[key]
+            elif old is _ADDED:
+                container.discard(key)
             else:
-                self.occupants[c].pop(j, None)
-        (
-            self.used,
-            self.open_bits,
-            self.free,
-            self.worker_used,
-            self.blocked_bits,
-            affine_left,
-            affine_bits,
-            self.pins_taken,
-            dead,
-            self.dead_bits,
-        ) = saved
-        self.affine_left = affine_left
-        self.affine_bits = defaultdict(int, affine_bits)
-        self.dead[:] = dead  # the list object is shared with the plan's loop
+                container[key] = old
+        self.open_bits, self.free, self.blocked_bits, self.dead_bits = saved
+
+    def set_dead(self, j: int, dead: bool) -> None:
+        """Set a class's dead mark by hand (journalled like `add`'s)."""
+        if self._journal is not None:
+            self._journal.append((self.dead, j, self.dead[j]))
+        self.dead[j] = dead
 
     def commit(self) -> None:
         """Keep everything since `checkpoint`."""
@@ -261,7 +257,8 @@ class Matching:
         dropped (the job classes' dead marks stay true, see plan's holds).
         """
         removed = 0
-        for c, occupants in enumerate(self.occupants):
+        for c in bit_indexes(self.eligible[j]):
+            occupants = self.occupants[c]
             n = occupants.get(j, 0)
             if not n:
                 continue
@@ -272,6 +269,8 @@ class Matching:
                 self.free += 1
                 w = self.worker_of[c]
                 if w >= 0:
+                    if self._journal is not None:
+                        self._journal.append((self.worker_used, w, self.worker_used[w]))
                     self.worker_used[w] -= 1
                     if self.worker_used[w] < self.worker_room[w]:
                         self.blocked_bits &= ~self.worker_bits[w]
@@ -285,16 +284,22 @@ class Matching:
         self.free -= 1
         w = self.worker_of[c]
         if w >= 0:
+            if self._journal is not None:
+                self._journal.append((self.worker_used, w, self.worker_used[w]))
             self.worker_used[w] += 1
             if self.worker_used[w] >= self.worker_room[w]:
                 self.blocked_bits |= self.worker_bits[w]
 
     def _take_host(self, c: int) -> None:
+        if self._journal is not None:
+            self._journal.append((self.used, c, self.used[c]))
         self.used[c] += 1
         if self.used[c] == self.capacity[c]:
             self.open_bits &= ~(1 << c)
 
     def _give_host(self, c: int) -> None:
+        if self._journal is not None:
+            self._journal.append((self.used, c, self.used[c]))
         self.used[c] -= 1
         self.open_bits |= 1 << c
 
@@ -382,6 +387,8 @@ class Matching:
         }
 
 
+_ABSENT = object()  # journal: the key was not there
+_ADDED = object()  # journal: the element was added to a set
 _HOP = -1  # a path step through a worker at capacity, not a job move (Matching._augment)
 
 

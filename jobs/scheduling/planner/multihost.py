@@ -32,6 +32,7 @@ class Spec:
     dead: bool = False
     bf_dead: bool = False  # nor with the kept jobs alone, the hold given up
     hold_failed: bool = False  # it cannot hold: nothing free fits, or the busy hosts are too few
+    bf_probed: bool = False
 
 
 def spec_key(job: JobState) -> SpecKey:
@@ -62,14 +63,18 @@ class MultiHost:
         self.matching = matching
         self.hosts = hosts
         self.specs: dict[SpecKey, Spec] = {}
+        self._of_job: dict[int, Spec] = {}
         self._values: dict[str, list[str]] = {}
         self._busy: list[HostState] | None = None
 
     def spec(self, job: JobState) -> Spec:
-        key = spec_key(job)
-        spec = self.specs.get(key)
+        spec = self._of_job.get(job.id)
         if spec is None:
-            spec = self.specs[key] = Spec(job.roles, job.together_by)
+            key = spec_key(job)
+            spec = self.specs.get(key)
+            if spec is None:
+                spec = self.specs[key] = Spec(job.roles, job.together_by)
+            self._of_job[job.id] = spec
         return spec
 
     def values(self, spec: Spec) -> list[str | None]:

@@ -58,6 +58,8 @@ def preemptions(
     hopeless: set[tuple[frozenset[str], int | None, int]] = set()  # found no victim before
     found: list[Preemption] = []
     for job in waiting:
+        if job.roles:
+            continue  # one freed host does not start a multi-host job (docs: known limits)
         reason = reasons.get(job.id)
         if reason is None or reason.code not in PREEMPTING:
             continue

@@ -177,7 +177,6 @@ def attempt_hosts(leases: Iterable[Lease]) -> list[dict]:
     ]
 
 
-
 class WaitReasonSerializer(serializers.Serializer):
     code = serializers.ChoiceField(choices=WAIT_CODES)
     message = serializers.CharField()
@@ -197,12 +196,7 @@ class JobSerializer(FieldsBuiltOnce, ActiveLeaseMixin, serializers.ModelSerializ
     estimated_duration = Seconds(allow_null=True, help_text="Seconds.")
     wait_reason = serializers.SerializerMethodField()
     lease = serializers.SerializerMethodField()
-    roles = RoleSerializer(
-        many=True,
-        read_only=True,
-        help_text="A multi-host job's roles (docs/scheduling.md#multi-host-jobs); empty for a "
-        "one-host job.",
-    )
+    roles = serializers.SerializerMethodField()
     hosts = serializers.SerializerMethodField()
 
     class Meta:
@@ -263,7 +257,7 @@ class JobSerializer(FieldsBuiltOnce, ActiveLeaseMixin, serializers.ModelSerializ
             "status": fields["status"].to_representation(job.status),
             "priority": job.priority,
             "labels": job.labels,
-            "roles": [_role(role) for role in job.roles],
+            "roles": self.get_roles(job),
             "together_by": job.together_by,
             "host": host.hostname if host is not None else None,
             "max_retries": job.max_retries,
@@ -289,6 +283,16 @@ class JobSerializer(FieldsBuiltOnce, ActiveLeaseMixin, serializers.ModelSerializ
     def get_wait_reason(self, job: Job) -> dict | None:
         reasons = self.context.get("wait_reasons") or {}
         return reasons.get(job.pk)
+
+    @extend_schema_field(
+        RoleSerializer(
+            many=True,
+            help_text="A multi-host job's roles (docs/scheduling.md#multi-host-jobs); empty for "
+            "a one-host job.",
+        )
+    )
+    def get_roles(self, job: Job) -> list[dict]:
+        return [_role(role) for role in job.roles]
 
     def _active_leases(self, job: Job) -> list[Lease]:
         """The job's active leases by slot (a multi-host job's one per host)."""

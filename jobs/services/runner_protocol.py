@@ -71,6 +71,8 @@ def attempt_leases(lease: Lease) -> list[Lease]:
     leases = list(
         Lease.objects.active().filter(job_id=job.pk).select_related("host").order_by("slot", "pk")
     )
+    for each in leases:
+        each.job = job  # the instance the caller read and moves
     return [lease if each.pk == lease.pk else each for each in leases] or [lease]
 
 
@@ -353,20 +355,21 @@ def _extend_many(ids: list[int], *, worker: Worker, at: datetime) -> list[int]:
         # the jobs none of whose leases is past its expiry. The locks re-read each row as it
         # is now, so a lease released meanwhile is left out.
         lease, host = Lease._meta.db_table, Host._meta.db_table
-        mine = f"SELECT id FROM {host} WHERE worker_id = %s"
         with connection.cursor() as cursor:
             cursor.execute(
-                f"WITH named AS (SELECT DISTINCT n.job_id FROM {lease} n WHERE n.id = ANY(%s) "  # noqa: S608 - the models' tables
-                f"AND n.{ACTIVE_LEASE_SQL} AND n.job_id IS NOT NULL AND EXISTS (SELECT 1 "
-                f"FROM {lease} m WHERE m.job_id = n.job_id AND m.{ACTIVE_LEASE_SQL} "
-                f"AND (m.id = n.id OR m.slot = 0) AND m.host_id IN ({mine}))), "
-                f"locked AS (SELECT l.id, l.job_id, l.expires_at FROM {lease} l "
-                f"WHERE l.job_id IN (SELECT job_id FROM named) AND l.{ACTIVE_LEASE_SQL} "
-                "ORDER BY l.id FOR UPDATE), "
+                f"WITH mine AS MATERIALIZED (SELECT id FROM {host} WHERE worker_id = %s), "  # noqa: S608 - the models' tables
+                f"asked AS MATERIALIZED (SELECT id, job_id, host_id FROM {lease} WHERE "
+                f"id = ANY(%s) AND {ACTIVE_LEASE_SQL} AND job_id IS NOT NULL), "
+                "named AS MATERIALIZED (SELECT a.job_id FROM asked a WHERE a.host_id IN "
+                f"(SELECT id FROM mine) UNION SELECT a.job_id FROM asked a JOIN {lease} m "
+                f"ON m.job_id = a.job_id AND m.slot = 0 AND m.{ACTIVE_LEASE_SQL} "
+                "WHERE m.host_id IN (SELECT id FROM mine)), "
+                f"locked AS (SELECT l.id, l.job_id, l.expires_at FROM named JOIN {lease} l "
+                f"ON l.job_id = named.job_id WHERE l.{ACTIVE_LEASE_SQL} ORDER BY l.id FOR UPDATE), "
                 "live AS (SELECT job_id FROM locked GROUP BY job_id HAVING min(expires_at) >= %s) "
                 f"UPDATE {lease} SET heartbeat_at = %s, expires_at = %s WHERE id IN "
                 "(SELECT id FROM locked WHERE job_id IN (SELECT job_id FROM live)) RETURNING id",
-                [ids, worker.pk, at, at, expires_at],
+                [worker.pk, ids, at, at, expires_at],
             )
             return [row[0] for row in cursor.fetchall()]
     with transaction.atomic():

@@ -206,7 +206,57 @@ def holding_labs(draw: st.DrawFn) -> Lab:
         for i in range(draw(st.integers(1, 4)))
     ]
     return replace(
-        lab, hosts=hosts, jobs=[first, *stream, *lab.jobs[:1]], suites=[], workers=draw(loads)
+        lab,
+        hosts=hosts,
+        jobs=[first, *stream, *(replace(j, suite_id=None) for j in lab.jobs[:1])],
+        suites=[],
+        workers=draw(loads),
+    )
+
+
+@st.composite
+def elastic_labs(draw: st.DrawFn) -> Lab:
+    """Multi-host jobs that fit, with room for elastic hosts, a cap, and jobs behind them."""
+    lab = draw(labs())
+    hosts = [
+        HostState(
+            id=i + 1,
+            hostname=f"h{i}",
+            labels=frozenset({"a"} | ({f"chamber:{i % 2}"} if draw(st.booleans()) else set())),
+            worker=draw(st.sampled_from(WORKERS)),
+        )
+        for i in range(draw(st.integers(3, 6)))
+    ]
+    cap = SuiteState(
+        id=1,
+        name="S1",
+        priority=40,
+        created_at=MOMENTS[0],
+        max_duts=draw(st.none() | st.integers(1, 5)),
+    )
+    jobs = []
+    for i in range(draw(st.integers(1, 3))):
+        count = draw(st.integers(1, 2))
+        jobs.append(
+            JobState(
+                id=200 + i,
+                name=f"E{i}",
+                suite_id=draw(st.sampled_from([None, 1])),
+                priority=draw(st.sampled_from([40, 70])),
+                submitted_at=MOMENTS[0],
+                roles=tuple(
+                    RoleNeed(f"r{r}", frozenset({"a"}), count, count + draw(st.integers(0, 3)))
+                    for r in range(draw(st.integers(1, 2)))
+                ),
+                together_by=draw(st.sampled_from(["", "chamber"])),
+            )
+        )
+    return replace(
+        lab,
+        hosts=hosts,
+        jobs=[*jobs, *(replace(j, suite_id=None) for j in lab.jobs[:2])],
+        suites=[cap],
+        workers=draw(loads),
     )
 
 
@@ -410,7 +460,7 @@ def got_hosts(result: Plan) -> dict[int, dict[str, int]]:
     return got
 
 
-any_labs = st.one_of(labs(), holding_labs())
+any_labs = st.one_of(labs(), holding_labs(), elastic_labs())
 
 
 @PROPERTY

@@ -549,18 +549,26 @@ def infra_figures(lab: Lab) -> dict[str, object]:
 
 
 def hopeless_figures(lab: Lab) -> dict[str, object]:
-    """The hosts no repair mends: where they are, and whether their next automatic try shows."""
-    from hosts.models import Host
+    """The hosts no repair mends: where they are, and whether their next automatic try shows;
+    and how often the repair loop gave a repairable host up, and tried again by itself."""
+    from hosts.choices import EventKind, HostStatus
+    from hosts.models import Host, HostEvent
 
     hosts = Host.objects.filter(pk__in=lab.unrepairable).order_by("hostname")
+    status_events = HostEvent.objects.filter(kind=EventKind.STATUS)
+    gave_up = status_events.filter(new_status=HostStatus.REPAIR_FAILED)
     return {
+        "repairable_given_up": gave_up.exclude(host_id__in=lab.unrepairable).count(),
+        "automatic_repairs": status_events.filter(
+            old_status=HostStatus.REPAIR_FAILED, message__startswith="automatic repair"
+        ).count(),
         "hopeless_hosts": {
             host.hostname: {
                 "status": host.status,
                 "next_repair_at": host.next_repair_at and f"{host.next_repair_at:%H:%M}",
             }
             for host in hosts
-        }
+        },
     }
 
 

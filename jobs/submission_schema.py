@@ -144,8 +144,7 @@ class RoleInputSerializer(StrictInputSerializer):
         required=False,
         allow_null=True,
         default=None,
-        help_text="Hosts it may take when there is room (elastic): at least count; default "
-        "count.",
+        help_text="Hosts it may take when there is room (elastic): at least count; default count.",
     )
 
 

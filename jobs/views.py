@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
+from hosts.models import Host
 from jobs import job_history, limits, selectors, services, signals
 from jobs.choices import JobStatus, SuiteStatus
 from jobs.filtersets import JobFilterSet, SuiteFilterSet
@@ -219,6 +220,8 @@ def job_detail_context(request: HttpRequest, job: Job, **extra: Any) -> dict[str
             Lease.objects.active().filter(job=job).select_related("host__worker").order_by("slot")
         ),
         "reason": selectors.wait_reasons_for([job]).get(job.pk) if queued else None,
+        # The free hosts the latest tick keeps for it (docs/scheduling.md#holds-and-backfill).
+        "held_hosts": _held_hosts(job) if queued and job.roles else [],
         "position": position,
         "queue_length": length.n,
         "queue_length_estimated": length.estimated,
@@ -236,6 +239,11 @@ def job_detail_context(request: HttpRequest, job: Job, **extra: Any) -> dict[str
     return context
 
 
+def _held_hosts(job: Job) -> list[Host]:
+    held = [host for host, holder in selectors.current_holds().items() if holder == job.pk]
+    return list(Host.objects.filter(pk__in=held).order_by("hostname")) if held else []
+
+
 def attempts_by_host_set(attempts: list[job_history.Attempt]) -> list[SimpleNamespace]:
     """The job's attempts as its page shows them: a multi-host job's leases of one attempt
     (Lease.attempt) make one attempt, with every host (`hosts`, by slot) and their events."""
@@ -249,12 +257,15 @@ def attempts_by_host_set(attempts: list[job_history.Attempt]) -> list[SimpleName
         members.sort(key=lambda a: a.lease.slot)
         main = members[0]
         values = {f.name: getattr(main, f.name) for f in fields(main)}
+        # An attempt that already carries its leases (job_history groups them) keeps them.
+        hosts = {
+            lease.pk: lease for a in members for lease in (getattr(a, "leases", ()) or (a.lease,))
+        }
+        events = {e.pk: e for a in members for e in a.events}
         values.update(
             number=number,
-            hosts=[a.lease for a in members],
-            events=sorted(
-                (e for a in members for e in a.events), key=lambda e: (e.created_at, e.pk)
-            ),
+            hosts=sorted(hosts.values(), key=lambda lease: (lease.slot, lease.pk)),
+            events=sorted(events.values(), key=lambda e: (e.created_at, e.pk)),
         )
         shown.append(SimpleNamespace(**values))
     return shown

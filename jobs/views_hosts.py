@@ -99,8 +99,8 @@ def host_rows(hosts: list[Host]) -> list[Host]:
     suite_url = route_url("jobs:suite_detail")
     list_url = reverse("hosts:host_list")
     job_url = route_url("jobs:job_detail")
-    # Hosts the latest tick keeps free for a multi-host job (docs/scheduling.md#holds-and-
-    # backfill): one read of the tick row for the page.
+    # Hosts the latest tick keeps free for a multi-host job, one read of the tick row for the
+    # page (docs/scheduling.md#holds-and-backfill).
     holds = selectors.current_holds() if hosts else {}
     chips: dict[str, str] = {}
     for host in hosts:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import os
 import shlex
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -52,6 +55,23 @@ class RunnerConfig:
 def job_kind(lease: dict) -> str:
     """The kind of a lease's job; a server that predates maintenance jobs sends none: a test."""
     return lease.get("kind") or lease["job"].get("kind") or TEST
+
+
+def runs_here(lease: dict) -> bool:
+    """Whether this runner runs the lease's job. A host held for a multi-host job that
+    another worker's runner runs (its slot 0 host is there) is listed with `runs_here` false:
+    leave it alone. A server that predates multi-host jobs sends none: ours."""
+    return lease.get("runs_here", True) is not False
+
+
+def hosts_by_role(lease: dict) -> dict[str, list[str]]:
+    """The job's hosts by role, in slot order: {"dut": ["dut1", "dut2"], "ap": ["ap1"]} (a
+    one-host job: {"": [its host]}), for SCHEDSITE_HOSTS."""
+    hosts = lease.get("hosts") or [{"role": "", "hostname": lease["host"]["hostname"]}]
+    roles: dict[str, list[str]] = {}
+    for host in hosts:
+        roles.setdefault(host.get("role") or "", []).append(host["hostname"])
+    return roles
 
 
 def start_order(lease: dict) -> tuple[int, int]:
@@ -163,7 +183,9 @@ class Runner:
         return [
             lease
             for lease in leases
-            if lease["job"]["status"] == "leased" and lease["id"] not in self.runs
+            if lease["job"]["status"] == "leased"
+            and lease["id"] not in self.runs
+            and runs_here(lease)
         ]
 
     def _reap(self) -> int:
@@ -254,6 +276,8 @@ class Runner:
         # a priority-90 job must not sit idle while a priority-10 job runs.
         leases = sorted(self.api.pages(f"workers/{self.config.worker}/leases/"), key=start_order)
         for lease in leases:
+            if not runs_here(lease):
+                continue  # a host of a multi-host job another worker's runner runs
             lease_id = lease["id"]
             seen.add(lease_id)
             if lease_id in self.runs:
@@ -297,7 +321,7 @@ class Runner:
             job_kind(lease),
             job["id"],
             job["name"],
-            lease["host"]["hostname"],
+            ", ".join(host for hosts in hosts_by_role(lease).values() for host in hosts),
         )
         run = JobRun(self, lease)
         self.runs[lease["id"]] = run
@@ -375,6 +399,9 @@ class JobRun(threading.Thread):
         self.reporting = False
         self._tail: list[str] = []
         self._tail_len = 0
+        # Where the command may write the hostnames it found broken, one a line
+        # (SCHEDSITE_BROKEN_HOSTS_FILE): a multi-host job's way to name which host broke.
+        self.broken_file = ""
 
     def environment(self) -> dict[str, str]:
         """What the command learns about its job, host and suite."""
@@ -385,7 +412,10 @@ class JobRun(threading.Thread):
                 "SCHEDSITE_API": self.runner.api.base_url,
                 "SCHEDSITE_WORKER": self.runner.config.worker,
                 "SCHEDSITE_LEASE_ID": str(self.lease["id"]),
-                "SCHEDSITE_HOST": host["hostname"],
+                "SCHEDSITE_HOST": host["hostname"],  # a multi-host job's slot 0 host
+                # Every host of the job by role, as JSON: {"dut": ["dut1"], "ap": ["ap1"]}.
+                "SCHEDSITE_HOSTS": json.dumps(hosts_by_role(self.lease)),
+                "SCHEDSITE_BROKEN_HOSTS_FILE": self.broken_file,
                 "SCHEDSITE_HOST_LABELS": ",".join(host.get("labels") or ()),
                 "SCHEDSITE_HOST_BUILD": host.get("current_build") or "",
                 "SCHEDSITE_JOB_ID": str(job["id"]),
@@ -414,6 +444,15 @@ class JobRun(threading.Thread):
             # events and the staff which option this runner lacks.
             self._complete("failed", self.runner.missing_command(self.kind), host_ok=True)
             return
+        fd, self.broken_file = tempfile.mkstemp(prefix="schedsite-broken-", suffix=".txt")
+        os.close(fd)
+        try:
+            self._run_command()
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(self.broken_file)
+
+    def _run_command(self) -> None:
         try:
             proc = subprocess.Popen(
                 self.command,
@@ -462,13 +501,36 @@ class JobRun(threading.Thread):
             return
         result = "passed" if status == 0 else "failed"
         # A maintenance job's result is itself the verdict on the host; only a test can say
-        # "the DUT is broken" besides its own result.
+        # "the DUT is broken" besides its own result: every host of it by the exit status,
+        # some hosts by naming them in SCHEDSITE_BROKEN_HOSTS_FILE.
         host_ok = (
             self.kind != TEST
             or config.host_broken_exit_code is None
             or status != config.host_broken_exit_code
         )
-        self._complete(result, f"{output}\n[exit status {status}]".lstrip(), host_ok=host_ok)
+        broken = self._broken_hosts() if self.kind == TEST else []
+        message = f"{output}\n[exit status {status}]".lstrip()
+        if host_ok and broken:
+            self._complete(result, message, host_ok=True, hosts_ok=dict.fromkeys(broken, False))
+        else:
+            self._complete(result, message, host_ok=host_ok)
+
+    def _broken_hosts(self) -> list[str]:
+        """The job's hosts the command named broken in its file (others are ignored)."""
+        try:
+            with open(self.broken_file, encoding="utf-8") as fh:
+                named = {line.strip() for line in fh if line.strip()}
+        except OSError:
+            return []
+        ours = [host for hosts in hosts_by_role(self.lease).values() for host in hosts]
+        unknown = named - set(ours)
+        if unknown:
+            log.warning(
+                "job %s: %s named broken, not hosts of the job; ignored",
+                self.job["id"],
+                ", ".join(sorted(unknown)),
+            )
+        return [host for host in ours if host in named]
 
     def _read(self, proc: subprocess.Popen) -> None:
         assert proc.stdout is not None
@@ -492,8 +554,12 @@ class JobRun(threading.Thread):
             except subprocess.TimeoutExpired:
                 continue
 
-    def _complete(self, result: str, message: str, *, host_ok: bool) -> None:
+    def _complete(
+        self, result: str, message: str, *, host_ok: bool, hosts_ok: dict | None = None
+    ) -> None:
         body = {"lease": self.lease["id"], "result": result, "message": message, "host_ok": host_ok}
+        if hosts_ok:
+            body["hosts_ok"] = hosts_ok
         self.reporting = True
         try:
             self.runner.api.call("POST", f"jobs/{self.job['id']}/complete/", body)

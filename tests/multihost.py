@@ -1,8 +1,7 @@
 """Multi-host jobs for tests: submitted as one-host jobs, then given their roles.
 
-The submission of `roles` is another part of issue 27 (jobs/submission_schema.py); these
-helpers write the normalized roles the submission stores, so the tick, the protocol and the
-API can be tested on their own.
+These helpers write the normalized roles the submission stores (jobs/submission_schema.py), so
+that the tick, the protocol and the API are tested on their own.
 """
 
 from __future__ import annotations

@@ -177,7 +177,6 @@ def attempt_hosts(leases: Iterable[Lease]) -> list[dict]:
     ]
 
 
-
 class WaitReasonSerializer(serializers.Serializer):
     code = serializers.ChoiceField(choices=WAIT_CODES)
     message = serializers.CharField()

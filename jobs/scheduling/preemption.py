@@ -103,6 +103,7 @@ def _stop(chosen: list[Preemption], *, now: datetime) -> list[dict]:
         .active()
         .filter(job_id__in=list(by_job), job__status__in=ACTIVE_JOB_STATUSES)
         .select_related("host", "job")
+        .order_by("pk")  # every lease of each job (a multi-host job's all), in id order
     )
     if not leases:
         return []

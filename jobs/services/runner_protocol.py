@@ -71,6 +71,8 @@ def attempt_leases(lease: Lease) -> list[Lease]:
     leases = list(
         Lease.objects.active().filter(job_id=job.pk).select_related("host").order_by("slot", "pk")
     )
+    for each in leases:
+        each.job = job  # the instance the caller read and moves
     return [lease if each.pk == lease.pk else each for each in leases] or [lease]
 
 

@@ -98,6 +98,7 @@ def suite_abort(*, suite: Suite, by: Actor, at: datetime | None = None) -> int:
         .active()
         .filter(job__suite=suite)
         .select_related("host", "job")
+        .order_by("pk")  # in id order, as every lease lock is taken
     )
     # Leases before jobs, the order the runner protocol locks them in.
     list(held.values_list("pk", flat=True))

@@ -16,3 +16,9 @@ register = template.Library()
 @register.simple_tag(takes_context=True)
 def queue_row(context: template.Context, row: Mapping[str, Any]) -> SafeString:
     return rows.queue_row(row, context.get("now"))
+
+
+@register.filter
+def hosts_needed(roles: list[dict]) -> str:
+    """A multi-host job's host count: "3 hosts", or "3–5 hosts" with elastic ones."""
+    return rows.hosts_text(roles) if roles else "1 host"

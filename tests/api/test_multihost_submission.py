@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.utils import timezone
 
 from jobs import services as job_services
 from jobs.models import Job, Suite, SuiteTemplate
@@ -284,3 +285,17 @@ def test_a_clone_and_a_template_carry_the_roles(alice_client, lab):
         assert made.roles == Job.objects.get(suite_id=original).roles
         assert made.together_by == "chamber" and copy.min_duts == 2
     assert SuiteTemplate.objects.get().body["jobs"][0]["roles"][0]["max"] == 2
+
+
+def test_a_rerun_of_a_failed_multi_host_job_asks_for_the_same_hosts(alice_client, lab):
+    job = {"name": "t", "roles": [role("dut", "bt", count=2, max=3)], "together_by": "chamber"}
+    original = submit(alice_client, job, min_duts=2).json()["id"]
+    Job.objects.update(status="failed", finished_at=timezone.now())
+
+    response = alice_client.post(f"/api/suites/{original}/rerun/")
+
+    assert response.status_code == 201, response.json()
+    rerun = Suite.objects.get(pk=response.json()["id"])
+    (again,) = rerun.jobs.all()
+    assert again.roles == [{"name": "dut", "labels": ["bt"], "count": 2, "max": 3}]
+    assert again.together_by == "chamber" and rerun.min_duts == 2

@@ -24,6 +24,7 @@ from jobs import selectors, services
 from jobs.models import Job, Lease, Suite
 from jobs.scheduling import labstate, planner, snapshot
 from tests import factories as f
+from tests.multihost import multihost_job, role
 from tests.reliability.support import live_database_url, subprocess_env
 
 # Transactions must really commit: the tick keeps its lab only once its transaction commits.
@@ -31,6 +32,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
 BOARDS = ("board:x", "board:y", "board:z")
 EXTRAS = ((), ("servo",), ("bt",), ("servo", "bt"))
+CHAMBERS = ("chamber:a", "chamber:b")
 
 
 def _plan(snap: labstate.Snapshot, *, kept: bool, plan=planner.plan) -> planner.Plan:  # noqa: ANN001
@@ -102,7 +104,7 @@ class Lab:
         self.rng = rng
         self.workers = [f.worker(f"w{i}") for i in range(3)]
         for i in range(14):
-            labels = [rng.choice(BOARDS), *rng.choice(EXTRAS)]
+            labels = [rng.choice(BOARDS), *rng.choice(EXTRAS), rng.choice(CHAMBERS)]
             f.host(f"h{i:02d}", labels, worker=self.workers[i % 3])
         self.serial = 0
 
@@ -133,6 +135,30 @@ class Lab:
             min_duts=min(self.rng.choice((0, 1, 2)), len(jobs)),
             max_duts=self.rng.choice((None, 2, 3)),
         )
+
+    def submit_multihost(self) -> None:
+        """A job needing two or three hosts, sometimes kept together, sometimes with an
+        estimate (a busy host's expected end)."""
+        roles = [role("dut", [self.rng.choice(BOARDS)], count=self.rng.choice((1, 2)), max=2)]
+        if self.rng.random() < 0.5:
+            roles.append(role("peer", list(self.rng.choice(EXTRAS[1:3]))))
+        job = multihost_job(
+            self._name(),
+            roles,
+            together_by=self.rng.choice(("", "chamber")),
+            priority=self.rng.choice((20, 40, 60)),
+            max_retries=self.rng.choice((0, 1)),
+        )
+        if self.rng.random() < 0.5:
+            Job.objects.filter(pk=job.pk).update(estimated_duration=timedelta(minutes=5))
+
+    def lease_runs_out(self) -> None:
+        """A lease past its expiry (a multi-host job's ends its whole attempt)."""
+        lease = self._some(Lease.objects.active().filter(job__isnull=False))
+        if lease is not None:
+            Lease.objects.filter(pk=lease.pk).update(
+                expires_at=timezone.now() - timedelta(seconds=1)
+            )
 
     def finish(self) -> None:
         lease = self._some(Lease.objects.active().filter(job__isnull=False))
@@ -212,8 +238,10 @@ class Lab:
                 self.bare_updates,
                 self.worker_goes_quiet,
                 self.add_or_retire_host,
+                self.submit_multihost,
+                self.lease_runs_out,
             ),
-            weights=(5, 2, 5, 1, 1, 1, 3, 1, 1),
+            weights=(5, 2, 5, 1, 1, 1, 3, 1, 1, 3, 1),
         )[0]
         event()
 
@@ -260,6 +288,7 @@ def test_random_event_sequences_plan_as_a_whole_read(seed, host_choice, monkeypa
             lab.step()
         roll = rng.random()
         if roll < 0.05:
+            lab.submit()  # a change: an unchanged tick would not plan, nor crash
             _crashing_tick(monkeypatch)
             crashed += 1
         elif roll < 0.2:
@@ -272,6 +301,7 @@ def test_random_event_sequences_plan_as_a_whole_read(seed, host_choice, monkeypa
     assert checker.whole >= 1 + crashed  # the first tick, and one after each crash at least
     assert other >= 1
     assert leased >= 10
+    assert Lease.objects.filter(slot__gt=0).exists()  # multi-host jobs were leased too
 
 
 def test_a_tick_after_a_crash_or_another_cluster_reads_the_lab_whole(monkeypatch):

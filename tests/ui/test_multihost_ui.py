@@ -252,3 +252,29 @@ def test_a_clone_of_a_multi_host_suite_fills_the_role_rows(alice_client, alice, 
     assert 'value="dut"' in html and 'value="peer"' in html
     assert 'name="job_together_by" value="chamber"' in html
     assert '<details class="job-hosts" open>' in html
+
+
+def test_the_suite_page_says_a_multi_host_job_runs_on_several_hosts(alice_client, alice, chamber):
+    job = running_pair(chamber, alice)
+
+    html = alice_client.get(f"/suites/{job.suite_id}/").content.decode()
+
+    assert f'<a href="/jobs/{job.pk}/#job-hosts">3 hosts</a>' in html
+
+
+def test_a_queued_multi_host_jobs_page_names_the_hosts_held_for_it(alice_client, alice, chamber):
+    suite = services.suite_submit(
+        owner=alice,
+        name="bt nightly",
+        jobs=[JobSpec(name="bt_Pair", roles=[{"name": "dut", "labels": ["bt"], "count": 2}])],
+    )
+    job = suite.jobs.get()
+    hold(job, chamber.h2, chamber.h1)
+
+    html = alice_client.get(f"/jobs/{job.pk}/").content.decode()
+
+    held = html[html.index('id="job-held-hosts"') :]
+    assert re.findall(r'href="/hosts/([\w.]+)/"', held[: held.index("</dd>")]) == [
+        "h1.lab",
+        "h2.lab",
+    ]

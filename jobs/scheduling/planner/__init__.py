@@ -153,9 +153,10 @@ def plan(
         alike = Counter(
             zip(map(_LABELS, one_host), map(_PIN, one_host), map(_SUITE, one_host), strict=True)
         )
+        multi_groups = group_jobs(multi) if multi else {}
     else:
         alike = Counter({key: len(g) for key, g in groups.items() if g and len(key) == 3})
-        multi = [job for key, g in groups.items() if len(key) > 3 for job in g]
+        multi_groups = {key: g for key, g in groups.items() if g and len(key) > 3}
     class_ids = job_classes(alike, matching)
     build_of = {suite.id: suite.build for suite in suites}
     # Hosts each capped suite may still take this tick; held hosts count against the cap.
@@ -168,7 +169,7 @@ def plan(
         order: Iterable[JobState] = _merged(groups, class_ids, leaser)
     else:
         order = main_phase_order(jobs, policy, now, usage)
-    _main_phase(order, matching, class_ids, leaser, has_multi=bool(multi))
+    _main_phase(order, matching, class_ids, leaser, has_multi=bool(multi_groups))
     leased_ids = leaser.leased_ids
 
     units = leaser.units
@@ -196,10 +197,9 @@ def plan(
         class_key_from(labels_keys[j], matching.pinned[j], suite_id): reason
         for (j, suite_id), reason in by_class.items()
     }
-    by_job = explain_multi(
-        [job for job in multi if job.id not in leased_ids], leaser, explainer, class_reasons
-    )
-    wait_reasons = WaitReasons(jobs, leased_ids, class_ids, by_class, by_job)
+    by_group, holding = explain_multi(multi_groups, leased_ids, explainer, class_reasons)
+    holder = (leaser.holder.job.id, holding) if leaser.holder and holding else None  # type: ignore[union-attr]
+    wait_reasons = WaitReasons(jobs, leased_ids, class_ids, by_class, by_group, holder)
 
     return Plan(
         assignments=assignments,
@@ -299,10 +299,19 @@ def _merged(
         for key, g in groups.items()
         if g
     ]
-    skippable, dead = leaser.skippable, leaser.dead
+    skippable, dead, matching = leaser.skippable, leaser.dead, leaser.matching
     heads = [(-g[0].priority, g[0].submitted_at, g[0].id, i, 0) for i, g in enumerate(lists)]
     heapq.heapify(heads)
+    seen = -1  # leaser.version when the groups were last sifted (below)
     while heads:
+        if not matching.free and leaser.holding and seen != leaser.version:
+            # Only held hosts are left: keep the groups that could still backfill one, once
+            # per change of the kept jobs or the hold, instead of trying every group.
+            seen = leaser.version
+            heads = [h for h in heads if not leaser.hopeless(classes[h[3]])]
+            heapq.heapify(heads)
+            if not heads:
+                break
         i, at = heads[0][3], heads[0][4]
         group = lists[i]
         yield group[at]

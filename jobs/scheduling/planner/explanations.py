@@ -6,13 +6,12 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence, Set
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import TYPE_CHECKING
 
 from hosts.rules import job_fits_host, missing_labels
 from jobs.scheduling.planner.hostindex import HostIndex, host_blocker
 from jobs.scheduling.planner.matching import Matching, bit_indexes
 from jobs.scheduling.planner.multihost import Hold
-from jobs.scheduling.planner.ordering import class_key, holder_key
+from jobs.scheduling.planner.ordering import class_key, group_key, holder_key
 from jobs.scheduling.planner.types import (
     HostState,
     JobState,
@@ -21,9 +20,6 @@ from jobs.scheduling.planner.types import (
     WaitCode,
     WaitReason,
 )
-
-if TYPE_CHECKING:
-    from jobs.scheduling.planner.leasing import Leaser
 
 # Workers at capacity after a tick: name -> (jobs running, capacity).
 Full = Mapping[str, tuple[int, int]]
@@ -619,29 +615,27 @@ def expected_words(seconds: float) -> str:
 
 
 def explain_multi(
-    waiting: Iterable[JobState],
-    leaser: Leaser,
+    groups: Mapping[tuple, Sequence[JobState]],
+    leased: Set[int],
     explainer: Explainer,
     class_reasons: MutableMapping[str, WaitReason],
-) -> dict[int, WaitReason]:
-    """Say why each waiting multi-host job waits: once per shape and suite, the holder apart.
-    Adds them to `class_reasons` (the holder's under `holder_key`); returns job id -> reason."""
+) -> tuple[dict[tuple, WaitReason], WaitReason | None]:
+    """Say why the waiting multi-host jobs wait: once per group (`group_key`: shape, suite),
+    the holder apart. Adds them to `class_reasons` (the holder's under `holder_key`); returns
+    the reason per group and the holder's."""
     hold = explainer.holder
-    reasons: dict[tuple, WaitReason] = {}
-    by_job: dict[int, WaitReason] = {}
-    for job in waiting:
-        if hold is not None and job.id == hold.job.id:
-            reason = by_job[job.id] = explainer.holding(hold)
-            class_reasons[holder_key(job.id)] = reason
-            continue
-        spec = leaser.multi.spec(job)
-        key = (spec, job.suite_id)
-        reason = reasons.get(key)
-        if reason is None:
-            reason = reasons[key] = explainer.multi(job, spec)
-            class_reasons[class_key(job)] = reason
-        by_job[job.id] = reason
-    return by_job
+    holder_id = hold.job.id if hold is not None else None
+    by_group: dict[tuple, WaitReason] = {}
+    for key, group in groups.items():
+        job = next((j for j in group if j.id not in leased and j.id != holder_id), None)
+        if job is not None:
+            by_group[key] = explainer.multi(job, (key[0], key[3], key[4]))
+            class_reasons[class_key(job)] = by_group[key]
+    if hold is None or holder_id in leased:
+        return by_group, None
+    reason = explainer.holding(hold)
+    class_reasons[holder_key(hold.job.id)] = reason
+    return by_group, reason
 
 
 def explain_waits(
@@ -670,7 +664,8 @@ class WaitReasons(Mapping[int, WaitReason]):
         leased: Set[int],
         class_ids: Mapping[tuple[frozenset[str], int | None], int],
         by_class: Mapping[tuple[int, int | None], WaitReason],
-        by_job: Mapping[int, WaitReason] | None = None,
+        by_group: Mapping[tuple, WaitReason] | None = None,
+        holder: tuple[int, WaitReason] | None = None,
     ) -> None:
         self._jobs, self._leased, self._class_ids, self._by_class = (
             jobs,
@@ -678,7 +673,8 @@ class WaitReasons(Mapping[int, WaitReason]):
             class_ids,
             by_class,
         )
-        self._by_job = by_job or {}  # multi-host jobs
+        self._by_group = by_group or {}  # multi-host jobs, by group_key
+        self._holder = holder
         self._waiting: dict[int, JobState] | None = None
 
     def _index(self) -> dict[int, JobState]:
@@ -689,7 +685,9 @@ class WaitReasons(Mapping[int, WaitReason]):
     def __getitem__(self, job_id: int) -> WaitReason:
         job = self._index()[job_id]
         if job.roles:
-            return self._by_job[job_id]
+            if self._holder is not None and job_id == self._holder[0]:
+                return self._holder[1]
+            return self._by_group[group_key(job)]
         return self._by_class[self._class_ids[job.labels, job.pinned_host_id], job.suite_id]
 
     def __contains__(self, job_id: object) -> bool:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-from jobs.scheduling.planner.matching import Matching
+from jobs.scheduling.planner.matching import Matching, bit_indexes
 from jobs.scheduling.planner.multihost import Hold, MultiHost, Spec
 from jobs.scheduling.planner.types import HostState, JobState, Policy
 
@@ -52,6 +52,8 @@ class Leaser:
         self.holder: Hold | None = None
         self.bf_dead: list[bool] = []  # one-host classes: cannot be added to the kept jobs alone
         self.bf_probed: set[int] = set()
+        self._reach: int | None = None  # see reach(); None: to compute again
+        self.version = 0  # counts changes of what reach() reads
 
     # --- keeping a job ------------------------------------------------------------------------
 
@@ -73,6 +75,8 @@ class Leaser:
     def _keep(
         self, job: JobState, units: list[tuple[int, int]], build: str, value: str | None
     ) -> None:
+        self._reach = None
+        self.version += 1
         if job.suite_id in self.room:
             self.room[job.suite_id] -= len(units)  # type: ignore[index]
         if job.roles:
@@ -172,6 +176,10 @@ class Leaser:
         assert hold is not None
         if not hold.total:
             self.bf_dead[j] = dead[j]  # no hold left: backfilling is leasing
+        elif dead[j] and not self.matching.eligible[j] & self.reach():
+            # No path of moves leads from its hosts to a held one: with the kept jobs alone it
+            # would not fit either (a path not through a held host would have fitted it).
+            self.bf_dead[j] = True
         if self.capped(job) or self.bf_dead[j]:
             return
         if not self.policy.backfill:
@@ -190,6 +198,50 @@ class Leaser:
             self._keep(job, [(-1, j)], build, None)
         else:
             self.bf_dead[j] = True
+
+    def reach(self) -> int:
+        """The host classes from which a path of moves ends where a hold gives up a host: a
+        class with held hosts, or a class with a free host on a worker at capacity that holds
+        a host too. While no host is free but held ones, a job whose classes miss these can
+        backfill nothing (a necessary condition; the trial decides)."""
+        if self._reach is not None:
+            return self._reach
+        m = self.matching
+        hold = self.holder
+        held = 0
+        if hold is not None:
+            for jh in hold.classes:
+                for c in bit_indexes(m.eligible[jh]):
+                    if m.occupants[c].get(jh):
+                        held |= 1 << c
+        blocked_open = m.open_bits & m.blocked_bits
+        reach = held
+        for bits in m.worker_bits:
+            if bits & held:
+                reach |= bits & blocked_open
+        changed = True
+        while changed:
+            changed = False
+            for c, occupants in enumerate(m.occupants):
+                if reach >> c & 1:
+                    continue
+                if any(m.eligible[x] & reach for x in occupants) or (
+                    blocked_open >> c & 1 and m.worker_bits[m.worker_of[c]] & reach
+                ):
+                    reach |= 1 << c
+                    changed = True
+        self._reach = reach
+        return reach
+
+    def hopeless(self, c: object) -> bool:
+        """While no host is free but held ones: whether no job of this group's class (one-host
+        class index) or shape (Spec) can backfill; marks it so (monotone, see above)."""
+        if isinstance(c, int):
+            if not self.bf_dead[c] and not self.matching.eligible[c] & self.reach():
+                self.bf_dead[c] = True
+            return self.bf_dead[c]
+        spec: Spec = c  # type: ignore[assignment]
+        return spec.bf_dead
 
     @property
     def holding(self) -> bool:
@@ -228,6 +280,8 @@ class Leaser:
             dead[jh] = False
         hold.held = self._hold_greedy(hold.spec, hold.classes)
         matching.commit()
+        self._reach = None
+        self.version += 1
         return True
 
     # --- the hold -------------------------------------------------------------------------------
@@ -270,6 +324,8 @@ class Leaser:
         self.matching.commit()
         start = max(start, now)
         self.holder = Hold(job, spec, value, classes, held, start, (start - now).total_seconds())
+        self._reach = None
+        self.version += 1
         self.bf_dead = self.dead.copy()  # dead without a hold: dead with the kept jobs alone
 
     # --- after the main phase -----------------------------------------------------------------

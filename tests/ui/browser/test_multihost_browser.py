@@ -14,7 +14,13 @@ from jobs import services
 from jobs.choices import JobStatus
 from jobs.models import Job, Lease, SchedulerTick
 from tests import factories as f
-from tests.ui.browser.conftest import assert_not_reloaded, mark_page, screenshot, sign_in
+from tests.ui.browser.conftest import (
+    VIEWPORT,
+    assert_not_reloaded,
+    mark_page,
+    screenshot,
+    sign_in,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -78,6 +84,11 @@ def test_a_tester_submits_a_two_role_job_and_sees_its_hosts(page, alice, lab, de
     assert_not_reloaded(page)
     assert not Job.objects.exists()
     screenshot(page, f"multihost-form-refused-{mode}", full_page=True)
+    page.set_viewport_size({"width": 420, "height": 900})  # a phone: role fields stack
+    box = page.locator(".role-row").nth(0).get_by_label("Its own labels").bounding_box()
+    assert box is not None and box["x"] + box["width"] <= 420
+    screenshot(page, f"multihost-form-narrow-{mode}", full_page=True)
+    page.set_viewport_size(VIEWPORT)
 
     page.locator(".role-row").nth(0).get_by_label("Hosts", exact=True).fill("2")
     page.get_by_role("button", name="Submit suite").click()

@@ -97,6 +97,9 @@ def seed(*, hosts_per_worker: int = 8, rng: random.Random | None = None) -> str:
                 labels.append("chameleon")
             if i % 5 == 0:
                 labels.append("bluetooth")
+            if i < 4:
+                # Each worker's first row is an RF chamber: its multi-host jobs run together.
+                labels.append(f"chamber:rf{w}")
             host_services.host_create(
                 hostname=f"chromeos{w}-row{i // 4 + 1}-host{i % 4 + 1}.lab",
                 worker=worker,
@@ -143,10 +146,42 @@ def seed(*, hosts_per_worker: int = 8, rng: random.Random | None = None) -> str:
         fanout_labels=["bluetooth"],
         fanout_name="bluetooth_Pair",
     )
+    # Tests that need a DUT and a Wi-Fi peer in one chamber (docs/scheduling.md#multi-host-jobs).
+    services.suite_submit(
+        owner=alice,
+        name="wifi interop R120",
+        priority=40,
+        build="R120-demo",
+        jobs=[interop_job(f"network_WiFiInterop.{i}") for i in range(3)],
+    )
     # Shows a job that waits for a host the lab does not have, and says why.
     unmatched = services.JobSpec(name="needs a board nobody has", labels=["board:sarien"])
     services.job_submit(owner=alice, spec=unmatched, allow_unmatched=True)
     return f"seeded {Host.objects.count()} hosts on {Worker.objects.count()} workers"
+
+
+def interop_job(name: str, *, board: str | None = None) -> services.JobSpec:
+    """A two-host job: a DUT (of the board, if given) and a peer, in one RF chamber."""
+    dut = [f"board:{board}"] if board else []
+    return services.JobSpec(
+        name=name,
+        roles=[{"name": "dut", "labels": dut}, {"name": "peer", "labels": []}],
+        together_by="chamber",
+        max_retries=1,
+    )
+
+
+def _chamber_pair(board: str, hosts: dict[int, frozenset[str]]) -> bool:
+    """Whether some chamber holds a host of the board and one other host."""
+    chambers: Counter[str] = Counter()
+    with_board: set[str] = set()
+    for labels in hosts.values():
+        for label in labels:
+            if label.startswith("chamber:"):
+                chambers[label] += 1
+                if f"board:{board}" in labels:
+                    with_board.add(label)
+    return any(chambers[chamber] >= 2 for chamber in with_board)
 
 
 def submit_random_suite(
@@ -178,6 +213,10 @@ def submit_random_suite(
             # Only the seeded "needs a board nobody has" job shows an impossible wait; jobs
             # for which every host is locked would wait as long, piling up in the queue.
             labels = [f"board:{board}"]
+        if i == 5 and _chamber_pair(board, hosts):
+            # Now and then a test that needs two hosts at once.
+            specs.append(interop_job(f"network_WiFiInterop.{i}", board=board))
+            continue
         specs.append(
             services.JobSpec(name=f"{rng.choice(TESTS)}.{i}", labels=labels, max_retries=1)
         )

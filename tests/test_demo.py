@@ -83,6 +83,17 @@ def test_the_demo_lab_keeps_leasing_for_hours():
     assert not idle, f"the lab leased nothing in {idle}; leases per 10 minutes: {leased}"
     # The one showcase of a job no host can run ("needs a board nobody has"), never more.
     assert impossible == [1] * windows
+    # The two-host jobs (a DUT and a peer in one chamber) run too, each on both its hosts.
+    two_host = Job.objects.exclude(roles=[]).filter(status__in=[JobStatus.PASSED, JobStatus.FAILED])
+    assert two_host.count() >= 3
+    for job in two_host[:3]:
+        chambers = {
+            label
+            for lease in job.leases.filter(attempt=job.attempts).select_related("host")
+            for label in lease.host.label_names
+            if label.startswith("chamber:")
+        }
+        assert job.leases.filter(attempt=job.attempts).count() == 2 and len(chambers) == 1
 
 
 def test_the_seeded_broken_host_comes_back_by_the_health_loop_alone(monkeypatch):

@@ -43,7 +43,7 @@ class PoolTargetInputSerializer(serializers.Serializer):
         child=StrictCharField(
             max_length=balancer.PREFIX_MOST, validators=[balancer.label_prefix_validator]
         ),
-        max_length=20,
+        max_length=balancer.SAME_MOST,
         default=list,
         help_text="Label prefixes a spare must share with the member it replaces ([board]).",
     )

@@ -54,11 +54,14 @@ label_prefix_validator = RegexValidator(
     r"^[A-Za-z0-9][A-Za-z0-9._/=+-]*\Z", "a label prefix, such as board (no colon)"
 )
 PREFIX_MOST = 50
+SAME_MOST = 20  # prefixes in `same`
 
 
 def _prefixes(value: object) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
         raise InvalidInput('same: a list of label prefixes, such as ["board"]', field="same")
+    if len(value) > SAME_MOST:
+        raise InvalidInput(f"same: at most {SAME_MOST} label prefixes", field="same")
     for prefix in value:
         try:
             label_prefix_validator(prefix)

@@ -12,7 +12,6 @@ from rest_framework.authtoken.models import Token
 from hosts import services as host_services
 from hosts.models import HealthPolicy, Host, HostEvent, Label, PoolTarget, Worker
 from jobs import services, suite_templates
-from jobs.services import balancer
 from jobs.choices import JobStatus
 from jobs.models import (
     Job,
@@ -23,6 +22,7 @@ from jobs.models import (
     SuiteTemplate,
     TemplateRun,
 )
+from jobs.services import balancer
 from notifications.models import Subscription
 from tests import factories as f
 

@@ -97,6 +97,11 @@ def test_staff_add_a_target_and_a_refusal_names_the_field(sam_client):  # noqa: 
             "same",
             "is not a label prefix",
         ),
+        (
+            {"pool": "pool:cq", "spare": "pool:spare", "min_ready": "2", "same": "p " * 21},
+            "same",
+            "Same: at most 20 label prefixes",
+        ),
     ]:
         answer = sam_client.post("/pool-targets/new/", fields, headers=HTMX)
         assert answer.status_code == 400, fields

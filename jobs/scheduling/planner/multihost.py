@@ -10,13 +10,16 @@ are never dropped and the job is kept only whole.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import attrgetter
 
 from jobs.scheduling.planner.matching import Matching
 from jobs.scheduling.planner.types import HostState, JobState, RoleNeed
 
 SpecKey = tuple[frozenset[str], tuple[RoleNeed, ...], str]
+_ENDS = attrgetter("busy_until", "hostname")
 
 
 @dataclass(eq=False)
@@ -65,7 +68,8 @@ class MultiHost:
         self.specs: dict[SpecKey, Spec] = {}
         self._of_job: dict[int, Spec] = {}
         self._values: dict[str, list[str]] = {}
-        self._busy: list[HostState] | None = None
+        # Busy hosts with an expected end that could work once freed, by label set, by end.
+        self._busy: list[tuple[frozenset[str], list[HostState]]] | None = None
 
     def spec(self, job: JobState) -> Spec:
         spec = self._of_job.get(job.id)
@@ -127,14 +131,7 @@ class MultiHost:
         if not units:
             return None
         if self._busy is None:
-            self._busy = sorted(
-                (
-                    h
-                    for h in self.hosts
-                    if h.leased and h.busy_until is not None and h.usable_when_freed
-                ),
-                key=lambda h: (h.busy_until, h.hostname),
-            )
+            self._busy = _busy_by_labels(self.hosts)
         labels = [self.role_labels(spec, r, value) for r in range(len(spec.roles))]
         # Bottleneck matching: add the busy hosts by when they free up until every missing
         # unit has one (Kuhn's augmenting paths over the hosts added so far).
@@ -153,9 +150,8 @@ class MultiHost:
                     return True
             return False
 
-        for host in self._busy:
-            if not any(lab <= host.labels for lab in labels):
-                continue
+        fitting = [g for kind, g in self._busy if any(lab <= kind for lab in labels)]
+        for host in heapq.merge(*fitting, key=_ENDS):
             hosts.append(host)
             for u in range(len(units)):
                 if u not in unit_host and place(u, set()):
@@ -163,3 +159,15 @@ class MultiHost:
             if len(unit_host) == len(units):
                 return host.busy_until
         return None
+
+
+def _busy_by_labels(hosts: list[HostState]) -> list[tuple[frozenset[str], list[HostState]]]:
+    """The busy hosts with an expected end that could work once freed, by label set, each set's
+    by when they free up."""
+    by_labels: dict[frozenset[str], list[HostState]] = {}
+    for h in hosts:
+        if h.leased and h.busy_until is not None and h.usable_when_freed:
+            by_labels.setdefault(h.labels, []).append(h)
+    for group in by_labels.values():
+        group.sort(key=_ENDS)
+    return list(by_labels.items())

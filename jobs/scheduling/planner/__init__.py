@@ -26,6 +26,7 @@ from jobs.scheduling.planner.explanations import (
 from jobs.scheduling.planner.hostindex import HostIndex
 from jobs.scheduling.planner.leasing import Leaser, Unit
 from jobs.scheduling.planner.matching import Matching, assign_hosts, job_classes
+from jobs.scheduling.planner.multihost import Spec
 from jobs.scheduling.planner.ordering import (
     DEFAULT_POLICY,
     JobGroupKey,
@@ -169,7 +170,8 @@ def plan(
         order: Iterable[JobState] = _merged(groups, class_ids, leaser)
     else:
         order = main_phase_order(jobs, policy, now, usage)
-    _main_phase(order, matching, class_ids, leaser, has_multi=bool(multi_groups))
+    specs = [leaser.multi.spec(g[0]) for g in multi_groups.values()]
+    _main_phase(order, matching, class_ids, leaser, specs)
     leased_ids = leaser.leased_ids
 
     units = leaser.units
@@ -215,13 +217,12 @@ def _main_phase(
     matching: Matching,
     class_ids: Mapping[tuple[frozenset[str], int | None], int],
     leaser: Leaser,
-    *,
-    has_multi: bool,
+    specs: list[Spec],
 ) -> None:
     """Keep each job of the main phase that fits with those kept before it; then the elastic
-    hosts of the multi-host jobs kept."""
+    hosts of the multi-host jobs kept. `specs`: the shapes of the queue's multi-host jobs."""
     dead, leased_ids, lease = matching.dead, leaser.leased_ids, leaser.lease
-    if not has_multi:
+    if not specs:
         for job in order:
             if not matching.free:
                 break  # every schedulable host is leased: the rest can only wait
@@ -231,10 +232,18 @@ def _main_phase(
             if not dead[j] and job.id not in leased_ids:
                 lease(job, j)
         return
-    consider = leaser.consider
+    consider, hopeless = leaser.consider, leaser.hopeless
+    classes: list[object] = [*class_ids.values(), *specs]
+    seen = -1  # leaser.version when the classes were last sifted (below)
     for job in order:
-        if not matching.free and not leaser.holding:
-            break  # every schedulable host is leased, none held: the rest can only wait
+        if not matching.free:
+            if not leaser.holding:
+                break  # every schedulable host is leased, none held: the rest can only wait
+            if seen != leaser.version:
+                # Only held hosts are left: stop once no class or shape could backfill.
+                seen = leaser.version
+                if all(map(hopeless, classes)):
+                    break
         consider(job, -1 if job.roles else class_ids[job.labels, job.pinned_host_id])
     leaser.elastic()
 

@@ -237,10 +237,20 @@ class Leaser:
         """While no host is free but held ones: whether no job of this group's class (one-host
         class index) or shape (Spec) can backfill; marks it so (monotone, see above)."""
         if isinstance(c, int):
-            if not self.bf_dead[c] and not self.matching.eligible[c] & self.reach():
+            if (
+                not self.bf_dead[c]
+                and not self.matching.free
+                and not self.matching.eligible[c] & self.reach()
+            ):
                 self.bf_dead[c] = True
             return self.bf_dead[c]
         spec: Spec = c  # type: ignore[assignment]
+        if not spec.bf_dead and not self.matching.free:
+            reach, eligible = self.reach(), self.matching.eligible
+            spec.bf_dead = not any(
+                all(eligible[j] & reach for j in self.multi.classes(spec, value))
+                for value in self.multi.values(spec)
+            )
         return spec.bf_dead
 
     @property

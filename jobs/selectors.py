@@ -90,20 +90,25 @@ def wait_reasons_for(jobs: list[Job], tick: SchedulerTick | None = None) -> dict
         else set()
     )
     own: dict[int, dict | None] = {}
-    classes: dict[int, str] = {}
+    # The keys each job's reason may be stored under, the first present wins: a multi-host
+    # job this tick held hosts for has its own, else its class's (planner.reason_keys).
+    keys: dict[int, tuple[str, ...]] = {}
     for job in jobs:
         if job.status != JobStatus.QUEUED:
             continue
         own[job.pk] = _own_wait_reason(job, now=now, busy=busy)
         if own[job.pk] is None and tick is not None and job.created_at <= tick.started_at:
-            classes[job.pk] = planner.class_key(snapshot.job_state(job))
-    table = _class_reasons(tick, set(classes.values())) if tick is not None else {}
+            keys[job.pk] = planner.reason_keys(snapshot.job_state(job))
+    wanted = {key for job_keys in keys.values() for key in job_keys}
+    table = _class_reasons(tick, wanted) if tick is not None else {}
     pending = {
         "code": planner.WaitCode.PENDING_TICK,
         "message": "Waiting for the next scheduler tick.",
     }
     return {
-        pk: reason or table.get(classes.get(pk, "")) or {**pending, "details": {}}
+        pk: reason
+        or next((table[key] for key in keys.get(pk, ()) if key in table), None)
+        or {**pending, "details": {}}
         for pk, reason in own.items()
     }
 

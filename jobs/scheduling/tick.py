@@ -265,6 +265,11 @@ def _tick_unchanged(summary: TickSummary, *, fingerprint: str, trigger: str, sta
         return False
     if previous.hosts_schedulable is None:
         return False  # recorded before ticks counted the lab's capacity: nothing to copy
+    if previous.holds and not planner.is_plain(SchedulerSettings.load().policy()):
+        # Under aging, dynsize or fair share the order moves with time alone: a job may come
+        # to rank above the holder and take a held host with nothing written
+        # (docs/scheduling.md#holds-and-backfill). Plan again while hosts are held.
+        return False
     # The planner is a pure function of what the digest covers, so it would return the same
     # plan, and that plan leased nothing (a lease changes the digest). The previous tick's
     # counts and wait reasons therefore still describe the lab: copy them. The reasons are

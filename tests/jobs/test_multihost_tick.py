@@ -13,7 +13,7 @@ from hosts.choices import EventKind
 from hosts.models import HostEvent, Worker
 from jobs import selectors, services
 from jobs.choices import JobStatus
-from jobs.models import Job, Lease, SchedulerTick
+from jobs.models import Job, Lease, SchedulerSettings, SchedulerTick
 from jobs.scheduling import labstate
 from tests import factories as f
 from tests.multihost import attempt, lease_hosts, multihost_job, role
@@ -163,3 +163,41 @@ def test_a_multihost_job_counts_once_toward_its_workers_capacity(chamber):
     # Two hosts held, one job running: room for one more job under max_jobs 2.
     assert Job.objects.get(pk=solo.pk).status == JobStatus.LEASED
     assert Worker.objects.filter(pk=w1.pk).worker_loads()["w1"].running == 2
+
+
+def _hold_dut2_for_a_two_dut_job(chamber: dict) -> Job:
+    """dut1 runs a job expected to end in 10 minutes; a two-dut job holds dut2 meanwhile."""
+    running = f.job("long", ["board:x"])
+    Job.objects.filter(pk=running.pk).update(estimated_duration=timedelta(minutes=10))
+    host_services.host_lock(host=chamber["dut2"], by="sam", reason="cabling")
+    services.scheduler_tick()
+    host_services.host_unlock(host=chamber["dut2"], by="sam")
+    return multihost_job("bt_Pair", [role("dut", ["board:x"], count=2)])
+
+
+def test_the_holder_is_told_what_it_holds_and_when_it_is_expected_to_start(chamber):
+    job = _hold_dut2_for_a_two_dut_job(chamber)
+
+    services.scheduler_tick()
+
+    reason = selectors.wait_reasons_for([job])[job.pk]
+    assert reason["code"] == "holding_hosts"
+    assert reason["message"].startswith("Holding 1 of 2 hosts")
+    assert "expected start in about" in reason["message"]
+
+
+@pytest.mark.postgres
+def test_under_aging_a_tick_with_hosts_held_plans_again_rather_than_copying(chamber):
+    # Under aging the order moves with time alone, so a hold may change with nothing written:
+    # the tick that would copy the last plan plans again.
+    SchedulerSettings.objects.update_or_create(pk=1, defaults={"aging_minutes": 5})
+    job = _hold_dut2_for_a_two_dut_job(chamber)
+    services.scheduler_tick()
+
+    again = services.scheduler_tick()
+
+    assert not again.unchanged
+    assert selectors.current_holds() == {chamber["dut2"].pk: job.pk}
+    SchedulerSettings.objects.filter(pk=1).update(aging_minutes=0)
+    services.scheduler_tick()
+    assert services.scheduler_tick().unchanged  # fifo: the same plan, copied

@@ -35,6 +35,7 @@ SHOWN = {
     "scheduler-settings.png": "scheduler-settings-prod",  # test_settings_browser.py
     "multihost-form.png": "multihost-form-refused-prod",  # test_multihost_browser.py
     "multihost-job.png": "multihost-job-prod",
+    "pool-targets-list.png": "pool-targets-list",  # test_pool_targets_browser.py
 }
 
 

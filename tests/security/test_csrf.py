@@ -131,7 +131,12 @@ def test_every_page_hands_htmx_the_csrf_token_in_its_hx_headers(lab, sam):
     # htmx requests from buttons outside any form (hx-post on a button) get the token from the
     # <body hx-headers=...> that base.html sets; it must be a token the check accepts.
     for route, url in PAGES.items():
-        if route in ("hosts:label_suggest", "hosts:host_suggest", "jobs:suite_job_row"):
+        if route in (
+            "hosts:label_suggest",
+            "hosts:host_suggest",
+            "jobs:suite_job_row",
+            "jobs:suite_role_row",
+        ):
             continue  # fragments only, always swapped into a full page that has the header
         if route in ("jobs:job_output", "hosts:host_export"):
             continue  # plain-text and CSV downloads, not pages

@@ -199,6 +199,7 @@ PAGES: dict[str, Callable[[SimpleNamespace], str]] = {
     "jobs:suite_list": lambda lab: "/suites/",
     "jobs:suite_create": lambda lab: "/suites/new/",
     "jobs:suite_job_row": lambda lab: "/suites/new/job-row/",
+    "jobs:suite_role_row": lambda lab: "/suites/new/role-row/?job=0a1b2c3d",
     "jobs:suite_detail": lambda lab: f"/suites/{lab.suite.pk}/",
     "jobs:job_detail": lambda lab: f"/jobs/{lab.suite.jobs.first().pk}/",
     "jobs:job_output": lambda lab: f"/jobs/{lab.suite.jobs.first().pk}/output.txt",

@@ -38,10 +38,14 @@ def demo_lab_with_history(minutes: int = HISTORY_MINUTES) -> None:
         at = start + timedelta(minutes=step)
         Worker.objects.update(last_seen=at)
         services.scheduler_tick(now=at, trigger="history")
+        started = set()  # a multi-host job's leases share one job: start it, finish it once
         for lease in Lease.objects.filter(released_at=None, job__isnull=False).select_related(
             "job"
         ):
             job = lease.job
+            if job.pk in started:
+                continue
+            started.add(job.pk)
             if job.status == JobStatus.LEASED:
                 services.job_start(job=job, by="runner-sim", at=at + timedelta(seconds=5))
                 continue

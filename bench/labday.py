@@ -434,7 +434,23 @@ def simulate_day(shape: Shape, *, seed: int, start: datetime) -> dict[str, objec
         "at_submissions_stop": at_stop,
         **report(lab, suites=suites),
         "repairable_out_at_the_end": out_of_service(lab, at=at),
+        "unfinished_tests_at_the_end": unfinished_tests(),
     }
+
+
+def unfinished_tests() -> dict[str, int]:
+    """The test jobs still queued or running at the end, by labels, status and try."""
+    from jobs.choices import ACTIVE_JOB_STATUSES, JobKind, JobStatus
+    from jobs.models import Job
+
+    jobs = Job.objects.filter(
+        kind=JobKind.TEST, status__in=[JobStatus.QUEUED, *ACTIVE_JOB_STATUSES]
+    )
+    counts = Counter(
+        f"{key or '-'} {status} try {attempts}"
+        for key, status, attempts in jobs.values_list("label_key", "status", "attempts")
+    )
+    return dict(sorted(counts.items()))
 
 
 def out_of_service(lab: Lab, *, at: datetime) -> list[dict[str, object]]:

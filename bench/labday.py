@@ -433,7 +433,58 @@ def simulate_day(shape: Shape, *, seed: int, start: datetime) -> dict[str, objec
         "wall_s": round(time.perf_counter() - began, 1),
         "at_submissions_stop": at_stop,
         **report(lab, suites=suites),
+        "repairable_out_at_the_end": out_of_service(lab, at=at),
+        "unfinished_tests_at_the_end": unfinished_tests(),
     }
+
+
+def unfinished_tests() -> dict[str, int]:
+    """The test jobs still queued or running at the end, by labels, status and try."""
+    from jobs.choices import ACTIVE_JOB_STATUSES, JobKind, JobStatus
+    from jobs.models import Job
+
+    jobs = Job.objects.filter(
+        kind=JobKind.TEST, status__in=[JobStatus.QUEUED, *ACTIVE_JOB_STATUSES]
+    )
+    counts = Counter(
+        f"{key or '-'} {status} try {attempts}"
+        for key, status, attempts in jobs.values_list("label_key", "status", "attempts")
+    )
+    return dict(sorted(counts.items()))
+
+
+def out_of_service(lab: Lab, *, at: datetime) -> list[dict[str, object]]:
+    """Each repairable host not in service at `at`, and why: what it waits for."""
+    from hosts.choices import EventKind, HostStatus
+    from hosts.models import Host
+    from jobs.choices import MAINTENANCE_KINDS
+    from jobs.models import Job
+
+    out = []
+    hosts = Host.objects.exclude(status=HostStatus.READY).exclude(pk__in=lab.unrepairable)
+    for host in hosts.select_related("worker").order_by("hostname"):
+        job = Job.objects.filter(host=host, kind__in=MAINTENANCE_KINDS).order_by("-id").first()
+        last = host.events.filter(kind=EventKind.STATUS).order_by("-id").first()
+        out.append(
+            {
+                "host": host.hostname,
+                "status": host.status,
+                "dut_broken": host.pk in lab.broken,
+                "repair_attempts": host.repair_attempts,
+                "repair_rounds": host.repair_rounds,
+                "repair_not_before_in_s": host.repair_not_before
+                and int((host.repair_not_before - at).total_seconds()),
+                "next_repair_in_s": host.next_repair_at
+                and int((host.next_repair_at - at).total_seconds()),
+                "locked": host.locked,
+                "worker_down": lab.down_until.get(host.worker_id, at) > at,
+                "worker_paused": host.worker.paused,
+                "last_maintenance": job and f"{job.kind} {job.status}",
+                "last_status_event": last
+                and f"{int((at - last.created_at).total_seconds())} s ago: {last.message[:120]}",
+            }
+        )
+    return out
 
 
 def host_figures(lab: Lab) -> dict[str, object]:

@@ -93,6 +93,9 @@ class Host(models.Model):
     repair_not_before = models.DateTimeField(null=True, blank=True)  # the repair backoff
     # A repair_failed host's automatic repair (REPAIR_FAILED_RETRY_SECONDS); null otherwise.
     next_repair_at = models.DateTimeField(null=True, blank=True)
+    # Automatic repair rounds given since the host was last repaired or sent to repair by staff;
+    # each failed one doubles the wait for the next (jobs.recovery.repair_failed_retry).
+    repair_rounds = models.PositiveSmallIntegerField(default=0, db_default=0)
     last_verified_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)

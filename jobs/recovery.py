@@ -38,23 +38,33 @@ def repair_backoff(failed_repairs: int) -> timedelta:
     return timedelta(seconds=base * 2 ** max(0, failed_repairs - 1))
 
 
-def repair_failed_retry(failed_repairs: int) -> timedelta | None:
+def repair_failed_retry(rounds: int) -> timedelta | None:
     """How long a repair_failed host waits for its automatic repair, or None (turned off).
 
     REPAIR_FAILED_RETRY_SECONDS after the round that gave up, doubling with each automatic
-    repair that failed since (the failed repairs in a row past REPAIR_MAX_ATTEMPTS), capped.
+    repair round that failed since (`rounds`, Host.repair_rounds), capped.
     """
     base = settings.REPAIR_FAILED_RETRY_SECONDS
     if base <= 0:
         return None
-    rounds = min(max(0, failed_repairs - settings.REPAIR_MAX_ATTEMPTS), 32)
+    rounds = min(max(0, rounds), 32)
     return timedelta(seconds=min(base * 2**rounds, max(base, settings.REPAIR_FAILED_RETRY_MAX)))
 
 
-def next_repair_at(failed_repairs: int, *, at: datetime) -> datetime | None:
+def next_repair_at(rounds: int, *, at: datetime) -> datetime | None:
     """When a host reaching repair_failed at `at` gets its automatic repair (None: never)."""
-    wait = repair_failed_retry(failed_repairs)
+    wait = repair_failed_retry(rounds)
     return at + wait if wait is not None else None
+
+
+def fresh_repair_round() -> dict[str, object]:
+    """The host fields a new round of REPAIR_MAX_ATTEMPTS repairs starts from.
+
+    The one rule for staff's Repair now (jobs.services.health.host_repair_now) and the
+    automatic repair of a repair_failed host (jobs.scheduling.maintenance.retry_repair_failed):
+    the count of failed repairs in a row starts again and the repair is due at once.
+    """
+    return {"repair_attempts": 0, "repair_not_before": None}
 
 
 def next_try_words(when: datetime | None) -> str:
@@ -221,7 +231,7 @@ def _verify_outcome(job: Job, *, host: Host, passed: bool | None, at: datetime) 
 
 def _repair_outcome(job: Job, *, host: Host, passed: bool | None, at: datetime) -> Outcome:
     if passed:
-        reset = {"repair_attempts": 0, "repair_not_before": None, "last_verified_at": at}
+        reset = {**fresh_repair_round(), "repair_rounds": 0, "last_verified_at": at}
         return HostStatus.READY, "repair passed", reset
     if passed is None and not _repairs_keep_vanishing(host):
         # Its runner was killed or its worker died: that says nothing of the DUT, so it costs
@@ -231,7 +241,7 @@ def _repair_outcome(job: Job, *, host: Host, passed: bool | None, at: datetime) 
     failures = host.repair_attempts + 1
     what = "its runner stopped heartbeating" if passed is None else brief(job.message)
     if failures >= settings.REPAIR_MAX_ATTEMPTS:
-        when = next_repair_at(failures, at=at)
+        when = next_repair_at(host.repair_rounds, at=at)
         why = f"repair failed {failures} times in a row; {next_try_words(when)}; last: {what}"
         return (
             HostStatus.REPAIR_FAILED,

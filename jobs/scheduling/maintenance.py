@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
 
 from hosts import audit
 from hosts.audit import SCHEDULER
@@ -20,6 +20,7 @@ from hosts.models import HealthPolicy, Host, Worker
 from jobs import selectors, transitions
 from jobs.choices import MAINTENANCE_KINDS, JobKind, JobStatus
 from jobs.models import Job, Lease
+from jobs.recovery import fresh_repair_round
 from jobs.transitions import Mover
 
 MAINTENANCE_PRIORITY = 100
@@ -122,13 +123,15 @@ def _repair_failed_due(now: datetime) -> QuerySet[Host]:
 
 
 def retry_repair_failed(*, now: datetime) -> list[Job]:
-    """Give each repair_failed host whose next_repair_at has come an automatic repair.
+    """Give each repair_failed host whose next_repair_at has come an automatic repair round.
 
     The host goes to needs_repair (a status event by the scheduler saying it is automatic) with
-    its failed repairs in a row kept, so the repair job queued here is one try: failed, it
-    sends the host back to repair_failed with twice the wait (jobs.recovery.repair_failed_retry).
-    A locked host, a retired one or one whose worker is paused or offline is left alone; it
-    keeps its time and gets the repair once it is back in service.
+    a fresh round of REPAIR_MAX_ATTEMPTS repairs, as staff's Repair now gives
+    (jobs.recovery.fresh_repair_round), and one more round counted (Host.repair_rounds): a
+    round that fails sends the host back to repair_failed with twice the wait
+    (jobs.recovery.repair_failed_retry). A locked host, a retired one or one whose worker is
+    paused or offline is left alone; it keeps its time and gets the round once it is back in
+    service.
     """
     due = _repair_failed_due(now)
     if settings.REPAIR_FAILED_RETRY_SECONDS <= 0:
@@ -146,10 +149,14 @@ def retry_repair_failed(*, now: datetime) -> list[Job]:
         to=HostStatus.NEEDS_REPAIR,
         mover=Mover.SCHEDULER,
         by=SCHEDULER,
-        why="automatic repair: its next_repair_at came (REPAIR_FAILED_RETRY_SECONDS)",
+        why=(
+            f"automatic repair: its next_repair_at came (REPAIR_FAILED_RETRY_SECONDS); "
+            f"a new round of {settings.REPAIR_MAX_ATTEMPTS} tries"
+        ),
         at=now,
         sources=(HostStatus.REPAIR_FAILED,),
-        repair_not_before=None,
+        **fresh_repair_round(),
+        repair_rounds=F("repair_rounds") + 1,
     )
     hosts = Host.objects.filter(pk__in=moved).exclude(_unfinished_maintenance())
     due_jobs = [(host, JobKind.REPAIR) for host in hosts.only("id", "hostname").order_by("pk")]

@@ -11,6 +11,7 @@ from hosts.models import Host, HostEvent
 from jobs import transitions
 from jobs.choices import MAINTENANCE_KINDS, JobKind
 from jobs.models import Job, Lease
+from jobs.recovery import fresh_repair_round
 from jobs.scheduling.maintenance import create_maintenance_jobs
 from jobs.scheduling.triggers import request_tick
 from jobs.transitions import Mover
@@ -41,7 +42,9 @@ def host_repair_now(*, host: Host, by: Actor) -> Host:
     if host.status == HostStatus.REPAIRING:
         raise Conflict(f"host {host.hostname} is being repaired already")
     now = timezone.now()
-    Host.objects.filter(pk=host.pk).update(repair_attempts=0, repair_not_before=None)
+    # A fresh round, as the automatic repair of a repair_failed host gives; the rounds' backoff
+    # starts again too: staff sent it.
+    Host.objects.filter(pk=host.pk).update(**fresh_repair_round(), repair_rounds=0)
     if host.status != HostStatus.NEEDS_REPAIR:
         transitions.move_host(
             host, old=host.status, to=HostStatus.NEEDS_REPAIR, mover=Mover.STAFF, by=by,

@@ -43,8 +43,8 @@ def host_set_status(*, host: Host, status: str, by: Actor, message: str = "") ->
         return host
     when = None
     if status == HostStatus.REPAIR_FAILED:  # set by hand: the automatic repair comes all the same
-        attempts = Host.objects.filter(pk=host.pk).values_list("repair_attempts", flat=True)[0]
-        when = next_repair_at(attempts, at=timezone.now())
+        rounds = Host.objects.filter(pk=host.pk).values_list("repair_rounds", flat=True)[0]
+        when = next_repair_at(rounds, at=timezone.now())
         message = "; ".join(filter(None, [message, next_try_words(when)]))
     transitions.move_host(host, old=old, to=status, mover=Mover.STAFF, by=by, why=message)
     if when is not None:

@@ -48,4 +48,5 @@ def test_a_harsh_day_without_staff_loses_nothing_and_gives_up_only_on_the_hopele
     assert hopeless["status"] == HostStatus.REPAIR_FAILED and hopeless["next_repair_at"]
     assert report["repairable_repair_failed"] == 0
     assert report["in_service_of_repairable"] == "9/9"
+    assert report["repairable_out_at_the_end"] == []  # what the report says keeps hosts out
     assert Host.objects.filter(status=HostStatus.REPAIR_FAILED).count() == 1

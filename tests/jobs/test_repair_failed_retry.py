@@ -83,33 +83,87 @@ def test_at_that_time_the_tick_queues_a_repair_and_says_it_is_automatic(rack):
     assert queued.actor == "scheduler" and "automatic" in queued.message
 
 
+def fail_the_round(at: datetime, rack: Worker) -> datetime:
+    """The automatic round due at `at` runs its REPAIR_MAX_ATTEMPTS (2) repairs, all failing."""
+    tick(at, rack)
+    fail_the_repair(at + timedelta(seconds=5))
+    tick(at + timedelta(seconds=10), rack)
+    fail_the_repair(at + timedelta(seconds=15))
+    return at + timedelta(seconds=15)
+
+
+def test_the_automatic_repair_is_a_fresh_round_of_tries_like_repair_now(rack):
+    failed_at = break_h1(timezone.now(), rack)
+    at = failed_at + 4 * HOUR
+    tick(at, rack)
+    host = h1()
+    assert (host.status, host.repair_attempts, host.repair_rounds) == (HostStatus.REPAIRING, 0, 1)
+    moved = host.events.filter(kind=EventKind.STATUS, new_status=HostStatus.NEEDS_REPAIR)
+    moved = moved.order_by("-id").first()
+    assert moved.actor == "scheduler" and "a new round of 2 tries" in moved.message
+
+    fail_the_repair(at + timedelta(seconds=5))  # the round's first try: not given up on
+    host = h1()
+    assert (host.status, host.repair_attempts) == (HostStatus.NEEDS_REPAIR, 1)
+    event = host.events.filter(kind=EventKind.STATUS).order_by("-id").first()
+    assert event.message.startswith("repair 1 of 2 failed")
+
+    tick(at + timedelta(seconds=10), rack)  # its second try, queued by the repair loop
+    assert len(repairs()) == 4 and h1().status == HostStatus.REPAIRING
+    fail_the_repair(at + timedelta(seconds=15))
+    host = h1()
+    assert (host.status, host.repair_attempts) == (HostStatus.REPAIR_FAILED, 2)
+    assert "repair failed 2 times in a row" in host.events.order_by("-id").first().message
+
+
+def test_the_host_page_counts_the_tries_of_the_current_round(rack, sam, client):
+    failed_at = break_h1(timezone.now(), rack)
+    at = failed_at + 4 * HOUR
+    tick(at, rack)
+    fail_the_repair(at + timedelta(seconds=5))
+    client.force_login(sam)
+    page = re.sub(r"\s+", " ", client.get("/hosts/h1/").content.decode())
+    assert "1 of 2 failed in a row" in page
+
+
 def test_each_failed_automatic_round_doubles_the_wait_up_to_48_hours(rack):
     at = break_h1(timezone.now(), rack)
     waits = []
     for _round in range(6):
         wait = h1().next_repair_at - at
         waits.append(wait / HOUR)
-        at += wait
-        tick(at, rack)
-        at += timedelta(seconds=5)
-        fail_the_repair(at)  # one try per round, then repair_failed again
+        at = fail_the_round(at + wait, rack)
         assert h1().status == HostStatus.REPAIR_FAILED
     assert waits == [4, 8, 16, 32, 48, 48]
+    assert len(repairs()) == 2 + 6 * 2
 
 
 def test_a_passed_automatic_repair_resets_the_wait(rack):
     at = break_h1(timezone.now(), rack)
+    at = fail_the_round(h1().next_repair_at, rack)  # the 4 hours round fails
+    assert h1().next_repair_at == at + 8 * HOUR
     at = h1().next_repair_at
     tick(at, rack)
-    fail_the_repair(at + timedelta(seconds=1))  # the 8 hours round
-    at = h1().next_repair_at
-    tick(at, rack)
+    fail_the_repair(at + timedelta(seconds=1))  # the 8 hours round: its second try passes
+    tick(at + timedelta(seconds=2), rack)
     (job,) = [j for j in repairs() if j.status == JobStatus.LEASED]
-    run(job, JobStatus.PASSED, at=at + timedelta(seconds=1))
+    run(job, JobStatus.PASSED, at=at + timedelta(seconds=3))
     host = h1()
     assert (host.status, host.repair_attempts, host.next_repair_at) == (HostStatus.READY, 0, None)
+    assert host.repair_rounds == 0
 
     at = break_h1(at + HOUR, rack)  # gives up again: 4 hours, not 16
+    assert h1().next_repair_at == at + 4 * HOUR
+
+
+def test_staff_repair_now_after_failed_automatic_rounds_starts_the_wait_again(rack):
+    at = break_h1(timezone.now(), rack)
+    at = fail_the_round(h1().next_repair_at, rack)
+    assert h1().repair_rounds == 1
+    services.host_repair_now(host=h1(), by="sam")
+    host = h1()
+    assert (host.repair_attempts, host.repair_rounds, host.next_repair_at) == (0, 0, None)
+    at = fail_the_round(at + timedelta(seconds=30), rack)
     assert h1().next_repair_at == at + 4 * HOUR
 
 

@@ -4,16 +4,15 @@ the queue, hosts list and host page."""
 from __future__ import annotations
 
 import re
-from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
 from jobs import services
-from jobs.choices import JobStatus
-from jobs.models import Job, Lease, SchedulerTick, Suite
+from jobs.models import Job, SchedulerTick, Suite
 from jobs.services import JobSpec
 from tests import factories as f
+from tests.multihost import lease_hosts
 from tests.ui.conftest import HTMX
 
 pytestmark = pytest.mark.django_db
@@ -153,20 +152,10 @@ def running_pair(chamber, alice):  # noqa: ANN001, ANN201
         ],
     )
     job = suite.jobs.get()
-    now = timezone.now()
-    Job.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, attempts=1, started_at=now)
-    for slot, (host, role) in enumerate(
-        [(chamber.h1, "dut"), (chamber.h2, "dut"), (chamber.ap1, "peer")]
-    ):
-        Lease.objects.create(
-            host=host,
-            job=job,
-            role=role,
-            slot=slot,
-            attempt=1,
-            acquired_at=now,
-            expires_at=now + timedelta(minutes=10),
-        )
+    # Leased through the tick's own apply (tests.multihost), then started by its runner.
+    lease_hosts(job, [("dut", chamber.h1), ("dut", chamber.h2), ("peer", chamber.ap1)])
+    job.refresh_from_db()
+    services.job_start(job=job, by="runner")
     return job
 
 

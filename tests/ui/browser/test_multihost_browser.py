@@ -4,16 +4,15 @@ the job page."""
 from __future__ import annotations
 
 import re
-from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
 from jobs import services
-from jobs.choices import JobStatus
-from jobs.models import Job, Lease, SchedulerTick
+from jobs.models import Job, SchedulerTick
 from tests import factories as f
+from tests.multihost import lease_hosts
 from tests.ui.browser.conftest import (
     VIEWPORT,
     assert_not_reloaded,
@@ -46,22 +45,6 @@ def fill_two_roles(page) -> None:  # noqa: ANN001
     roles.nth(1).get_by_label("Its own labels").fill("ap")
     row.get_by_label("Keep together by").fill("chamber")
     expect(page.locator(".suggestions [data-pick]")).to_have_count(0)  # none left open
-
-
-def lease_like_the_tick(job: Job, hosts: list) -> None:
-    """One lease per host, one attempt, slots in order: what the tick makes."""
-    now = timezone.now()
-    Job.objects.filter(pk=job.pk).update(status=JobStatus.LEASED, attempts=1)
-    for slot, (host, role) in enumerate(hosts):
-        Lease.objects.create(
-            host=host,
-            job=job,
-            role=role,
-            slot=slot,
-            attempt=1,
-            acquired_at=now,
-            expires_at=now + timedelta(minutes=10),
-        )
 
 
 def test_a_tester_submits_a_two_role_job_and_sees_its_hosts(page, alice, lab, debug):  # noqa: ANN001
@@ -107,7 +90,7 @@ def test_a_tester_submits_a_two_role_job_and_sees_its_hosts(page, alice, lab, de
     expect(page.locator(f"#host-{ap.pk}")).to_contain_text(f"held for job {job.pk}")
     screenshot(page, f"multihost-hosts-held-{mode}", full_page=True)
 
-    lease_like_the_tick(job, [(lab.h1, "dut"), (lab.h2, "dut"), (ap, "peer")])
+    lease_hosts(job, [("dut", lab.h1), ("dut", lab.h2), ("peer", ap)])  # the tick's apply
     page.goto(f"/jobs/{job.pk}/")
     hosts = page.locator("#job-hosts li")
     expect(hosts).to_have_count(3)

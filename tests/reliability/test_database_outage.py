@@ -66,13 +66,14 @@ def test_ticks_cut_off_mid_flight_are_followed_up_without_a_restart(cluster: Pro
     rounds = [f"cut-{n}" for n in range(4)]
     for name in rounds:
         f.suite(name, 2)
+        # A session may close on its own between seeing it and cutting it (a short tick ends):
+        # the round goes on only once at least one of the cluster's sessions was really cut.
         wait_until(
-            lambda: backends(application_name=APP),
+            lambda: backends(application_name=APP) and terminate_backends() >= 1,
             timeout=DEADLINE,
-            what=lambda: f"the cluster to connect again before the cut\n{diagnosis(cluster)}",
+            what=lambda: f"the cluster to connect again and be cut\n{diagnosis(cluster)}",
             interval=0.02,
         )
-        assert terminate_backends() >= 1
     # Nothing is submitted now: the requests made during the cuts must still be served.
     wait_leased(cluster, *rounds, what="the jobs submitted while connections were cut")
 

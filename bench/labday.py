@@ -430,6 +430,7 @@ def simulate_day(shape: Shape, *, seed: int, start: datetime) -> dict[str, objec
         "staff_rounds_hours": shape.staff_rounds_hours,
         "repair_fixes": shape.repair_fixes,
         "repair_failed_retry_seconds": settings.REPAIR_FAILED_RETRY_SECONDS,
+        "repair_failed_demand_seconds": settings.REPAIR_FAILED_DEMAND_SECONDS,
         "wall_s": round(time.perf_counter() - began, 1),
         "at_submissions_stop": at_stop,
         **report(lab, suites=suites),
@@ -608,11 +609,14 @@ def hopeless_figures(lab: Lab) -> dict[str, object]:
     hosts = Host.objects.filter(pk__in=lab.unrepairable).order_by("hostname")
     status_events = HostEvent.objects.filter(kind=EventKind.STATUS)
     gave_up = status_events.filter(new_status=HostStatus.REPAIR_FAILED)
+    automatic = status_events.filter(
+        old_status=HostStatus.REPAIR_FAILED, message__startswith="automatic repair"
+    )
     return {
         "repairable_given_up": gave_up.exclude(host_id__in=lab.unrepairable).count(),
-        "automatic_repairs": status_events.filter(
-            old_status=HostStatus.REPAIR_FAILED, message__startswith="automatic repair"
-        ).count(),
+        "automatic_repairs": automatic.count(),
+        # Of those, the rounds queued jobs brought forward (REPAIR_FAILED_DEMAND_SECONDS).
+        "sooner_repairs": automatic.filter(message__startswith="automatic repair, sooner").count(),
         "hopeless_hosts": {
             host.hostname: {
                 "status": host.status,

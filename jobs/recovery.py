@@ -51,6 +51,45 @@ def repair_failed_retry(rounds: int) -> timedelta | None:
     return timedelta(seconds=min(base * 2**rounds, max(base, settings.REPAIR_FAILED_RETRY_MAX)))
 
 
+def repair_failed_demand_wait(rounds: int) -> timedelta | None:
+    """How long a repair_failed host waits for its automatic repair when queued jobs need it,
+    or None (the rule is off, or the round is not sooner).
+
+    REPAIR_FAILED_DEMAND_SECONDS after the round that gave up, doubling with each failed
+    automatic round like the ordinary wait (`repair_failed_retry`) and never longer than it: a
+    host no repair mends is not tried much more often for being wanted.
+    """
+    ordinary = repair_failed_retry(rounds)
+    base = settings.REPAIR_FAILED_DEMAND_SECONDS
+    if ordinary is None or base <= 0:
+        return None
+    rounds = min(max(0, rounds), 32)
+    wait = min(timedelta(seconds=base * 2**rounds), ordinary)
+    return wait if wait < ordinary else None
+
+
+def sooner_repair_at(rounds: int, next_at: datetime | None) -> datetime | None:
+    """From when a repair_failed host whose automatic repair is at `next_at` gets it sooner if
+    queued jobs need it (None: it does not). The give-up's time is `next_at` less the ordinary
+    wait: next_repair_at is set once, when the host goes repair_failed."""
+    ordinary, sooner = repair_failed_retry(rounds), repair_failed_demand_wait(rounds)
+    if next_at is None or ordinary is None or sooner is None:
+        return None
+    return next_at - ordinary + sooner
+
+
+def sooner_gaps() -> dict[int, timedelta]:
+    """By count of automatic rounds (the last key standing for that many or more): how much
+    sooner than next_repair_at a wanted host's round may come; rounds absent are never sooner.
+    What lets SQL ask which hosts may have their round sooner now (jobs.scheduling.maintenance)."""
+    gaps = {}
+    for rounds in range(33):  # repair_failed_retry's doubling stops at 32 rounds
+        ordinary, sooner = repair_failed_retry(rounds), repair_failed_demand_wait(rounds)
+        if ordinary is not None and sooner is not None:
+            gaps[rounds] = ordinary - sooner
+    return gaps
+
+
 def next_repair_at(rounds: int, *, at: datetime) -> datetime | None:
     """When a host reaching repair_failed at `at` gets its automatic repair (None: never)."""
     wait = repair_failed_retry(rounds)

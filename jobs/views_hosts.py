@@ -32,6 +32,7 @@ from jobs import selectors
 from jobs import services as job_services
 from jobs.forms import RESERVE_DURATIONS
 from jobs.models import Job, Lease
+from jobs.recovery import sooner_repair_at
 from jobs.scheduling.queue import host_waiters
 from schedsite import links, roles
 from schedsite.errors import InvalidInput, ServiceError
@@ -311,6 +312,10 @@ def host_health_context(host: Host) -> dict:
         "policies": policies,
         "history": health.maintenance_history(host),
         "repair_max": settings.REPAIR_MAX_ATTEMPTS,
+        # When queued jobs that need it would bring its automatic repair forward (health.md).
+        "sooner_repair_at": sooner_repair_at(host.repair_rounds, host.next_repair_at)
+        if status == HostStatus.REPAIR_FAILED
+        else None,
         "maintenance_busy": busy,
         "health_buttons": [
             {**button, "confirm": button.get("confirm", "").format(host.hostname)}

@@ -295,6 +295,9 @@ REPAIR_MAX_ATTEMPTS = env_int("REPAIR_MAX_ATTEMPTS", 3)  # failed repairs in a r
 # most REPAIR_FAILED_RETRY_MAX; 0 = none (staff press Repair now).
 REPAIR_FAILED_RETRY_SECONDS = env_int("REPAIR_FAILED_RETRY_SECONDS", 4 * 3600)
 REPAIR_FAILED_RETRY_MAX = 48 * 3600
+# Sooner when queued test jobs that fit the host have waited this long: the round comes this
+# long after the give-up instead, doubling per failed round too; 0 = no sooner round.
+REPAIR_FAILED_DEMAND_SECONDS = env_int("REPAIR_FAILED_DEMAND_SECONDS", 1800)
 HOST_FAILURE_STREAK = env_int("HOST_FAILURE_STREAK", 3)  # failed tests in a row → needs_repair
 # The pool balancer's periodic run (docs/health.md#pool-targets); every tick runs it too.
 POOL_BALANCE_MINUTES = env_int("POOL_BALANCE_MINUTES", 5)

@@ -237,6 +237,7 @@ class HostSerializer(ActiveLeaseMixin, serializers.ModelSerializer):
             "repair_attempts",
             "repair_not_before",
             "next_repair_at",
+            "repair_rounds",
             "last_verified_at",
             "leased",
             "schedulable",

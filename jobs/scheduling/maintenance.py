@@ -17,13 +17,19 @@ from hosts import audit
 from hosts.audit import SCHEDULER
 from hosts.choices import AWAITING_MAINTENANCE, IN_MAINTENANCE, EventKind, HostStatus
 from hosts.models import HealthPolicy, Host, Worker
+from hosts.rules import job_fits_host
 from jobs import selectors, transitions
 from jobs.choices import MAINTENANCE_KINDS, JobKind, JobStatus
-from jobs.models import Job, Lease
-from jobs.recovery import fresh_repair_round
+from jobs.models import Job, Lease, decode_labels
+from jobs.recovery import fresh_repair_round, sooner_gaps
 from jobs.transitions import Mover
 
 MAINTENANCE_PRIORITY = 100
+
+# The queued test jobs a sooner automatic repair reads at most, from the head of the queue in
+# the planner's order (docs/health.md#sooner-when-jobs-need-it): the jobs a wanted host would
+# serve first, and a bound on the cost of asking at 100,000 queued jobs.
+DEMAND_SCAN = 1000
 
 # The host statuses a maintenance job of each kind may start from, and the one it holds.
 STARTS_FROM = {
@@ -54,6 +60,7 @@ def _anything_to_do(*, now: datetime) -> bool:
         "maintenance": Job.objects.queued().filter(kind__in=MAINTENANCE_KINDS),
         "hosts": Host.objects.filter(status__in=(*AWAITING_MAINTENANCE, *IN_MAINTENANCE)),
         "repair_failed": _repair_failed_due(now),
+        "repair_failed_sooner": _repair_failed_sooner(now),
         "policies": HealthPolicy.objects.filter(enabled=True),
     }
     # Uncorrelated EXISTS on any one row; with no host at all, look the long way.
@@ -122,8 +129,54 @@ def _repair_failed_due(now: datetime) -> QuerySet[Host]:
     return Host.objects.filter(status=HostStatus.REPAIR_FAILED, next_repair_at__lte=now)
 
 
+def _repair_failed_sooner(now: datetime) -> QuerySet[Host]:
+    """repair_failed hosts in service whose automatic repair is not due yet but would come now
+    if queued jobs need them: REPAIR_FAILED_DEMAND_SECONDS (doubled per failed round) since
+    the give-up have passed. Plain comparisons, one per count of rounds
+    (jobs.recovery.sooner_gaps)."""
+    gaps = sooner_gaps()
+    if not gaps:
+        return Host.objects.none()
+    window = Q()
+    for rounds, gap in gaps.items():
+        count = Q(repair_rounds__gte=rounds) if rounds == 32 else Q(repair_rounds=rounds)
+        window |= count & Q(next_repair_at__lte=now + gap)
+    failed = Host.objects.in_service(now).filter(status=HostStatus.REPAIR_FAILED)
+    return failed.filter(next_repair_at__gt=now).filter(window)
+
+
+def _jobs_waiting_for(hosts: list[Host], *, now: datetime) -> dict[int, int]:
+    """For each host, how many queued test jobs that fit it (labels and pin, hosts.rules) have
+    waited REPAIR_FAILED_DEMAND_SECONDS or more since submission, among the first DEMAND_SCAN
+    of the queue in the planner's order. One-host jobs only; a job waiting out a retry's
+    backoff does not count."""
+    cutoff = now - timedelta(seconds=settings.REPAIR_FAILED_DEMAND_SECONDS)
+    head = (
+        Job.objects.queued()
+        .filter(kind=JobKind.TEST)
+        .order_by("-priority", "submitted_at", "id")  # the index job_queue_order
+        .values_list("label_key", "host_id", "submitted_at", "not_before", "roles")
+    )[:DEMAND_SCAN]
+    labels_of: dict[int, set[str]] = {host.pk: set() for host in hosts}
+    carried = Host.labels.through.objects.filter(host_id__in=labels_of)
+    for host_id, name in carried.values_list("host_id", "label__name"):
+        labels_of[host_id].add(name)
+    counts = dict.fromkeys(labels_of, 0)
+    for label_key, pinned, submitted_at, not_before, roles in head:
+        if roles or submitted_at > cutoff or (not_before is not None and not_before > now):
+            continue
+        labels = frozenset(decode_labels(label_key))
+        for host_id, host_labels in labels_of.items():
+            if job_fits_host(
+                labels=labels, pinned_host_id=pinned, host_id=host_id, host_labels=host_labels
+            ):
+                counts[host_id] += 1
+    return counts
+
+
 def retry_repair_failed(*, now: datetime) -> list[Job]:
-    """Give each repair_failed host whose next_repair_at has come an automatic repair round.
+    """Give each repair_failed host whose next_repair_at has come an automatic repair round,
+    and one that queued jobs need its round sooner.
 
     The host goes to needs_repair (a status event by the scheduler saying it is automatic) with
     a fresh round of REPAIR_MAX_ATTEMPTS repairs, as staff's Repair now gives
@@ -132,6 +185,11 @@ def retry_repair_failed(*, now: datetime) -> list[Job]:
     (jobs.recovery.repair_failed_retry). A locked host, a retired one or one whose worker is
     paused or offline is left alone; it keeps its time and gets the round once it is back in
     service.
+
+    Sooner: a host whose REPAIR_FAILED_DEMAND_SECONDS since the give-up have passed (doubled
+    per failed round, jobs.recovery.repair_failed_demand_wait) gets its round now when queued
+    test jobs that fit it have waited that long too (`_jobs_waiting_for`); its status event
+    says so and how many.
     """
     due = _repair_failed_due(now)
     if settings.REPAIR_FAILED_RETRY_SECONDS <= 0:
@@ -142,25 +200,56 @@ def retry_repair_failed(*, now: datetime) -> list[Job]:
         .order_by("pk")
         .values_list("pk", flat=True)
     )
+    tries = f"a new round of {settings.REPAIR_MAX_ATTEMPTS} tries"
+    moved = _start_round(
+        ids,
+        why=f"automatic repair: its next_repair_at came (REPAIR_FAILED_RETRY_SECONDS); {tries}",
+        now=now,
+    )
+    jobs = _queue_repairs(moved, why="automatic repair of repair_failed", now=now)
+    sooner = list(_repair_failed_sooner(now).only("id", "next_repair_at").order_by("pk"))
+    if not sooner:
+        return jobs
+    minutes = settings.REPAIR_FAILED_DEMAND_SECONDS // 60
+    counts = _jobs_waiting_for(sooner, now=now)
+    for host in sooner:
+        waiting = counts[host.pk]
+        if not waiting:
+            continue
+        jobs_words = "1 queued test job" if waiting == 1 else f"{waiting} queued test jobs"
+        was = f"{host.next_repair_at:%Y-%m-%d %H:%M} UTC"
+        why = (
+            f"automatic repair, sooner: {jobs_words} that fit it waited {minutes} min or more "
+            f"(REPAIR_FAILED_DEMAND_SECONDS; its next_repair_at was {was}); {tries}"
+        )
+        moved = _start_round([host.pk], why=why, now=now)
+        jobs += _queue_repairs(moved, why="automatic repair of repair_failed, sooner", now=now)
+    return jobs
+
+
+def _start_round(ids: list[int], *, why: str, now: datetime) -> list[int]:
+    """Move repair_failed hosts to needs_repair for a fresh, counted automatic round."""
     if not ids:
         return []
-    moved = transitions.move_hosts(
+    return transitions.move_hosts(
         ids,
         to=HostStatus.NEEDS_REPAIR,
         mover=Mover.SCHEDULER,
         by=SCHEDULER,
-        why=(
-            f"automatic repair: its next_repair_at came (REPAIR_FAILED_RETRY_SECONDS); "
-            f"a new round of {settings.REPAIR_MAX_ATTEMPTS} tries"
-        ),
+        why=why,
         at=now,
         sources=(HostStatus.REPAIR_FAILED,),
         **fresh_repair_round(),
         repair_rounds=F("repair_rounds") + 1,
     )
+
+
+def _queue_repairs(moved: list[int], *, why: str, now: datetime) -> list[Job]:
+    if not moved:
+        return []
     hosts = Host.objects.filter(pk__in=moved).exclude(_unfinished_maintenance())
     due_jobs = [(host, JobKind.REPAIR) for host in hosts.only("id", "hostname").order_by("pk")]
-    return create_maintenance_jobs(due_jobs, now=now, why="automatic repair of repair_failed")
+    return create_maintenance_jobs(due_jobs, now=now, why=why)
 
 
 def _unfinished_maintenance() -> Exists:

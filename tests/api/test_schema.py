@@ -171,3 +171,12 @@ def test_the_schema_states_the_rules_a_single_field_cannot(anon_client):
     suite = document["components"]["schemas"]["SuiteCreateInputRequest"]
     required = [branch["required"] for branch in suite["oneOf"]]
     assert required == [["jobs"], ["fanout"]]  # a suite needs jobs or a fan-out
+
+
+def test_the_schema_gives_the_host_its_repair_fields(anon_client):
+    host = anon_client.get("/api/schema/?format=json").json()["components"]["schemas"]["Host"]
+    fields = host["properties"]
+    assert fields["repair_rounds"]["type"] == "integer" and fields["repair_rounds"]["readOnly"]
+    assert (
+        fields["next_repair_at"]["format"] == "date-time" and fields["next_repair_at"]["nullable"]
+    )

@@ -11,13 +11,14 @@ from django.utils import timezone
 
 from hosts import services as host_services
 from hosts.choices import EventKind, HostStatus
-from hosts.models import Host, Worker
+from hosts.models import Host
 from jobs.choices import JobKind, JobStatus
 from jobs.recovery import repair_failed_demand_wait, sooner_repair_at
 from jobs.scheduling import maintenance
 from tests import factories as f
 from tests.api.conftest import token_client
 from tests.factories import run, tick
+from tests.jobs import test_repair_failed_retry as retry
 from tests.jobs.test_repair_failed_retry import HOUR, break_h1, fail_the_round, h1, repairs
 
 pytestmark = pytest.mark.django_db
@@ -25,13 +26,12 @@ pytestmark = pytest.mark.django_db
 HALF = timedelta(minutes=30)
 
 
-@pytest.fixture
-def rack(settings) -> Worker:
-    settings.REPAIR_MAX_ATTEMPTS = 2
-    settings.REPAIR_BACKOFF = 0
-    settings.REPAIR_FAILED_RETRY_SECONDS = 4 * 3600
+rack = retry.rack  # rack-1 with h1 and h2 (board:x), 2 tries a round, no backoff, 4 h waits
+
+
+@pytest.fixture(autouse=True)
+def demand(settings) -> None:
     settings.REPAIR_FAILED_DEMAND_SECONDS = 1800
-    return f.rack()
 
 
 def h2() -> Host:
@@ -220,3 +220,13 @@ def test_the_api_counts_the_automatic_rounds_beside_next_repair_at(rack, sam):
     assert datetime.fromisoformat(body["next_repair_at"].replace("Z", "+00:00")) == at + 8 * HOUR
     listed = token_client(sam).get("/api/hosts/?status=repair_failed").json()["results"]
     assert [h["repair_rounds"] for h in listed] == [1]
+
+
+def test_the_tick_looks_for_waiting_jobs_only_once_a_host_may_have_its_round_sooner(rack):
+    failed_at = break_h1(timezone.now(), rack)
+    tick(failed_at + timedelta(seconds=1), rack)  # h2 verified and ready: nothing else to do
+    host_services.worker_heartbeat(worker=rack, at=failed_at + HALF)  # its worker is up
+    assert not maintenance._anything_to_do(now=failed_at + HALF - timedelta(seconds=1))
+    assert maintenance._anything_to_do(now=failed_at + HALF)
+    host_services.host_lock(host=h1(), by="sam", reason="on the bench")
+    assert not maintenance._anything_to_do(now=failed_at + HALF)

@@ -86,6 +86,8 @@ class Shape:
     dead_worker_minutes: float = 15
     # REPAIR_FAILED_RETRY_SECONDS for the run (-1: the product's setting).
     repair_failed_retry_seconds: int = -1
+    # REPAIR_FAILED_DEMAND_SECONDS for the run (-1: the product's setting; 0: no sooner round).
+    repair_failed_demand_seconds: int = -1
 
 
 # A bad day and no staff: docs/health.md's loop alone (bench/RESULTS.md, "A simulated lab day").
@@ -394,6 +396,8 @@ def simulate_day(shape: Shape, *, seed: int, start: datetime) -> dict[str, objec
 
     if shape.repair_failed_retry_seconds >= 0:
         settings.REPAIR_FAILED_RETRY_SECONDS = shape.repair_failed_retry_seconds
+    if shape.repair_failed_demand_seconds >= 0:
+        settings.REPAIR_FAILED_DEMAND_SECONDS = shape.repair_failed_demand_seconds
     rng = random.Random(seed)
     lab = build_lab(shape, rng=rng)
     workers = list(Worker.objects.all())
@@ -643,6 +647,7 @@ SHAPE_OPTIONS = (
     ("dead_worker_every_minutes", float, "a worker dies this often, lab-wide (0: never)"),
     ("dead_worker_minutes", float, "how long a dead worker stays dead"),
     ("repair_failed_retry_seconds", int, "REPAIR_FAILED_RETRY_SECONDS (-1: the setting's)"),
+    ("repair_failed_demand_seconds", int, "REPAIR_FAILED_DEMAND_SECONDS (-1: the setting's)"),
 )
 
 

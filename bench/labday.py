@@ -464,10 +464,17 @@ def out_of_service(lab: Lab, *, at: datetime) -> list[dict[str, object]]:
     from hosts.models import Host
     from jobs.choices import MAINTENANCE_KINDS
     from jobs.models import Job
+    from jobs.recovery import sooner_repair_at
+    from jobs.scheduling.maintenance import jobs_waiting_for
 
     out = []
     hosts = Host.objects.exclude(status=HostStatus.READY).exclude(pk__in=lab.unrepairable)
-    for host in hosts.select_related("worker").order_by("hostname"):
+    hosts = list(hosts.select_related("worker").prefetch_related("labels").order_by("hostname"))
+    # Queued test jobs that fit each and waited REPAIR_FAILED_DEMAND_SECONDS: what would bring
+    # a repair_failed host's round sooner (docs/health.md#sooner-when-jobs-need-it).
+    wanted_by = jobs_waiting_for(hosts, now=at) if hosts else {}
+    for host in hosts:
+        sooner = sooner_repair_at(host.repair_rounds, host.next_repair_at)
         job = Job.objects.filter(host=host, kind__in=MAINTENANCE_KINDS).order_by("-id").first()
         last = host.events.filter(kind=EventKind.STATUS).order_by("-id").first()
         out.append(
@@ -481,6 +488,9 @@ def out_of_service(lab: Lab, *, at: datetime) -> list[dict[str, object]]:
                 and int((host.repair_not_before - at).total_seconds()),
                 "next_repair_in_s": host.next_repair_at
                 and int((host.next_repair_at - at).total_seconds()),
+                "sooner_repair_in_s": sooner and int((sooner - at).total_seconds()),
+                "labels": sorted(label.name for label in host.labels.all()),
+                "queued_jobs_waiting_for_it": wanted_by.get(host.pk, 0),
                 "locked": host.locked,
                 "worker_down": lab.down_until.get(host.worker_id, at) > at,
                 "worker_paused": host.worker.paused,

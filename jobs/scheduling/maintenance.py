@@ -145,7 +145,7 @@ def _repair_failed_sooner(now: datetime) -> QuerySet[Host]:
     return failed.filter(next_repair_at__gt=now).filter(window)
 
 
-def _jobs_waiting_for(hosts: list[Host], *, now: datetime) -> dict[int, int]:
+def jobs_waiting_for(hosts: list[Host], *, now: datetime) -> dict[int, int]:
     """For each host, how many queued test jobs that fit it (labels and pin, hosts.rules) have
     waited REPAIR_FAILED_DEMAND_SECONDS or more since submission, among the first DEMAND_SCAN
     of the queue in the planner's order. One-host jobs only; a job waiting out a retry's
@@ -188,7 +188,7 @@ def retry_repair_failed(*, now: datetime) -> list[Job]:
 
     Sooner: a host whose REPAIR_FAILED_DEMAND_SECONDS since the give-up have passed (doubled
     per failed round, jobs.recovery.repair_failed_demand_wait) gets its round now when queued
-    test jobs that fit it have waited that long too (`_jobs_waiting_for`); its status event
+    test jobs that fit it have waited that long too (`jobs_waiting_for`); its status event
     says so and how many.
     """
     due = _repair_failed_due(now)
@@ -211,7 +211,7 @@ def retry_repair_failed(*, now: datetime) -> list[Job]:
     if not sooner:
         return jobs
     minutes = settings.REPAIR_FAILED_DEMAND_SECONDS // 60
-    counts = _jobs_waiting_for(sooner, now=now)
+    counts = jobs_waiting_for(sooner, now=now)
     for host in sooner:
         waiting = counts[host.pk]
         if not waiting:

@@ -235,8 +235,13 @@ def cell(value: Any) -> str:  # noqa: ANN401
     return text if len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 1] + "…"
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], out: TextIO) -> None:
-    """Columns for people: a header row, then one row per item."""
+def table(
+    headers: Sequence[str], rows: Sequence[Sequence[Any]], out: TextIO, *, empty: str
+) -> None:
+    """Columns for people: a header row, then one row per item (or what says there is none)."""
+    if not rows:
+        print(empty, file=out)
+        return
     cells = [[cell(v) for v in row] for row in rows]
     widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
     for row in [list(headers), *cells]:
@@ -446,7 +451,9 @@ def cmd_status(client: Client, options: argparse.Namespace, out: TextIO) -> int:
         (job["id"], job["name"], job["status"], job_host(job), job["attempts"], _job_note(job))
         for job in jobs
     ]
-    table(["ID", "NAME", "STATUS", "HOST", "TRIES", "WHY / LAST OUTPUT"], rows, out)
+    table(
+        ["ID", "NAME", "STATUS", "HOST", "TRIES", "WHY / LAST OUTPUT"], rows, out, empty="(no jobs)"
+    )
     return suite_exit(suite)
 
 
@@ -496,7 +503,7 @@ def cmd_queue(client: Client, options: argparse.Namespace, out: TextIO) -> int:
         for e in entries
     ]
     headers = ["POS", "JOB", "NAME", "PRIO", "SUITE", "OWNER", "AGE", "WHY IT WAITS"]
-    table(headers, rows, out)
+    table(headers, rows, out, empty="(no queued jobs)")
     if page["count"] > len(entries):
         print(f"… {len(entries)} of {page['count']} queued jobs (--limit N for more)", file=out)
     return EXIT_OK
@@ -520,7 +527,9 @@ def cmd_hosts(client: Client, options: argparse.Namespace, out: TextIO) -> int:
         )
         for h in hosts
     ]
-    table(["HOSTNAME", "WORKER", "STATUS", "LOCKED", "LEASE", "LABELS"], rows, out)
+    table(
+        ["HOSTNAME", "WORKER", "STATUS", "LOCKED", "LEASE", "LABELS"], rows, out, empty="(no hosts)"
+    )
     return EXIT_OK
 
 
@@ -564,7 +573,15 @@ def cmd_reserve(client: Client, options: argparse.Namespace, out: TextIO) -> int
     reason = options.reason or f"schedsite reserve --label {labels}"
     announced = False
     while True:
-        lease = _reserve_free_host(client, options.label, options.duration, reason)
+        try:
+            lease = _reserve_free_host(client, options.label, options.duration, reason)
+        except ApiError as exc:
+            if exc.status == 403:
+                raise CliError(
+                    f"{explain(exc, client.url)} Reservations are made by lab staff "
+                    "(docs/cli.md#reserve)."
+                ) from exc
+            raise
         if lease is not None:
             break
         if not options.wait:
@@ -651,7 +668,7 @@ def _print_job(job: dict, out: TextIO) -> None:
 def cmd_login(options: argparse.Namespace, out: TextIO) -> int:
     path = config_path()
     config = read_config(path)
-    url = options.api or _ask("API URL", os.environ.get("SCHEDSITE_API") or config.get("api"))
+    url = options.api or os.environ.get("SCHEDSITE_API") or _ask("API URL", config.get("api"))
     url = api_url(url)
     username = options.username or _ask("username", config.get("username"))
     if options.password_stdin:

@@ -13,7 +13,9 @@ from jobs.models import Lease
 from jobs.services import lease_reserve
 from jobs.services.reservations import reservation_end
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# A live server answers from threads of its own while the test reads the database: SQLite's
+# shared in-memory database refuses that ("database table is locked"), as in tests/e2e/.
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 
 def test_hosts_filters_by_label_and_status(cli, lab):

@@ -11,7 +11,9 @@ import pytest
 from jobs.models import Suite
 from tests.e2e.support import token_for
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# A live server answers from threads of its own while the test reads the database: SQLite's
+# shared in-memory database refuses that ("database table is locked"), as in tests/e2e/.
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 
 def test_login_writes_the_url_and_token_to_a_file_only_its_owner_reads(cli, lab, alice):

@@ -10,7 +10,9 @@ from jobs.models import Job, Suite
 from tests.cli.conftest import run_leased_jobs
 from tests.e2e.support import wait_for
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# A live server answers from threads of its own while the test reads the database: SQLite's
+# shared in-memory database refuses that ("database table is locked"), as in tests/e2e/.
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 SUITE_YAML = """\
 name: bvt R121

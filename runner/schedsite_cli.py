@@ -412,8 +412,13 @@ def _changed_jobs(client: Client, suite: dict, statuses: dict[int, str]) -> Iter
 # --- commands -------------------------------------------------------------------------------
 
 
+def suite_body(path: str) -> dict:
+    """The suite file as the JSON the API takes."""
+    return json.loads(json.dumps(load_suite(path), default=_json_value))
+
+
 def cmd_submit(client: Client, options: argparse.Namespace, out: TextIO) -> int:
-    body = json.loads(json.dumps(load_suite(options.file), default=_json_value))
+    body = suite_body(options.file)
     suite = client.post("suites/", body, idempotent=True)
     if options.json and not options.wait:
         emit_json(suite, out)
@@ -538,7 +543,7 @@ def _lease_note(lease: dict | None) -> str:
         return ""
     if lease.get("kind") == "reservation":
         return f"reserved by {lease.get('holder') or '?'}"
-    return f"{lease.get('kind')} {lease.get('job_name') or lease.get('job')}"
+    return f"{lease.get('kind')} job {lease.get('job_name') or lease.get('job')}"
 
 
 def cmd_lock(client: Client, options: argparse.Namespace, out: TextIO) -> int:
@@ -685,6 +690,10 @@ def cmd_login(options: argparse.Namespace, out: TextIO) -> int:
             raise CliError("login refused: " + " ".join(field_errors(exc.body))) from exc
         raise CliError(explain(exc, url)) from exc
     write_config(path, {"api": url, "token": token, "username": me["username"]})
+    if options.json:
+        emit_json({"api": url, "username": me["username"], "staff": me.get("staff"),
+                   "config": str(path)}, out)  # fmt: skip
+        return EXIT_OK
     role = " (lab staff)" if me.get("staff") else ""
     print(f"logged in to {url} as {me['username']}{role}; token saved in {path}", file=out)
     return EXIT_OK
@@ -880,6 +889,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("schedsite: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`schedsite hosts | head`): what it read was all it wanted.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     return EXIT_ERROR
 
 

@@ -42,6 +42,16 @@ def test_login_asks_for_what_it_is_not_given(cli, lab):
     assert json.loads(cli.config.read_text())["api"] == f"{cli.url}/api/"  # /api/ added
 
 
+def test_login_json_says_who_and_where(cli, lab):
+    done = cli("login", "--json", "--username", "sam", "--password-stdin", stdin="sam-pass\n")
+    assert json.loads(done.stdout) == {
+        "api": f"{cli.url}/api/",
+        "username": "sam",
+        "staff": True,
+        "config": str(cli.config),
+    }
+
+
 def test_a_wrong_password_is_refused_and_writes_nothing(cli, lab):
     done = cli("login", "--username", "alice", "--password-stdin", stdin="nope\n")
     assert done.returncode == 2

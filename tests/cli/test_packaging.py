@@ -12,7 +12,7 @@ import pytest
 from django.conf import settings
 
 from runner import schedsite_cli
-from runner.schedsite_cli import api_url, field_errors, parse_duration
+from runner.schedsite_cli import api_url, field_errors, parse_duration, suite_body
 from tests.cli.conftest import SCHEDSITE
 
 # That it imports nothing beyond the standard library and requests (PyYAML only when a YAML
@@ -104,3 +104,18 @@ def test_field_errors_name_each_place_as_the_docs_write_it():
         "jobs[1].labels: no host in the lab carries label board:nope",
     ]
     assert field_errors({"detail": "Not found."}) == ["Not found."]
+
+
+def test_yaml_times_are_sent_as_iso_8601(tmp_path):
+    path = tmp_path / "fanout.yaml"
+    path.write_text(
+        "name: bt\nfanout: {labels: [bluetooth], name: bt_Pair, until: 2026-11-24T12:00:00Z}\n"
+    )
+    assert suite_body(str(path)) == {
+        "name": "bt",
+        "fanout": {
+            "labels": ["bluetooth"],
+            "name": "bt_Pair",
+            "until": "2026-11-24T12:00:00+00:00",
+        },
+    }

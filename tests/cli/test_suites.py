@@ -157,3 +157,18 @@ def test_job_output_prints_the_whole_output(cli, lab, suite_file):
     queued = cli("job", str(Job.objects.create(name="solo").pk), "--output", token=lab["alice"])
     assert queued.returncode == 0 and queued.stdout == ""
     assert "has no output (queued)" in queued.stderr
+
+
+def test_submit_a_fanout_whose_until_yaml_reads_as_a_time(cli, lab, tmp_path):
+    path = tmp_path / "fanout.yaml"
+    path.write_text(
+        "name: y everywhere\nfanout: {labels: ['board:y'], until: 2031-01-02T03:04:05Z}\n"
+    )
+    done = cli("submit", str(path), "--json", token=lab["alice"])
+    assert done.returncode == 0, done.stderr
+    fanout = json.loads(done.stdout)["fanout"]
+    assert (fanout["labels"], fanout["until"], fanout["pending"]) == (
+        ["board:y"],
+        "2031-01-02T03:04:05Z",
+        1,
+    )

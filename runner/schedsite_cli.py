@@ -96,15 +96,18 @@ def credentials(options: argparse.Namespace) -> tuple[str, str]:
     The config file's token goes only to the URL it was issued by: pointing SCHEDSITE_API at
     another server does not send it there.
     """
+    url = options.api or os.environ.get("SCHEDSITE_API")
+    token = os.environ.get("SCHEDSITE_TOKEN")
+    if url and token:
+        return api_url(url), token  # the file is not needed, nor read
     config = read_config(config_path())
-    url = options.api or os.environ.get("SCHEDSITE_API") or config.get("api")
+    url = url or config.get("api")
     if not url:
         raise CliError(
             "no API URL: run `schedsite login`, or set SCHEDSITE_API "
             "(e.g. http://lab.example:8000/api/)"
         )
     url = api_url(url)
-    token = os.environ.get("SCHEDSITE_TOKEN")
     if not token and config.get("token") and api_url(config.get("api") or "http://-") == url:
         token = config["token"]
     if not token:

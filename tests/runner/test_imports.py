@@ -19,7 +19,7 @@ def test_the_runner_loads_nothing_beyond_the_standard_library_and_requests():
     code = (
         "import json, sys, requests\n"
         "before = set(sys.modules)\n"
-        "import runner, runner.cli, runner.client, runner.worker\n"
+        "import runner, runner.cli, runner.client, runner.worker, runner.schedsite_cli\n"
         "print(json.dumps(sorted(set(sys.modules) - before)))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

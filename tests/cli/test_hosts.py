@@ -25,7 +25,8 @@ def test_hosts_filters_by_label_and_status(cli, lab):
     assert header.split() == ["HOSTNAME", "WORKER", "STATUS", "LOCKED", "LEASE", "LABELS"]
     assert [row.split()[:3] for row in rows] == [["a.lab", "w1", "ready"], ["b.lab", "w1", "ready"]]
     Host.objects.filter(hostname="b.lab").update(status="needs_repair")
-    ready = json.loads(cli("hosts", "--status", "ready", "--json", token=lab["alice"]).stdout)
+    # The shared options go before the command's name or after it.
+    ready = json.loads(cli("--json", "hosts", "--status", "ready", token=lab["alice"]).stdout)
     assert [h["hostname"] for h in ready] == ["a.lab", "c.lab"]
     both = cli("hosts", "--label", "board:x", "--status", "needs_repair", token=lab["alice"])
     assert [row.split()[0] for row in both.stdout.splitlines()[1:]] == ["b.lab"]

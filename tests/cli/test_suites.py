@@ -49,10 +49,9 @@ def test_submit_posts_the_yaml_file_as_a_suite_of_the_caller(cli, lab, suite_fil
     assert f"{cli.url}/suites/{suite.pk}/" in done.stdout
 
 
-def test_submit_json_prints_the_suite_as_the_api_answers_it(cli, lab, tmp_path):
-    path = tmp_path / "suite.json"
-    path.write_text(json.dumps({"name": "smoke", "jobs": [{"name": "t", "labels": ["board:y"]}]}))
-    done = cli("submit", str(path), "--json", token=lab["alice"])
+def test_submit_json_prints_the_suite_as_the_api_answers_it(cli, lab):
+    body = json.dumps({"name": "smoke", "jobs": [{"name": "t", "labels": ["board:y"]}]})
+    done = cli("submit", "-", "--json", token=lab["alice"], stdin=body)  # - : standard input
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
     assert answer["id"] == Suite.objects.get().pk

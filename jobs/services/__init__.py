@@ -36,7 +36,7 @@ from jobs.services.scheduler_settings import (
     settings_value,
     update_scheduler_settings,
 )
-from jobs.services.staff import job_abort, lease_release, suite_abort
+from jobs.services.staff import job_abort, job_set_priority, lease_release, suite_abort
 from jobs.services.submission import JobSpec, job_submit, suite_prepare, suite_submit
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "idempotency_keys_purge",
     "job_abort",
     "job_complete",
+    "job_set_priority",
     "job_start",
     "job_submit",
     "job_timeout_overdue",

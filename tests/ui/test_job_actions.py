@@ -68,7 +68,9 @@ def test_a_priority_above_a_testers_cap_is_refused_in_words(alice_client, waitin
 
 
 def test_a_priority_that_is_not_one_is_a_400(alice_client, waiting):
-    response = alice_client.post(f"/jobs/{waiting.pk}/priority/", {"priority": "soon"}, headers=HTMX)
+    response = alice_client.post(
+        f"/jobs/{waiting.pk}/priority/", {"priority": "soon"}, headers=HTMX
+    )
     assert response.status_code == 400
     assert "unknown level" in response.content.decode()
     assert _job(waiting).priority == 40

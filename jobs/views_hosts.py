@@ -191,29 +191,62 @@ def host_list(request: HttpRequest) -> HttpResponse:
     )
 
 
+# Each bulk action of the hosts table: the rule of schedsite.roles.PERMISSIONS it needs, what
+# its summary says of a host it changed, and of one that was already as asked.
+BULK_ACTIONS: dict[str, tuple[str, str, str]] = {
+    "lock": ("host.bulk_lock", "Locked", "already locked"),
+    "unlock": ("host.bulk_lock", "Unlocked", "already unlocked"),
+    "verify": ("host.verify", "Verify queued for", ""),
+    "repair": ("host.repair", "Repair queued for", ""),
+    "label_add": ("host.partial_update", "Labels added to", "already carrying them"),
+    "label_remove": ("host.partial_update", "Labels removed from", "already without them"),
+}
+
+
+def _bulk_apply(
+    action: str, hosts: list[Host], by: Any, reason: str, labels: list[str]
+) -> tuple[dict[str, str | None], set[str]]:
+    """Run one bulk action: each host's result (None: done), and those already as asked."""
+    if action in ("lock", "unlock"):
+        unlock = action == "unlock"
+        results = services.hosts_bulk_lock(hosts=hosts, by=by, reason=reason, unlock=unlock)
+        already = {h.hostname for h in hosts if results.get(h.hostname) and h.locked != unlock}
+        return results, already
+    if action in ("verify", "repair"):
+        return job_services.hosts_bulk_health(hosts=hosts, by=by, repair=action == "repair"), set()
+    add, remove = (labels, []) if action == "label_add" else ([], labels)
+    results = services.hosts_bulk_labels(hosts=hosts, by=by, add=add, remove=remove)
+    return results, {h for h, why in results.items() if why == services.LABELS_ALREADY}
+
+
 def _host_bulk(request: HttpRequest) -> HttpResponse:
-    if denied := staff_only(request, "host.bulk_lock"):
-        return denied
-    list_path = reverse("hosts:host_list")
-    query = current_list_query(request, list_path)
     form = BulkHostsForm(request.POST)
     form.is_valid()
     data = form.cleaned_data
     action = data.get("action", "lock")
+    rule, verb, already_words = BULK_ACTIONS[action]
+    if denied := staff_only(request, rule):
+        return denied
+    list_path = reverse("hosts:host_list")
+    query = current_list_query(request, list_path)
     names = data.get("hosts") or []
     reason = data.get("reason", "")
+    labels = split_labels(data.get("labels", ""))
     try:
         if "action" not in data:
-            raise InvalidInput("choose lock or unlock", field="action")
+            raise InvalidInput("choose what to do with the selected hosts", field="action")
         if not names:
             raise InvalidInput("select at least one host first", field="hosts")
         hosts = list(Host.objects.filter(hostname__in=names).order_by("hostname"))
-        results = services.hosts_bulk_lock(
-            hosts=hosts, by=request.user, reason=reason, unlock=action == "unlock"
-        )
+        results, already = _bulk_apply(action, hosts, request.user, reason, labels)
     except ServiceError as exc:
         context = host_list_context(request, query, query.get("page"))
-        context.update(bulk_error=exc.message, selected=set(names), bulk_reason=reason)
+        context.update(
+            bulk_error=exc.message,
+            selected=set(names),
+            bulk_reason=reason,
+            bulk_labels=data.get("labels", ""),
+        )
         return action_response(
             request,
             "hosts/partials/host_table.html",
@@ -225,21 +258,19 @@ def _host_bulk(request: HttpRequest) -> HttpResponse:
         )
     done = sorted(h for h, why in results.items() if why is None)
     failed = {h: why for h, why in results.items() if why}
-    unlock = action == "unlock"
     # A host already as asked is no error: the batch still did what was wanted there.
-    already = {h.hostname for h in hosts if h.hostname in failed and h.locked != unlock}
     errors = {h: why for h, why in failed.items() if h not in already}
-    verb = "Unlocked" if unlock else "Locked"
     message = f"{verb} {plural(len(done), 'host')}"
     if already:
-        message += f", {len(already)} already {verb.lower()}"
+        message += f", {len(already)} {already_words}"
     message += "."
     if errors:
         message += f" {len(errors)} not changed: " + "; ".join(errors.values()) + "."
     # Red only when nothing changed or something went wrong; a batch with some hosts already
     # as asked is neutral news (docs/ui.md#actions).
     tone = "err" if errors or not done else "info" if already else "ok"
-    notes = {h: (True, verb.lower()) for h in done}
+    done_words = verb.lower() if action in ("lock", "unlock") else "done"
+    notes = {h: (True, done_words) for h in done}
     notes.update({h: (h in already, why) for h, why in failed.items()})
     context = host_list_context(request, query, query.get("page"))
     context.update(row_notes=notes, bulk_message=message, bulk_tone=tone)

@@ -13,7 +13,7 @@ from jobs.scheduling.tick import (
     tick_history_prune,
 )
 from jobs.services.health import host_purge, host_repair_now, host_verify_now
-from jobs.services.hosts import host_delete, host_set_status, host_update
+from jobs.services.hosts import host_delete, host_set_status, host_update, hosts_bulk_health
 from jobs.services.reservations import (
     lease_extend,
     lease_reserve,
@@ -49,6 +49,7 @@ __all__ = [
     "host_set_status",
     "host_update",
     "host_verify_now",
+    "hosts_bulk_health",
     "idempotency_keys_purge",
     "job_abort",
     "job_complete",

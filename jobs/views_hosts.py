@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from hosts import services
-from hosts.choices import HostStatus
+from hosts.choices import EventKind, HostStatus
 from hosts.filtersets import HostFilterSet, WorkerFilterSet
 from hosts.forms import BulkHostsForm, ReasonForm, split_labels
 from hosts.models import Host, HostEvent, Label, Worker
@@ -30,6 +30,7 @@ from hosts.views_timeline import timeline_context
 from jobs import host_selectors as health
 from jobs import selectors
 from jobs import services as job_services
+from jobs.choices import JobKind
 from jobs.forms import RESERVE_DURATIONS
 from jobs.models import Job, Lease
 from jobs.scheduling.queue import host_waiters
@@ -286,11 +287,32 @@ def _host_bulk(request: HttpRequest) -> HttpResponse:
     )
 
 
+def event_outcomes(events: list[HostEvent]) -> None:
+    """Give each `completed` event the result of the try it ended (`outcome`, `outcome_label`):
+    the job's final status when that lease ended the job, else `failed` (the runner reported it
+    failed on a broken host and it was retried; jobs.job_history reads attempts the same way).
+    One query for the page."""
+    completed = {e.lease_id: e for e in events if e.kind == EventKind.COMPLETED and e.lease_id}
+    if not completed:
+        return
+    rows = Lease.objects.filter(pk__in=list(completed)).values_list(
+        "pk", "released_at", "job__status", "job__finished_at", "job__kind"
+    )
+    for pk, released_at, status, finished_at, kind in rows:
+        outcome = status if finished_at is not None and finished_at == released_at else "failed"
+        event = completed[pk]
+        event.outcome = outcome
+        what = "Job" if kind == JobKind.TEST else f"{kind.capitalize()} job"
+        event.outcome_label = f"{what} {outcome}"
+
+
 def host_detail_context(request: HttpRequest, host: Host, **extra: Any) -> dict:
     """Everything the host page shows: state, who holds and who waits, timeline and health."""
     host = host_queryset().get(pk=host.pk)
     lease = host.active_leases[0] if host.active_leases else None
     waiters = host_waiters(host, limit=WAITERS_SHOWN)
+    timeline = timeline_context(host)
+    event_outcomes(timeline["events"])
     context = {
         "host": host,
         "lease": lease,
@@ -299,7 +321,7 @@ def host_detail_context(request: HttpRequest, host: Host, **extra: Any) -> dict:
         "manages_reservation": bool(lease) and lease.managed_by(request.user),
         "waiters": waiters,
         "waiter_reasons": selectors.wait_reasons_for(waiters.jobs) if waiters.jobs else {},
-        **timeline_context(host),
+        **timeline,
         "pinned_queued": Job.objects.queued().filter(host=host).count(),
         "staff": roles.is_staff(request.user),
         "now": timezone.now(),

@@ -27,6 +27,8 @@ from jobs.forms import (
     JobRow,
     RoleRow,
     SuiteForm,
+    field_message,
+    form_wording,
     job_rows_count,
     job_rows_from,
     job_specs,
@@ -505,13 +507,13 @@ def _form_context(
 
 def _field_error(form: SuiteForm, exc: InvalidInput) -> str:
     """Show a refusal on the form field it names; return it when it is about the job list."""
-    message = _capitalized(exc.message)
     if exc.field in form.fields:
-        form.add_error(exc.field, message)
-    elif exc.field == "jobs":
+        form.add_error(exc.field, field_message(exc))
+        return ""
+    message = _capitalized(form_wording(exc.message))
+    if exc.field == "jobs":
         return message
-    else:
-        form.add_error(None, message)
+    form.add_error(None, message)
     return ""
 
 

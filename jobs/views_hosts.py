@@ -353,11 +353,14 @@ def host_health_context(host: Host) -> dict:
     check, policies = health.next_check(host, now=timezone.now())
     busy = health.has_maintenance_job(host)
     status = host.status
+    # A leased host cannot be retired (a 409): say so instead of asking to confirm first.
+    active = getattr(host, "active_leases", None)
+    leased = bool(active) if active is not None else host.leases.active().exists()
     # The buttons shown are those the services would accept (docs/health.md#staff-actions).
     shown = {
         "verify": status in (HostStatus.READY, HostStatus.NEEDS_VERIFY) and not busy,
         "repair": status not in (HostStatus.REPAIRING, HostStatus.RETIRED),
-        "retire": status != HostStatus.RETIRED,
+        "retire": status != HostStatus.RETIRED and not leased,
     }
     return {
         "next_check": check,
@@ -365,6 +368,7 @@ def host_health_context(host: Host) -> dict:
         "history": health.maintenance_history(host),
         "repair_max": settings.REPAIR_MAX_ATTEMPTS,
         "maintenance_busy": busy,
+        "retire_blocked": status != HostStatus.RETIRED and leased,
         "health_buttons": [
             {**button, "confirm": button.get("confirm", "").format(host.hostname)}
             for button in HEALTH_BUTTONS

@@ -10,7 +10,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import cache
 from typing import Any
+from urllib.parse import quote
 
+from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
 from jobs import badges
@@ -92,7 +94,8 @@ def queue_row(row: Mapping[str, Any], now: datetime | None) -> SafeString:
             waited=aging.waited_minutes,
             priority=aging.priority,
         )
-    chips = [markup('<span class="chip">{}</span>', name) for name in job.labels]
+    # Each label links to the hosts carrying it (the hosts list filtered by it).
+    chips = [label_chip(name) for name in job.labels]
     host = ""
     if job.host_id:
         host = markup(PINNED, PIN, row["host_url"], job.host.hostname)
@@ -156,6 +159,18 @@ def _actions(job: Job, controls: Mapping[str, Any]) -> SafeString:
         options=options,
         priority_url=controls["priority_url"](job.pk),
         abort_url=controls["abort_url"](job.pk),
+    )
+
+
+@cache
+def label_chip(name: str) -> SafeString:
+    """A label as a chip linking to the hosts list filtered by it; made once per label."""
+    return markup(
+        '<a class="chip" href="{}?label={}" title="Hosts with {}">{}</a>',
+        reverse("hosts:host_list"),
+        quote(name, safe="/"),
+        name,
+        name,
     )
 
 

@@ -113,6 +113,7 @@ def host_rows(hosts: list[Host]) -> list[Host]:
         host.row_lease = lease
         suite_id = lease.job.suite_id if lease and lease.job_id else None
         host.row_suite_url = suite_url(suite_id) if suite_id else ""
+        host.row_job_url = job_url(lease.job_id) if lease and lease.job_id else ""
         for name in host.label_names:
             if name not in chips:
                 chips[name] = format_html(LABEL_CHIP, list_url, quote(name, safe="/"), name, name)

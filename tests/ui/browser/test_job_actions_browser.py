@@ -58,3 +58,20 @@ def test_the_owner_aborts_a_job_from_the_queue_after_confirming(page, alice, bob
     expect(page.locator(f"#queued-{mine.pk}")).to_have_count(0)
     assert_not_reloaded(page)
     assert Job.objects.get(pk=mine.pk).status == "aborted"
+
+
+def test_staff_add_a_label_to_the_ticked_hosts_from_the_bulk_bar(page, sam, debug):
+    for name in ("dut1", "dut2", "dut3"):
+        f.host(name, ["board:eve"])
+    sign_in(page, "sam", "sam-pass")
+    page.goto("/hosts/")
+    mark_page(page)
+    page.get_by_label("Select dut1").check()
+    page.get_by_label("Select dut2").check()
+    page.get_by_label("Labels to add to or remove from the selected hosts").fill("rack:7")
+    page.get_by_role("button", name="Add labels").click()
+
+    expect(page.locator("#hosts-table .banner")).to_have_text("Labels added to 2 hosts.")
+    assert_not_reloaded(page)
+    expect(page.locator("#hosts-table")).to_contain_text("rack:7")
+    screenshot(page, "hosts-bulk-labels", full_page=True)

@@ -24,11 +24,22 @@ class ReasonForm(forms.Form):
 
 
 class BulkHostsForm(forms.Form):
-    """Lock or unlock the hosts ticked in the hosts table."""
+    """Lock, unlock, verify, repair, or add or remove labels on the hosts ticked in the hosts
+    table."""
 
-    action = forms.ChoiceField(choices=[("lock", "Lock"), ("unlock", "Unlock")])
+    action = forms.ChoiceField(
+        choices=[
+            ("lock", "Lock"),
+            ("unlock", "Unlock"),
+            ("verify", "Verify now"),
+            ("repair", "Repair now"),
+            ("label_add", "Add labels"),
+            ("label_remove", "Remove labels"),
+        ]
+    )
     hosts = AnyValueMultipleField(required=False)
     reason = forms.CharField(required=False)  # the service checks it
+    labels = forms.CharField(required=False)  # split by split_labels; the service checks them
 
 
 class HealthPolicyForm(forms.Form):

@@ -478,6 +478,44 @@ def hosts_bulk_lock(
     return results
 
 
+# What a bulk label edit reports for a host that already is as asked: neutral news, not an error.
+LABELS_ALREADY = "already as asked"
+
+
+@transaction.atomic
+def hosts_bulk_labels(
+    *, hosts: Iterable[Host], by: Actor, add: Iterable[str] = (), remove: Iterable[str] = ()
+) -> dict[str, str | None]:
+    """Add and remove labels on several hosts; hostname → None when changed, or why not.
+
+    Each host's labels are read under its row lock and written through host_update (one
+    `updated` event each), in a savepoint of its own: a retired host is reported and skipped
+    while the others still change.
+    """
+    add, remove = labels_validate(add), labels_validate(remove)
+    if not add and not remove:
+        raise InvalidInput("give a label to add or remove", field="labels")
+    if both := sorted(set(add) & set(remove)):
+        raise InvalidInput(f"label {both[0]} is both added and removed", field="labels")
+    results: dict[str, str | None] = {}
+    for host in hosts:
+        try:
+            with transaction.atomic():
+                locked = Host.objects.select_for_update().get(pk=host.pk)
+                if locked.status == HostStatus.RETIRED:
+                    raise Conflict(f"host {locked.hostname} is retired: it is not edited")
+                old = set(locked.label_names)
+                new = (old | set(add)) - set(remove)
+                if new == old:
+                    results[host.hostname] = LABELS_ALREADY
+                    continue
+                host_update(host=locked, by=by, labels=sorted(new))
+            results[host.hostname] = None
+        except ServiceError as exc:
+            results[host.hostname] = exc.message
+    return results
+
+
 # --- health policies ------------------------------------------------------------------------
 
 # The most a policy's period may be: beyond these a policy would in effect never fire.

@@ -19,6 +19,7 @@ from jobs.limits import bounds
 from jobs.models import SchedulerSettings
 from jobs.services import JobSpec, settings_value
 from jobs.services.scheduler_settings import SETTINGS_FIELDS
+from jobs.services.submission import ALLOW_UNMATCHED
 from schedsite.errors import InvalidInput
 
 MAX_ROWS = 500  # job rows in one form; bigger suites go through the API
@@ -92,7 +93,7 @@ class SuiteForm(forms.Form):
                 try:
                     data["fanout_label_list"] = labels_validate(labels, field="fanout_labels")
                 except InvalidInput as exc:
-                    self.add_error("fanout_labels", exc.message)
+                    self.add_error("fanout_labels", field_message(exc))
         return data
 
 
@@ -197,7 +198,7 @@ def _role_specs(row: JobRow) -> list[dict[str, Any]]:
         try:
             labels = labels_validate(split_labels(role.labels), field="labels")
         except InvalidInput as exc:
-            role.errors["labels"] = exc.message
+            role.errors["labels"] = field_message(exc)
             labels = []
         entry: dict[str, Any] = {"name": role.name.strip(), "labels": labels}
         for key, text in (("count", role.count), ("max", role.max)):
@@ -234,7 +235,7 @@ def job_specs(
         try:
             labels = labels_validate(split_labels(row.labels), field="labels")
         except InvalidInput as exc:
-            row.errors["labels"] = exc.message
+            row.errors["labels"] = field_message(exc)
             labels = []
         pinned = None
         if row.host.strip():
@@ -338,6 +339,30 @@ ROW_FIELDS = ("name", "labels", "host", "roles", "together_by")
 ROLE_FIELDS = ("name", "labels", "count", "max")
 
 
+# The submit form's checkbox that does what the API's allow_unmatched does.
+WAIT_FOR_HOSTS = 'tick "Wait for such hosts"'
+
+
+def form_wording(message: str) -> str:
+    """A service's refusal in the submit form's words: its checkbox, not the API's field."""
+    return message.replace(ALLOW_UNMATCHED, WAIT_FOR_HOSTS)
+
+
+def field_message(exc: InvalidInput) -> str:
+    """A service's refusal as shown next to the field it names, without naming the field again:
+    "jobs[0].labels: no host carries x" → "No host carries x", "fanout_labels 'a b': Use …" →
+    "Label 'a b': Use …" (the form's label and the error summary already say which field)."""
+    message, field = exc.message, exc.field or ""
+    if field and message.startswith(f"{field}: "):
+        message = message.removeprefix(f"{field}: ")
+    elif field and message.startswith(f"{field} '"):
+        # A bad value of a list field (hosts.services._validate): name the one value.
+        noun = "label" if field.endswith("labels") else field.rpartition(".")[2].replace("_", " ")
+        message = f"{noun} {message.removeprefix(f'{field} ')}"
+    message = form_wording(message)
+    return message[:1].upper() + message[1:]
+
+
 def row_error(rows: list[JobRow], exc: InvalidInput) -> bool:
     """Put a service error about jobs[i].field (or jobs[i].roles[k].field) next to that
     field; False if it is not one."""
@@ -348,11 +373,9 @@ def row_error(rows: list[JobRow], exc: InvalidInput) -> bool:
     index = int(index)
     if index >= len(rows):
         return False
-    # "jobs[0].labels: no host …" shows as "Labels: no host …" on its row; a role's error
-    # shows on the role's own field, without the prefix.
-    prefix = f"{exc.field}: " if role_index is not None else f"jobs[{index}]."
-    message = exc.message.removeprefix(prefix)
-    message = message[:1].upper() + message[1:]
+    # "jobs[0].labels: no host …" shows as "No host …" next to the row's labels (the page
+    # names the field already: "Job 1, labels: No host …"); a role's error likewise.
+    message = field_message(exc)
     row = rows[index]
     if name == "roles" and role_index is not None and int(role_index) < len(row.filled_roles):
         role = row.filled_roles[int(role_index)]

@@ -246,7 +246,7 @@ def host_row(
         url=host.row_url,
         hostname=host.hostname,
         build=markup('<div class="sub">{}</div>', host.current_build) if host.current_build else "",
-        status=badge("host", host.status, HOST_STATUSES.get(host.status, host.status)),
+        status=_status_cell(host),
         labels=host.row_labels or NONE,
         worker=_worker_cell(host, page.now),
         lease=_lease_cell(host, host.row_lease, page.now),
@@ -276,6 +276,22 @@ def _worker_cell(host: Host, now: datetime) -> SafeString:
     return markup('<a href="{}">{}</a> {}', host.row_worker_url, worker.name, state)
 
 
+# A ready host that holds a lease is not free: its status says ready (its health), and the
+# row says it is busy beside it, so nobody reads "Ready" as "free".
+BUSY = (
+    ' <span class="badge tone-indigo" title="It holds a lease: a job runs on it, or someone'
+    ' reserved it">{}</span>'
+)
+
+
+def _status_cell(host: Host) -> SafeString:
+    status = badge("host", host.status, HOST_STATUSES.get(host.status, host.status))
+    lease = getattr(host, "row_lease", None)
+    if lease is None:
+        return status
+    return markup("{}{}", status, markup(BUSY, "busy: a job" if lease.job_id else "busy: reserved"))
+
+
 HELD_FOR = (
     '<span class="badge tone-teal" title="The scheduler keeps it free for a job that needs'
     ' several hosts at once, until the rest of them free up">held</span>'
@@ -291,16 +307,24 @@ def _lease_cell(host: Host, lease: Lease | None, now: datetime) -> SafeString:
     if job is not None:
         status = badge("job", job.status, JOB_STATUSES.get(job.status, job.status))
         role = markup(" · role {}", lease.role) if lease.role else ""
+        # The job links to its own page; its suite, under it, to the suite's.
         if job.suite_id:
             return markup(
-                '{} <a href="{}">{}</a><div class="sub">{}{}</div>',
+                '{} <a href="{}">{}</a><div class="sub"><a href="{}">{}</a>{}</div>',
                 status,
-                host.row_suite_url,
+                host.row_job_url,
                 job.name,
+                host.row_suite_url,
                 job.suite.name,
                 role,
             )
-        return markup('{} {}<div class="sub">standalone job{}</div>', status, job.name, role)
+        return markup(
+            '{} <a href="{}">{}</a><div class="sub">standalone job{}</div>',
+            status,
+            host.row_job_url,
+            job.name,
+            role,
+        )
     holder = (lease.holder.get_username() if lease.holder else "") or "?"
     return markup(
         '{} <span class="sub">by {}, ends {}</span> {}',

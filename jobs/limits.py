@@ -99,6 +99,23 @@ def _priority_name(value: int) -> str:
     return f"{value} ({name})" if name else str(value)
 
 
+def priority_check(priority: int, *, user: AbstractBaseUser | None) -> None:
+    """Refuse a priority outside 0–100, or above the user's cap (a tester's: cq, 70), as a
+    submission would; `user` None is a system actor, never capped."""
+    # jobs.job_specs.check_priority's rule (that module imports this one).
+    if isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 100:
+        raise InvalidInput("priority must be an integer from 0 to 100", field="priority")
+    if user is None:
+        return
+    top = submit_limits_for(user).max_priority
+    if top is not None and priority > top:
+        raise InvalidInput(
+            f"priority {priority} is above your limit: you may submit at most "
+            f"{_priority_name(top)}",
+            field="priority",
+        )
+
+
 def submission_check(
     *,
     user: AbstractBaseUser,

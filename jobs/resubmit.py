@@ -7,6 +7,7 @@ the same service, which sets the link in the transaction that creates the suite
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,6 +16,7 @@ from django.db.models import QuerySet
 
 from jobs.choices import JobKind
 from jobs.job_history import FAILED_STATUSES
+from jobs.limits import bounds
 from jobs.models import Job, Suite
 from jobs.submission_schema import SuiteCreateInputSerializer, submit_suite
 from jobs.suite_body import suite_body
@@ -53,7 +55,22 @@ def suite_rerun(*, suite: Suite, owner: Any, job_ids: Sequence[int] | None = Non
                 field="jobs",
             )
         failed = [job for job in failed if job.pk in wanted]
-    return _submit(owner, suite_body(suite, failed), rerun_of=suite)
+    body = {**suite_body(suite, failed), "name": rerun_name(suite.name)}
+    return _submit(owner, body, rerun_of=suite)
+
+
+RERUN_SUFFIX = re.compile(r" \(re-run(?: (\d+))?\)\Z")
+
+
+def rerun_name(name: str) -> str:
+    """A re-run's name, told apart from its original's: "nightly (re-run)", and a re-run of
+    that "nightly (re-run 2)", and so on; the original's name cut to fit the name's bounds."""
+    match = RERUN_SUFFIX.search(name)
+    if match is None:
+        base, suffix = name, " (re-run)"
+    else:
+        base, suffix = name[: match.start()], f" (re-run {int(match.group(1) or 1) + 1})"
+    return base[: bounds("name").high - len(suffix)] + suffix
 
 
 @transaction.atomic

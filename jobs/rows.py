@@ -10,7 +10,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import cache
 from typing import Any
+from urllib.parse import quote
 
+from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
 from jobs import badges
@@ -32,8 +34,26 @@ QUEUE_ROW = (
     ' <td class="nowrap" data-label="Queued">{queued}</td>'
     ' <td data-label="Why it waits"> <div class="reason">'
     ' <span class="badge tone-{tone}">{title}</span>'
-    ' <span class="reason-text">{message}</span> </div> </td> </tr>'
+    ' <span class="reason-text">{message}</span> </div> </td>{actions} </tr>'
 )
+# A queued job's controls, for its owner and staff (jobs.views.job_priority, job_abort): they
+# post with htmx and get the queue table back, its filters and page kept (`from`).
+ACTIONS = (
+    ' <td data-label="Actions"> <form class="row-form" method="post" action="{priority_url}"'
+    ' hx-post="{priority_url}" hx-sync="closest .live-region:replace" hx-target="#queue-table"'
+    ' hx-swap="outerHTML"> <input type="hidden" name="csrfmiddlewaretoken" value="{csrf}">'
+    ' <input type="hidden" name="from" value="queue">'
+    ' <label class="visually-hidden" for="priority-{pk}">Priority of job {pk}</label>'
+    ' <select id="priority-{pk}" name="priority">{options}</select>'
+    ' <button class="btn btn-sm" type="submit">Set</button> </form>'
+    ' <form class="row-form" method="post" action="{abort_url}" hx-post="{abort_url}"'
+    ' hx-sync="closest .live-region:replace" hx-target="#queue-table" hx-swap="outerHTML"'
+    ' hx-confirm="Abort job {name}? It leaves the queue and will not run.">'
+    ' <input type="hidden" name="csrfmiddlewaretoken" value="{csrf}">'
+    ' <input type="hidden" name="from" value="queue">'
+    ' <button class="btn btn-sm btn-danger" type="submit">Abort</button> </form> </td>'
+)
+NO_ACTIONS = mark_safe('<td data-label="Actions"></td>')
 MAINTENANCE = (
     ' <span class="badge tone-amber" title="A maintenance job the scheduler made for its host">'
     "{}</span>"
@@ -74,7 +94,8 @@ def queue_row(row: Mapping[str, Any], now: datetime | None) -> SafeString:
             waited=aging.waited_minutes,
             priority=aging.priority,
         )
-    chips = [markup('<span class="chip">{}</span>', name) for name in job.labels]
+    # Each label links to the hosts carrying it (the hosts list filtered by it).
+    chips = [label_chip(name) for name in job.labels]
     host = ""
     if job.host_id:
         host = markup(PINNED, PIN, row["host_url"], job.host.hostname)
@@ -88,8 +109,14 @@ def queue_row(row: Mapping[str, Any], now: datetime | None) -> SafeString:
         )
     if held := row.get("holding"):
         host = markup("{}{}", host, markup(HOLDING, held=held, s="s" * (held != 1)))
+    actions = ""
+    if controls := row.get("controls"):
+        actions = _actions(job, controls)
+    elif row.get("actions_column"):
+        actions = NO_ACTIONS
     return markup(
         QUEUE_ROW,
+        actions=actions,
         pk=job.pk,
         position=row["position"],
         url=row["url"],
@@ -106,6 +133,44 @@ def queue_row(row: Mapping[str, Any], now: datetime | None) -> SafeString:
         tone=badges.wait_tone(reason),
         title=badges.wait_title(reason),
         message=(reason or {}).get("message", ""),
+    )
+
+
+def _actions(job: Job, controls: Mapping[str, Any]) -> SafeString:
+    levels = list(controls["levels"])
+    if all(value != job.priority for value, _ in levels):
+        levels = sorted([*levels, (job.priority, str(job.priority))], reverse=True)
+    options = mark_safe(  # noqa: S308 -- every value is escaped by markup
+        "".join(
+            markup(
+                '<option value="{}"{}>{}</option>',
+                value,
+                mark_safe(" selected") if value == job.priority else "",
+                label,
+            )
+            for value, label in levels
+        )
+    )
+    return markup(
+        ACTIONS,
+        pk=job.pk,
+        name=job.name,
+        csrf=controls["csrf"],
+        options=options,
+        priority_url=controls["priority_url"](job.pk),
+        abort_url=controls["abort_url"](job.pk),
+    )
+
+
+@cache
+def label_chip(name: str) -> SafeString:
+    """A label as a chip linking to the hosts list filtered by it; made once per label."""
+    return markup(
+        '<a class="chip" href="{}?label={}" title="Hosts with {}">{}</a>',
+        reverse("hosts:host_list"),
+        quote(name, safe="/"),
+        name,
+        name,
     )
 
 

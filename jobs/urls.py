@@ -25,6 +25,8 @@ PAGES = [
     ("templates/<int:pk>/delete/", views_templates.template_delete),
     ("jobs/<int:pk>/", views.job_detail),
     ("jobs/<int:pk>/output.txt", views.job_output),
+    ("jobs/<int:pk>/abort/", views.job_abort),
+    ("jobs/<int:pk>/priority/", views.job_priority),
     ("leases/", views_leases.lease_list),
     ("leases/<int:pk>/release/", views_leases.lease_release),
     ("leases/<int:pk>/extend/", views_leases.reservation_extend),

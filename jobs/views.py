@@ -9,15 +9,16 @@ from types import SimpleNamespace
 from typing import Any
 
 from django.db import transaction
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.middleware.csrf import get_token
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from hosts.models import Host
-from jobs import job_history, limits, selectors, services, signals
-from jobs.choices import JobStatus, SuiteStatus
+from jobs import badges, job_history, limits, selectors, services, signals
+from jobs.choices import JobStatus, SuiteStatus, parse_priority
 from jobs.filtersets import JobFilterSet, SuiteFilterSet
 from jobs.forms import (
     MAX_ROWS,
@@ -26,6 +27,8 @@ from jobs.forms import (
     JobRow,
     RoleRow,
     SuiteForm,
+    field_message,
+    form_wording,
     job_rows_count,
     job_rows_from,
     job_specs,
@@ -43,7 +46,9 @@ from schedsite.links import route_url
 from schedsite.ui.htmx import (
     action_response,
     clean_query,
+    current_list_query,
     detail_view,
+    error_response,
     filtered_page,
     live_url,
     object_action,
@@ -68,16 +73,13 @@ def _capitalized(message: str) -> str:
 # --- queue ----------------------------------------------------------------------------------
 
 
-@ui_login_required
-@require_GET
-def queue(request: HttpRequest) -> HttpResponse:
-    """Queued jobs in the scheduler's order, with priority, age and why each one waits."""
-    query = clean_query(request.GET)
+def queue_context(request: HttpRequest, query: QueryDict, page_number: str | None) -> dict:
+    """One page of the queue for the given filters: its rows, counts and the latest tick."""
     filterset = None
     if query:
         filterset = JobFilterSet(query, queryset=Job.objects.queued())
     selection = queue_select(filterset.qs if filterset is not None else None)
-    page = paginate(selection.ids, request.GET.get("page"), QUEUE_PER_PAGE)
+    page = paginate(selection.ids, page_number, QUEUE_PER_PAGE)
     jobs = queue_jobs(page.object_list)
     positions = selection.positions([job.pk for job in jobs])
     tick = selectors.latest_tick()
@@ -88,6 +90,9 @@ def queue(request: HttpRequest) -> HttpResponse:
     job_url = route_url("jobs:job_detail")
     suite_url = route_url("jobs:suite_detail")
     host_url = route_url("hosts:host_detail", links.NAMES)
+    # A row its owner or staff may act on carries the job's Priority and Abort controls.
+    managed = {job.pk for job in jobs if roles.can_manage(request.user, job.owner_id)}
+    controls = job_controls(request) if managed else None
     rows = [
         {
             "job": job,
@@ -99,11 +104,14 @@ def queue(request: HttpRequest) -> HttpResponse:
             "quota": job.pk in selection.quota_ids,
             "aging": aging_of(job, selection.head),
             "holding": holding.get(job.pk, 0),
+            "controls": controls if job.pk in managed else None,
+            "actions_column": bool(managed),
         }
         for job in jobs
     ]
-    context = {
+    return {
         "rows": rows,
+        "actions_column": bool(managed),
         "page_obj": page,
         "query": query,
         "filter_errors": filterset.errors if filterset is not None else None,
@@ -113,8 +121,27 @@ def queue(request: HttpRequest) -> HttpResponse:
         "matching_estimated": selection.ids.row_count.estimated,
         "tick": tick,
         "now": timezone.now(),
+        "refresh": refresh_seconds(),
         "live_url": live_url(reverse("jobs:queue"), query, page),
     }
+
+
+def job_controls(request: HttpRequest) -> dict[str, Any]:
+    """What a job's Priority and Abort forms need: the CSRF token (for a post without htmx),
+    the named levels and the routes, made once per page."""
+    return {
+        "csrf": get_token(request),
+        "levels": PRIORITY_CHOICES,
+        "priority_url": route_url("jobs:job_priority"),
+        "abort_url": route_url("jobs:job_abort"),
+    }
+
+
+@ui_login_required
+@require_GET
+def queue(request: HttpRequest) -> HttpResponse:
+    """Queued jobs in the scheduler's order, with priority, age and why each one waits."""
+    context = queue_context(request, clean_query(request.GET), request.GET.get("page"))
     return page_or_fragment(request, "jobs/queue.html", "jobs/partials/queue_table.html", context)
 
 
@@ -226,6 +253,9 @@ def job_detail_context(request: HttpRequest, job: Job, **extra: Any) -> dict[str
         "queue_length": length.n,
         "queue_length_estimated": length.estimated,
         "unfinished": job.status in UNFINISHED_JOB_STATUSES,
+        # Its owner or staff: Abort while it is unfinished, Priority while it is queued.
+        "can_manage": roles.can_manage(request.user, job.owner_id),
+        "priority_choices": _priority_choices(job.priority),
         "ran_seconds": (
             (job.finished_at - job.started_at).total_seconds()
             if job.finished_at and job.started_at
@@ -237,6 +267,13 @@ def job_detail_context(request: HttpRequest, job: Job, **extra: Any) -> dict[str
     }
     context.update(extra)
     return context
+
+
+def _priority_choices(current: int) -> list[tuple[int, str]]:
+    """The named levels, and the job's own priority when it lies between them (set by the API)."""
+    if any(value == current for value, _ in PRIORITY_CHOICES):
+        return PRIORITY_CHOICES
+    return sorted([*PRIORITY_CHOICES, (current, str(current))], reverse=True)
 
 
 def _held_hosts(job: Job) -> list[Host]:
@@ -309,6 +346,78 @@ def suite_abort(request: HttpRequest, suite: Suite) -> HttpResponse:
         message=f"Aborted suite {suite.name}: {count} unfinished job{'s' * (count != 1)} stopped.",
         fallback=fallback,
     )
+
+
+def _job_owners_only(request: HttpRequest, job: Job) -> HttpResponse | None:
+    """Abort and Priority: the job's owner or lab staff (the buttons hide for others too).
+
+    One rule with the API's `job.partial_update`; its abort also lets a runner give up a job
+    its worker holds, which no page offers.
+    """
+    if roles.may(request.user, "job.partial_update", owner_id=job.owner_id):
+        return None
+    return error_response(request, "Only the job's owner or lab staff can change it.", 403)
+
+
+def _job_answer(
+    request: HttpRequest, job: Job, *, message: str, ok: bool = True, status: int = 200
+) -> HttpResponse:
+    """A job action's answer: the queue table when it came from the queue (its filters and page
+    kept), else the job page's body, with the result in a toast and inline."""
+    fallback = reverse("jobs:job_detail", args=[job.pk])
+    if request.POST.get("from") == "queue":
+        query = current_list_query(request, reverse("jobs:queue"))
+        context = queue_context(request, query, query.get("page"))
+        template = "jobs/partials/queue_table.html"
+    else:
+        context = job_detail_context(request, job)
+        template = "jobs/partials/job_detail_body.html"
+    context.update(action_message=message, action_ok=ok, action_job=job.pk)
+    return action_response(
+        request, template, context, message=message, ok=ok, status=status, fallback=fallback
+    )
+
+
+def _priority_text(value: int) -> str:
+    """A priority as its badge reads: "cq 70", or "65" between levels."""
+    name = badges.priority_name(value)
+    return f"{name} {value}" if name else str(value)
+
+
+@object_action(Job, refuse=_job_owners_only)
+def job_abort(request: HttpRequest, job: Job) -> HttpResponse:
+    """Abort one job: queued, leased or running (its owner, or staff)."""
+    try:
+        services.job_abort(job=job, by=request.user, reason=request.POST.get("reason", ""))
+    except ServiceError as exc:
+        return _job_answer(
+            request, job, message=_capitalized(exc.message), ok=False, status=exc.status_code
+        )
+    return _job_answer(request, job, message=f"Aborted job {job.pk} {job.name}.")
+
+
+@object_action(Job, refuse=_job_owners_only)
+def job_priority(request: HttpRequest, job: Job) -> HttpResponse:
+    """Change a queued job's priority (its owner, or staff); the next tick orders by it."""
+    try:
+        try:
+            value = parse_priority(request.POST.get("priority", ""))
+        except ValueError as exc:
+            raise InvalidInput(f"priority {exc}", field="priority") from None
+        old = job.priority
+        job = services.job_set_priority(job=job, by=request.user, priority=value)
+    except ServiceError as exc:
+        return _job_answer(
+            request, job, message=_capitalized(exc.message), ok=False, status=exc.status_code
+        )
+    if old == value:
+        message = f"Job {job.pk} {job.name} is already at priority {_priority_text(value)}."
+    else:
+        message = (
+            f"Job {job.pk} {job.name}: priority {_priority_text(old)} → "
+            f"{_priority_text(value)}; the next scheduler tick orders the queue by it."
+        )
+    return _job_answer(request, job, message=message)
 
 
 def _job_list(
@@ -398,13 +507,13 @@ def _form_context(
 
 def _field_error(form: SuiteForm, exc: InvalidInput) -> str:
     """Show a refusal on the form field it names; return it when it is about the job list."""
-    message = _capitalized(exc.message)
     if exc.field in form.fields:
-        form.add_error(exc.field, message)
-    elif exc.field == "jobs":
+        form.add_error(exc.field, field_message(exc))
+        return ""
+    message = _capitalized(form_wording(exc.message))
+    if exc.field == "jobs":
         return message
-    else:
-        form.add_error(None, message)
+    form.add_error(None, message)
     return ""
 
 

@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from hosts import services
-from hosts.choices import HostStatus
+from hosts.choices import EventKind, HostStatus
 from hosts.filtersets import HostFilterSet, WorkerFilterSet
 from hosts.forms import BulkHostsForm, ReasonForm, split_labels
 from hosts.models import Host, HostEvent, Label, Worker
@@ -30,6 +30,7 @@ from hosts.views_timeline import timeline_context
 from jobs import host_selectors as health
 from jobs import selectors
 from jobs import services as job_services
+from jobs.choices import JobKind
 from jobs.forms import RESERVE_DURATIONS
 from jobs.models import Job, Lease
 from jobs.recovery import sooner_repair_at
@@ -113,6 +114,7 @@ def host_rows(hosts: list[Host]) -> list[Host]:
         host.row_lease = lease
         suite_id = lease.job.suite_id if lease and lease.job_id else None
         host.row_suite_url = suite_url(suite_id) if suite_id else ""
+        host.row_job_url = job_url(lease.job_id) if lease and lease.job_id else ""
         for name in host.label_names:
             if name not in chips:
                 chips[name] = format_html(LABEL_CHIP, list_url, quote(name, safe="/"), name, name)
@@ -192,29 +194,62 @@ def host_list(request: HttpRequest) -> HttpResponse:
     )
 
 
+# Each bulk action of the hosts table: the rule of schedsite.roles.PERMISSIONS it needs, what
+# its summary says of a host it changed, and of one that was already as asked.
+BULK_ACTIONS: dict[str, tuple[str, str, str]] = {
+    "lock": ("host.bulk_lock", "Locked", "already locked"),
+    "unlock": ("host.bulk_lock", "Unlocked", "already unlocked"),
+    "verify": ("host.verify", "Verify queued for", ""),
+    "repair": ("host.repair", "Repair queued for", ""),
+    "label_add": ("host.partial_update", "Labels added to", "already carrying them"),
+    "label_remove": ("host.partial_update", "Labels removed from", "already without them"),
+}
+
+
+def _bulk_apply(
+    action: str, hosts: list[Host], by: Any, reason: str, labels: list[str]
+) -> tuple[dict[str, str | None], set[str]]:
+    """Run one bulk action: each host's result (None: done), and those already as asked."""
+    if action in ("lock", "unlock"):
+        unlock = action == "unlock"
+        results = services.hosts_bulk_lock(hosts=hosts, by=by, reason=reason, unlock=unlock)
+        already = {h.hostname for h in hosts if results.get(h.hostname) and h.locked != unlock}
+        return results, already
+    if action in ("verify", "repair"):
+        return job_services.hosts_bulk_health(hosts=hosts, by=by, repair=action == "repair"), set()
+    add, remove = (labels, []) if action == "label_add" else ([], labels)
+    results = services.hosts_bulk_labels(hosts=hosts, by=by, add=add, remove=remove)
+    return results, {h for h, why in results.items() if why == services.LABELS_ALREADY}
+
+
 def _host_bulk(request: HttpRequest) -> HttpResponse:
-    if denied := staff_only(request, "host.bulk_lock"):
-        return denied
-    list_path = reverse("hosts:host_list")
-    query = current_list_query(request, list_path)
     form = BulkHostsForm(request.POST)
     form.is_valid()
     data = form.cleaned_data
     action = data.get("action", "lock")
+    rule, verb, already_words = BULK_ACTIONS[action]
+    if denied := staff_only(request, rule):
+        return denied
+    list_path = reverse("hosts:host_list")
+    query = current_list_query(request, list_path)
     names = data.get("hosts") or []
     reason = data.get("reason", "")
+    labels = split_labels(data.get("labels", ""))
     try:
         if "action" not in data:
-            raise InvalidInput("choose lock or unlock", field="action")
+            raise InvalidInput("choose what to do with the selected hosts", field="action")
         if not names:
             raise InvalidInput("select at least one host first", field="hosts")
         hosts = list(Host.objects.filter(hostname__in=names).order_by("hostname"))
-        results = services.hosts_bulk_lock(
-            hosts=hosts, by=request.user, reason=reason, unlock=action == "unlock"
-        )
+        results, already = _bulk_apply(action, hosts, request.user, reason, labels)
     except ServiceError as exc:
         context = host_list_context(request, query, query.get("page"))
-        context.update(bulk_error=exc.message, selected=set(names), bulk_reason=reason)
+        context.update(
+            bulk_error=exc.message,
+            selected=set(names),
+            bulk_reason=reason,
+            bulk_labels=data.get("labels", ""),
+        )
         return action_response(
             request,
             "hosts/partials/host_table.html",
@@ -226,21 +261,19 @@ def _host_bulk(request: HttpRequest) -> HttpResponse:
         )
     done = sorted(h for h, why in results.items() if why is None)
     failed = {h: why for h, why in results.items() if why}
-    unlock = action == "unlock"
     # A host already as asked is no error: the batch still did what was wanted there.
-    already = {h.hostname for h in hosts if h.hostname in failed and h.locked != unlock}
     errors = {h: why for h, why in failed.items() if h not in already}
-    verb = "Unlocked" if unlock else "Locked"
     message = f"{verb} {plural(len(done), 'host')}"
     if already:
-        message += f", {len(already)} already {verb.lower()}"
+        message += f", {len(already)} {already_words}"
     message += "."
     if errors:
         message += f" {len(errors)} not changed: " + "; ".join(errors.values()) + "."
     # Red only when nothing changed or something went wrong; a batch with some hosts already
     # as asked is neutral news (docs/ui.md#actions).
     tone = "err" if errors or not done else "info" if already else "ok"
-    notes = {h: (True, verb.lower()) for h in done}
+    done_words = verb.lower() if action in ("lock", "unlock") else "done"
+    notes = {h: (True, done_words) for h in done}
     notes.update({h: (h in already, why) for h, why in failed.items()})
     context = host_list_context(request, query, query.get("page"))
     context.update(row_notes=notes, bulk_message=message, bulk_tone=tone)
@@ -256,11 +289,32 @@ def _host_bulk(request: HttpRequest) -> HttpResponse:
     )
 
 
+def event_outcomes(events: list[HostEvent]) -> None:
+    """Give each `completed` event the result of the try it ended (`outcome`, `outcome_label`):
+    the job's final status when that lease ended the job, else `failed` (the runner reported it
+    failed on a broken host and it was retried; jobs.job_history reads attempts the same way).
+    One query for the page."""
+    completed = {e.lease_id: e for e in events if e.kind == EventKind.COMPLETED and e.lease_id}
+    if not completed:
+        return
+    rows = Lease.objects.filter(pk__in=list(completed)).values_list(
+        "pk", "released_at", "job__status", "job__finished_at", "job__kind"
+    )
+    for pk, released_at, status, finished_at, kind in rows:
+        outcome = status if finished_at is not None and finished_at == released_at else "failed"
+        event = completed[pk]
+        event.outcome = outcome
+        what = "Job" if kind == JobKind.TEST else f"{kind.capitalize()} job"
+        event.outcome_label = f"{what} {outcome}"
+
+
 def host_detail_context(request: HttpRequest, host: Host, **extra: Any) -> dict:
     """Everything the host page shows: state, who holds and who waits, timeline and health."""
     host = host_queryset().get(pk=host.pk)
     lease = host.active_leases[0] if host.active_leases else None
     waiters = host_waiters(host, limit=WAITERS_SHOWN)
+    timeline = timeline_context(host)
+    event_outcomes(timeline["events"])
     context = {
         "host": host,
         "lease": lease,
@@ -269,7 +323,7 @@ def host_detail_context(request: HttpRequest, host: Host, **extra: Any) -> dict:
         "manages_reservation": bool(lease) and lease.managed_by(request.user),
         "waiters": waiters,
         "waiter_reasons": selectors.wait_reasons_for(waiters.jobs) if waiters.jobs else {},
-        **timeline_context(host),
+        **timeline,
         "pinned_queued": Job.objects.queued().filter(host=host).count(),
         "staff": roles.is_staff(request.user),
         "now": timezone.now(),
@@ -301,11 +355,14 @@ def host_health_context(host: Host) -> dict:
     check, policies = health.next_check(host, now=timezone.now())
     busy = health.has_maintenance_job(host)
     status = host.status
+    # A leased host cannot be retired (a 409): say so instead of asking to confirm first.
+    active = getattr(host, "active_leases", None)
+    leased = bool(active) if active is not None else host.leases.active().exists()
     # The buttons shown are those the services would accept (docs/health.md#staff-actions).
     shown = {
         "verify": status in (HostStatus.READY, HostStatus.NEEDS_VERIFY) and not busy,
         "repair": status not in (HostStatus.REPAIRING, HostStatus.RETIRED),
-        "retire": status != HostStatus.RETIRED,
+        "retire": status != HostStatus.RETIRED and not leased,
     }
     return {
         "next_check": check,
@@ -317,6 +374,7 @@ def host_health_context(host: Host) -> dict:
         if status == HostStatus.REPAIR_FAILED
         else None,
         "maintenance_busy": busy,
+        "retire_blocked": status != HostStatus.RETIRED and leased,
         "health_buttons": [
             {**button, "confirm": button.get("confirm", "").format(host.hostname)}
             for button in HEALTH_BUTTONS

@@ -12,6 +12,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from notifications import services
+from notifications.choices import EventKind
 from notifications.filtersets import DeliveryFilterSet
 from notifications.forms import SubscriptionForm
 from notifications.models import Delivery
@@ -35,9 +36,18 @@ def panel_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
     """The profile's notifications panel: the user's settings and their last deliveries."""
     user = request.user
     recent = Delivery.objects.filter(user=user).select_related("event")[:RECENT_DELIVERIES]
+    sub = services.subscription_of(user)
+    posted = extra.get("posted")
+    # A refused form comes back as it was typed, its ticked events included: shown as saved
+    # instead, a second Save would quietly store what the person had unticked.
+    if posted is not None:
+        checked = set(posted.getlist("events"))
+    else:
+        checked = {kind for kind in EventKind.values if getattr(sub, kind)}
     return {
         "user": user,
-        "sub": services.subscription_of(user),
+        "sub": sub,
+        "events_checked": checked,
         "is_staff": roles.is_staff(user),
         "recent_deliveries": list(recent),
         "now": timezone.now(),
@@ -54,10 +64,15 @@ def _fallback() -> str:
 def subscription_save(request: HttpRequest) -> HttpResponse:
     """Save the user's notification settings; a refusal names the field and changes nothing."""
     form = SubscriptionForm(request.POST)
-    form.is_valid()
+    valid = form.is_valid()
     data = form.cleaned_data
     had_webhook = bool(services.subscription_of(request.user).webhook_url)
     try:
+        if not valid:
+            # A field the form could not read is left out of cleaned_data: saving without it
+            # would store an empty value in its place (no events: every subscription dropped).
+            field, errors = next(iter(form.errors.items()))
+            raise InvalidInput(f"{form.fields[field].label or field}: {errors[0]}", field=field)
         sub = services.subscription_update(
             user=request.user,
             email=data.get("email", False),
@@ -75,6 +90,8 @@ def subscription_save(request: HttpRequest) -> HttpResponse:
     show_secret = bool(sub.webhook_url) and not had_webhook
     context = panel_context(request, secret_shown=show_secret)
     message = "Notification settings saved."
+    if (sub.email or sub.webhook_url) and not data.get("events"):
+        message += " No event is ticked, so nothing will be sent."
     if show_secret:
         message += " Copy your signing secret now: it is shown only this once."
     return action_response(request, PANEL, context, message=message, fallback=_fallback())

@@ -126,6 +126,7 @@ PERMISSIONS: dict[str, Rule] = {
     "pooltarget.preview": _staff("preview the pool balancer"),
     "job.start": Rule(Who.RUNNER, "start jobs"),
     "job.complete": Rule(Who.RUNNER, "complete jobs"),
+    "job.partial_update": _owner("change the priority of"),
     "lease.create": _staff("reserve hosts"),
     "lease.release": Rule(Who.WORKER_RUNNER, "release leases"),
     "lease.heartbeat": Rule(Who.WORKER_RUNNER, "send a lease's heartbeat"),

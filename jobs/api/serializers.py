@@ -28,6 +28,7 @@ from jobs.filtersets import RESERVATION
 from jobs.job_history import Attempt, suite_outcome
 from jobs.models import Job, Lease, Suite, decode_labels
 from jobs.scheduling.planner import WAIT_CODES
+from jobs.submission_schema import PriorityField, StrictInputSerializer
 from schedsite.api_fields import (
     StrictBooleanField,
     StrictCharField,
@@ -386,6 +387,13 @@ class JobCompleteInputSerializer(JobStartInputSerializer):
 
 class JobAbortInputSerializer(serializers.Serializer):
     reason = StrictCharField(max_length=500, allow_blank=True, default="")
+
+
+class JobUpdateInputSerializer(StrictInputSerializer):
+    """PATCH of a queued job: its priority, read as a submission reads one (a PATCH is partial:
+    an empty body changes nothing)."""
+
+    priority = PriorityField(required=False, help_text="0–100, or a level name; a queued job only")
 
 
 class AttemptEventSerializer(serializers.ModelSerializer):

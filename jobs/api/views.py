@@ -216,12 +216,14 @@ class JobViewSet(ReadViewSet):
         "start": "Runner protocol: the test has begun (leased → running)",
         "complete": "Runner protocol: report passed/failed; releases the lease",
         "abort": "Abort a queued or running job (its owner, staff, or the runner holding it)",
+        "partial_update": "Change a queued job's priority (its owner, or staff)",
     }
     action_inputs = {
         "create": submit.JobCreateInputSerializer,
         "start": s.JobStartInputSerializer,
         "complete": s.JobCompleteInputSerializer,
         "abort": s.JobAbortInputSerializer,
+        "partial_update": s.JobUpdateInputSerializer,
     }
     changes = {"start": services.lease_job_start, "complete": services.lease_job_complete}
 
@@ -248,6 +250,14 @@ class JobViewSet(ReadViewSet):
 
     def retrieve(self, request: Request, pk: str) -> Response:
         return Response(self._render([self.get_object()])[0])
+
+    @extend_schema(request=s.JobUpdateInputSerializer, responses=s.JobSerializer)
+    def partial_update(self, request: Request, pk: str) -> Response:
+        job = self.get_object()  # 404, then 403 for anyone but its owner and staff
+        data = self.action_input()
+        if "priority" in data:
+            job = services.job_set_priority(job=job, by=request.user, priority=data["priority"])
+        return self._render_one(job)
 
     @extend_schema(responses=s.JobAttemptSerializer(many=True), filters=False)
     @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])

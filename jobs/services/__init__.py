@@ -13,7 +13,7 @@ from jobs.scheduling.tick import (
     tick_history_prune,
 )
 from jobs.services.health import host_purge, host_repair_now, host_verify_now
-from jobs.services.hosts import host_delete, host_set_status, host_update
+from jobs.services.hosts import host_delete, host_set_status, host_update, hosts_bulk_health
 from jobs.services.reservations import (
     lease_extend,
     lease_reserve,
@@ -36,7 +36,7 @@ from jobs.services.scheduler_settings import (
     settings_value,
     update_scheduler_settings,
 )
-from jobs.services.staff import job_abort, lease_release, suite_abort
+from jobs.services.staff import job_abort, job_set_priority, lease_release, suite_abort
 from jobs.services.submission import JobSpec, job_submit, suite_prepare, suite_submit
 
 __all__ = [
@@ -49,9 +49,11 @@ __all__ = [
     "host_set_status",
     "host_update",
     "host_verify_now",
+    "hosts_bulk_health",
     "idempotency_keys_purge",
     "job_abort",
     "job_complete",
+    "job_set_priority",
     "job_start",
     "job_submit",
     "job_timeout_overdue",

@@ -6,6 +6,8 @@ host state machine is jobs.transitions', and a host with unfinished jobs is not 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -19,8 +21,9 @@ from jobs import transitions
 from jobs.choices import JobKind, JobStatus
 from jobs.recovery import next_repair_at, next_try_words
 from jobs.scheduling.triggers import request_tick
+from jobs.services.health import host_repair_now, host_verify_now
 from jobs.transitions import Mover
-from schedsite.errors import Conflict
+from schedsite.errors import Conflict, ServiceError
 
 
 @transaction.atomic
@@ -82,3 +85,22 @@ def host_delete(*, host: Host, by: Actor) -> Host | None:
     audit.record(EventKind.DELETED, actor=by, host=host, message=f"host {host.hostname} deleted")
     host.delete()
     return None
+
+
+@transaction.atomic
+def hosts_bulk_health(*, hosts: Iterable[Host], by: Actor, repair: bool) -> dict[str, str | None]:
+    """Verify (or repair) several hosts now; returns hostname → None when done, or why not.
+
+    One savepoint per host (the single-host services are atomic themselves): a host in the
+    wrong state — verifying one that needs repair, repairing a retired one — is reported and
+    skipped while the others still go.
+    """
+    act = host_repair_now if repair else host_verify_now
+    results: dict[str, str | None] = {}
+    for host in hosts:
+        try:
+            act(host=host, by=by)
+            results[host.hostname] = None
+        except ServiceError as exc:
+            results[host.hostname] = exc.message
+    return results

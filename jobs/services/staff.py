@@ -1,4 +1,4 @@
-"""Staff and tester actions: release a lease, abort a job or a suite."""
+"""Staff and tester actions: release a lease, abort a job or a suite, change a job's priority."""
 
 from __future__ import annotations
 
@@ -6,11 +6,14 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from hosts.audit import Actor, actor_name
+from hosts import audit
+from hosts.audit import Actor, actor_name, actor_user
+from hosts.choices import EventKind
 from hosts.services import reason_clean
-from jobs import transitions
-from jobs.choices import JobStatus, ReleaseReason
+from jobs import limits, transitions
+from jobs.choices import JobStatus, ReleaseReason, priority_name
 from jobs.models import Job, Lease, Suite
+from jobs.scheduling.triggers import request_tick
 from jobs.services.common import active_leases_for, lock_attempt
 from jobs.transitions import Mover
 from schedsite.errors import Conflict
@@ -80,6 +83,43 @@ def job_abort(
             trigger="job aborted",
         )
     job.refresh_from_db()
+    return job
+
+
+def _priority_text(value: int) -> str:
+    name = priority_name(value)
+    return f"{value} ({name})" if name else str(value)
+
+
+@atomic_retry
+def job_set_priority(*, job: Job, by: Actor, priority: int, at: datetime | None = None) -> Job:
+    """Change a queued job's priority; the next tick orders the queue by it.
+
+    `priority` is already parsed (jobs.choices.parse_priority); the range and a tester's
+    priority cap are submission's (jobs.limits). Only a queued job changes: a job that holds a
+    host or has finished is a Conflict. Audited as an `updated` event naming the job.
+    """
+    at = at or timezone.now()
+    limits.priority_check(priority, user=actor_user(by))
+    old = Job.objects.filter(pk=job.pk).values_list("priority", flat=True).first()
+    # Compare-and-set on the status: a job leased by a tick meanwhile keeps its priority.
+    changed = Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(priority=priority)
+    if not changed:
+        status = Job.objects.filter(pk=job.pk).values_list("status", flat=True).first()
+        if status is None:
+            raise Conflict(f"job {job.pk} no longer exists")
+        raise Conflict(f"job {job.pk} is {status}: only a queued job's priority can change")
+    job.priority = priority
+    if old != priority:
+        audit.record(
+            EventKind.UPDATED,
+            actor=by,
+            subject=f"job {job.pk}",
+            job_id=job.pk,
+            at=at,
+            message=f"job {job.name}: priority {_priority_text(old)} → {_priority_text(priority)}",
+        )
+        request_tick("job priority changed")
     return job
 
 

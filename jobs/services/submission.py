@@ -32,6 +32,10 @@ from jobs.models import Job, Suite, decode_labels, encode_labels
 from jobs.scheduling.triggers import request_tick
 from schedsite.errors import InvalidInput
 
+# How a refusal of a job no host could run says to submit it anyway (the API's
+# allow_unmatched); the submit form names its checkbox instead (jobs.forms.form_wording).
+ALLOW_UNMATCHED = "allow unmatched jobs"
+
 
 def _check_suite(*, name: str, priority: int, min_duts: int, max_duts: int | None) -> None:
     if not (name or "").strip():
@@ -188,7 +192,7 @@ def _check_matched(jobs: Sequence[Job], *, indexed: bool) -> None:
                 why = f"lacks {', '.join(lacks)}" if host else "is retired"
                 raise InvalidInput(
                     f"{where}host: {job.host.hostname} {why}, so the job could never run; "
-                    "allow unmatched jobs to submit it anyway",
+                    f"{ALLOW_UNMATCHED} to submit it anyway",
                     field=f"{where}host",
                 )
             continue
@@ -201,7 +205,7 @@ def _check_matched(jobs: Sequence[Job], *, indexed: bool) -> None:
                 continue
             what = f"{', '.join(labels)} together" if labels else "anything: it has no hosts"
         raise InvalidInput(
-            f"{where}labels: no host in the lab carries {what}; allow unmatched jobs to "
+            f"{where}labels: no host in the lab carries {what}; {ALLOW_UNMATCHED} to "
             "submit it anyway and wait for such a host",
             field=f"{where}labels",
         )
@@ -213,7 +217,7 @@ def _check_matched(jobs: Sequence[Job], *, indexed: bool) -> None:
             checked.add(key)
 
 
-UNMATCHED_HINT = "; allow unmatched jobs to submit it anyway and wait for such hosts"
+UNMATCHED_HINT = f"; {ALLOW_UNMATCHED} to submit it anyway and wait for such hosts"
 
 
 def _names(roles: list[dict], subset: int) -> str:

@@ -53,6 +53,7 @@ SECTIONS = {
     "jobs:lease_list": "leases",
     "jobs:template_list": "templates",
     "jobs:template_detail": "templates",
+    "notifications:delivery_list": "deliveries",
 }
 
 

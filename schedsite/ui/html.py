@@ -53,7 +53,9 @@ TONES: dict[str, dict[str, str]] = {
         "unlocked": "green",
         "leased": "indigo",
         "started": "blue",
-        "completed": "green",
+        # Neutral: a completed job may have failed. Where its result is known the page shows
+        # that instead (jobs.views_hosts.event_outcomes).
+        "completed": "slate",
         "released": "grey",
         "expired": "amber",
         "timed_out": "amber",

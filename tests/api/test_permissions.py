@@ -174,6 +174,13 @@ ACTIONS = [
         job_url("queued", "abort/"),
         OWNER_OR_STAFF,
     ),
+    Action(
+        "job priority (queued)",
+        "patch",
+        job_url("queued"),
+        OWNER_OR_STAFF,
+        {"priority": 50},
+    ),
     # The runner holding a job may give it up (shutting down); so may its owner and staff.
     Action(
         "job abort (running on w1)",

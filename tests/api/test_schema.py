@@ -61,6 +61,7 @@ STATE_REFUSALS = {
     ("POST", "/api/jobs/{id}/start/"): "a lease that is not this job's",
     ("POST", "/api/jobs/{id}/complete/"): "a lease that is not this job's",
     ("POST", "/api/jobs/"): "a pinned host that does not exist",
+    ("PATCH", "/api/jobs/{id}/"): "a priority above the tester's submission cap",
     ("POST", "/api/suites/"): "a pinned host that does not exist",
     ("POST", "/api/suites/{id}/rerun/"): "a job id that is not one of the suite's failed jobs",
     ("POST", "/api/suites/{id}/clone/"): "a min_duts larger than the original's job count",

@@ -8,6 +8,7 @@ from hosts.models import Host
 from jobs import services
 from jobs.choices import JobStatus
 from jobs.models import Job, Suite
+from jobs.resubmit import rerun_name
 from tests import factories as f
 
 pytestmark = pytest.mark.django_db
@@ -45,7 +46,7 @@ def test_a_rerun_submits_the_failed_error_and_expired_jobs_exactly_as_they_were(
     body = response.json()
     assert body["rerun_of"] == nightly.pk and body["cloned_from"] is None
     assert (body["name"], body["build"], body["priority"], body["owner"]) == (
-        "nightly",
+        "nightly (re-run)",
         "R120-1",
         60,
         "alice",
@@ -271,3 +272,16 @@ def test_deleting_the_original_keeps_its_rerun(alice_client, nightly):
     rerun = alice_client.post(f"/api/suites/{nightly.pk}/rerun/").json()
     nightly.delete()
     assert alice_client.get(f"/api/suites/{rerun['id']}/").json()["rerun_of"] is None
+
+
+@pytest.mark.parametrize(
+    "name, rerun",
+    [
+        ("nightly", "nightly (re-run)"),
+        ("nightly (re-run)", "nightly (re-run 2)"),
+        ("nightly (re-run 9)", "nightly (re-run 10)"),
+        ("x" * 200, "x" * 191 + " (re-run)"),
+    ],
+)
+def test_a_reruns_name_tells_it_apart_from_its_original(name, rerun):
+    assert rerun_name(name) == rerun

@@ -91,6 +91,7 @@ def lab(db, alice, sam):  # noqa: ANN001, ANN201
         reserved=reserved,
         reservation=reservation,
         suite=suite,
+        job=suite.jobs.order_by("id").first(),  # queued: its priority may change
         failed_suite=failed,
         policy=policy,
         disabled_policy=off,

@@ -80,6 +80,8 @@ ACTIONS = [
     Action("jobs:reservation_end", STAFF_ONLY, {"reason": "matrix"}, of="reservation"),
     Action("jobs:suite_abort", OWNER_OR_STAFF, of="suite"),
     Action("jobs:suite_rerun", OWNER_OR_STAFF, of="failed_suite"),
+    Action("jobs:job_abort", OWNER_OR_STAFF, of="job"),
+    Action("jobs:job_priority", OWNER_OR_STAFF, {"priority": "50"}, of="job"),
     Action(
         "jobs:suite_create",
         ANY_USER,

@@ -118,7 +118,8 @@ def test_the_host_page_lists_the_jobs_waiting_for_it_in_queue_order(lab, sam_cli
     f.job("pinned-h2", ["board:eve"], priority=80, host=lab.h2)  # pinned elsewhere
     mine = f.job("pinned-h1", [], priority=10, host=lab.h1)
     html = sam_client.get("/hosts/h1.lab/").content.decode()
-    assert "3 queued jobs could run here" in html
+    # Locked, it runs none of them now (the card says so), yet they are the ones it could run.
+    assert "3 queued jobs fit its labels; none runs here while it is locked" in html
     waiting = html[html.index('id="host-waiters-title"') :]
     names = [name for name in ("high-eve", "low-eve", "pinned-h1") if name in waiting]
     assert names == ["high-eve", "low-eve", "pinned-h1"]

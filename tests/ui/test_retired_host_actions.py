@@ -53,3 +53,19 @@ def test_reserving_a_retired_host_is_refused_and_leases_nothing(retired, sam):
         services.lease_reserve(host=retired, holder=sam, duration=timedelta(hours=1), reason="x")
 
     assert not retired.leases.active().exists()
+
+
+def test_a_leased_host_offers_no_retire_and_says_why_before_anyone_confirms(sam_client, sam):
+    host = f.host("busy1", ["board:x"], worker=f.worker())
+    services.lease_reserve(host=host, holder=sam, duration=timedelta(hours=1), reason="x")
+
+    page = sam_client.get("/hosts/busy1/").content.decode()
+
+    assert 'action="/hosts/busy1/retire/"' not in page
+    assert "Retire: not while it is leased" in page
+
+
+def test_a_free_host_offers_retire_with_its_confirmation(sam_client):
+    f.host("free1", ["board:x"], worker=f.worker())
+    page = sam_client.get("/hosts/free1/").content.decode()
+    assert 'action="/hosts/free1/retire/"' in page and "Retire: not while" not in page

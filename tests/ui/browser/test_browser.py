@@ -203,7 +203,7 @@ def test_a_tester_submits_a_suite_fixing_an_error_in_place_and_sees_it_wait(page
     page.locator("#id_min_duts").fill("1")
     page.get_by_role("button", name="Submit suite").click()
     # No host carries board:sarien: refused on its row, until the tester says to wait for one.
-    expect(rows.nth(1)).to_contain_text("no host in the lab carries label board:sarien")
+    expect(rows.nth(1)).to_contain_text("No host in the lab carries label board:sarien")
     assert not Suite.objects.exists()
     page.get_by_label("Wait for such hosts").check()
     page.get_by_role("button", name="Submit suite").click()

@@ -1,0 +1,48 @@
+"""Where things link: label chips to the hosts carrying them, a host's job to the job's page,
+the delivery log from the navigation; and a busy ready host says it is busy."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from jobs import services
+from tests import factories as f
+
+pytestmark = pytest.mark.django_db
+
+CHIP = re.compile(
+    r'<a class="chip" href="/hosts/\?label=board(:|%3A)eve" title="Hosts with board:eve">'
+    r"board:eve</a>"
+)
+
+
+def test_the_queue_and_the_job_page_link_each_label_to_the_hosts_carrying_it(alice_client):
+    job = f.job("waits", ["board:eve"])
+    assert CHIP.search(alice_client.get("/queue/").content.decode())
+    assert CHIP.search(alice_client.get(f"/jobs/{job.pk}/").content.decode())
+
+
+def test_the_hosts_list_links_a_running_job_to_its_page_and_its_suite_under_it(alice_client):
+    f.host("dut1", ["board:eve"])
+    suite = f.suite("nightly", [["board:eve"]])
+    services.scheduler_tick()
+    job = suite.jobs.get()
+
+    html = alice_client.get("/hosts/").content.decode()
+
+    assert f'<a href="/jobs/{job.pk}/">{job.name}</a>' in html
+    assert f'<a href="/suites/{suite.pk}/">nightly</a>' in html
+    # Its status is its health (ready); beside it, that it is busy.
+    assert 'Ready</span> <span class="badge tone-indigo"' in html and "busy: a job" in html
+
+
+def test_a_free_host_is_not_called_busy(alice_client):
+    f.host("dut1", ["board:eve"])
+    assert "busy:" not in alice_client.get("/hosts/").content.decode()
+
+
+def test_staff_find_the_delivery_log_in_the_navigation(sam_client, alice_client):
+    assert 'href="/notifications/deliveries/"' in sam_client.get("/queue/").content.decode()
+    assert 'href="/notifications/deliveries/"' not in alice_client.get("/queue/").content.decode()

@@ -15,8 +15,8 @@ from hosts.choices import HostStatus
 from hosts.models import Host, HostEvent
 from jobs import selectors, services
 from jobs.choices import JobStatus, ReleaseReason
-from jobs.models import Job, Lease, SchedulerTick
-from jobs.scheduling import tick as tick_module
+from jobs.models import Job, Lease, SchedulerTick, WaitReasonClass
+from jobs.scheduling import planner, snapshot
 from jobs.scheduling.triggers import request_tick
 from tests import factories as f
 
@@ -185,7 +185,7 @@ def test_a_manual_reservation_holds_the_host_and_ends_at_its_expiry():
 def test_each_tick_is_recorded_with_its_counts():
     f.host("h1", ["board:x"])
     f.job("J1")
-    f.job("J2")
+    j2 = f.job("J2")
     services.scheduler_tick()
     tick = SchedulerTick.objects.get()
     assert (tick.jobs_considered, tick.hosts_free, tick.leases_made, tick.queued_after) == (
@@ -194,7 +194,10 @@ def test_each_tick_is_recorded_with_its_counts():
         1,
         1,
     )
-    assert tick.wait_reasons  # the reason J2 waits, stored per class
+    # The reason J2 waits, stored per class.
+    stored = dict(WaitReasonClass.objects.values_list("key", "reason"))
+    assert list(stored) == [planner.class_key(snapshot.job_state(j2))]
+    assert stored[planner.class_key(snapshot.job_state(j2))]["code"] == "outranked"
 
 
 def test_the_queue_lists_jobs_in_the_order_the_scheduler_considers_them():
@@ -237,21 +240,23 @@ def test_tick_requests_coalesce_into_one_enqueued_tick(django_capture_on_commit_
     assert OrmQ.objects.count() == before + 1
 
 
-def test_only_the_latest_ticks_keep_their_wait_reason_tables(monkeypatch):
-    monkeypatch.setattr(tick_module, "TICKS_WITH_REASONS", 2)
+def test_the_wait_reason_table_holds_the_classes_still_waiting_and_the_history_stays():
     f.host("h1", ["board:y"])
-    job = f.job("J1")  # never leased: every tick records why it waits
+    job = f.job("J1")  # no host has board:x: it waits
     ids = []
-    for i in range(6):
+    for i in range(3):
         Job.objects.filter(pk=job.pk).update(message=f"edit {i}")  # so no tick is skipped
         ids.append(services.scheduler_tick().tick_id)
+    key = planner.class_key(snapshot.job_state(job))
+    assert list(WaitReasonClass.objects.values_list("key", flat=True)) == [key]
+    assert selectors.wait_reasons_for([job])[job.pk]["code"] == "no_matching_host"
 
+    f.host("h2", ["board:x"])
+    ids.append(services.scheduler_tick().tick_id)  # J1 is leased: no class waits
     services.tick_history_prune(latest_id=ids[-1])
 
-    reasons = dict(SchedulerTick.objects.values_list("id", "wait_reasons"))
-    assert sorted(reasons) == ids  # the history itself stays
-    assert [tid for tid in ids if reasons[tid]] == ids[-2:]
-    assert selectors.wait_reasons_for([job])[job.pk]["code"] == "no_matching_host"
+    assert not WaitReasonClass.objects.exists()
+    assert list(SchedulerTick.objects.order_by("id").values_list("id", flat=True)) == ids
 
 
 def test_a_host_released_after_the_tick_started_is_leased_no_earlier_than_its_release():

@@ -86,6 +86,7 @@ class Checker:
                 fresh.kept,
                 fresh.leased_on,
             )
+            assert dict(kept.busy_by_labels()) == dict(fresh.busy_by_labels())
             assert sorted(mine.suites, key=lambda s: s.id) == sorted(
                 reference.suites, key=lambda s: s.id
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from datetime import timedelta
 
 import pytest
@@ -279,3 +280,21 @@ def test_a_host_released_after_the_tick_started_is_leased_no_earlier_than_its_re
     assert lease.expires_at - lease.acquired_at == timedelta(seconds=settings.LEASE_TTL)
     event = HostEvent.objects.get(kind="leased", lease_id=lease.pk)
     assert event.created_at >= released
+
+
+def test_the_tick_runs_without_the_cyclic_collector_and_gives_it_back(monkeypatch):
+    # Each young-generation collection walks the plan's whole queue list: off during a tick.
+    real = planner.plan
+    seen = []
+
+    def plan(**kwargs):  # noqa: ANN003, ANN202
+        seen.append(gc.isenabled())
+        return real(**kwargs)
+
+    monkeypatch.setattr(planner, "plan", plan)
+    f.host("h1", ["board:x"])
+    f.job("J1")
+    assert gc.isenabled()
+    services.scheduler_tick()
+    assert seen == [False]
+    assert gc.isenabled()

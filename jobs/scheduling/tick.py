@@ -116,9 +116,9 @@ def _collector_paused() -> Iterator[None]:
 
     A tick allocates enough to set off about 30 young-generation collections and a few older
     ones, and each walks every container still young: the plan's list of 100,000 queued jobs,
-    the snapshot's lists and maps. At 100,000 queued jobs that was 20-40 ms of a tick after a
-    change (docs/performance.md#garbage-collection). What a tick allocates is freed by
-    reference counting; the few cycles it leaves (Django's) wait for the next collection.
+    the snapshot's lists and maps (docs/performance.md#the-collector-paused-during-a-tick).
+    What a tick allocates is freed by reference counting; the few cycles it leaves (Django's)
+    wait for the next collection.
     """
     enabled = gc.isenabled()
     gc.disable()

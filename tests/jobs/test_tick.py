@@ -18,6 +18,7 @@ from jobs import selectors, services
 from jobs.choices import JobStatus, ReleaseReason
 from jobs.models import Job, Lease, SchedulerTick, WaitReasonClass
 from jobs.scheduling import planner, snapshot
+from jobs.scheduling import tick as tick_module
 from jobs.scheduling.triggers import request_tick
 from tests import factories as f
 
@@ -298,3 +299,20 @@ def test_the_tick_runs_without_the_cyclic_collector_and_gives_it_back(monkeypatc
     services.scheduler_tick()
     assert seen == [False]
     assert gc.isenabled()
+
+
+def test_a_copy_of_the_wait_reason_table_holds_until_another_tick_plans():
+    # The tick writes only the reasons that changed since this process's copy, so the copy must
+    # be the table's: the tick that wrote it is still the latest that planned.
+    now = timezone.now()
+    wrote = SchedulerTick.objects.create(started_at=now)
+    copy = (wrote.pk, now, {})
+    kept = SchedulerTick.objects.create(started_at=now, unchanged=True)  # kept its plan
+    assert tick_module._written_is_current(copy, kept.pk + 1)
+    assert not tick_module._written_is_current(
+        (wrote.pk, now - timedelta(seconds=1), {}), kept.pk + 1
+    )
+    planned = SchedulerTick.objects.create(started_at=now)  # another process planned
+    assert not tick_module._written_is_current(copy, planned.pk + 1)
+    wrote.delete()  # pruned from the history
+    assert not tick_module._written_is_current(copy, kept.pk + 1)

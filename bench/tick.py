@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import os
 import pstats
 import random
 import statistics
@@ -76,7 +77,8 @@ def _run_tick(label: str, profile: str | None) -> dict[str, object]:
     if profiler and profile:
         stats = pstats.Stats(profiler, stream=sys.stderr)
         print(f"--- profile of the {label} tick", file=sys.stderr)
-        stats.sort_stats("cumulative").print_stats(int(profile))
+        order = os.environ.get("BENCH_PROFILE_SORT", "cumulative")  # or tottime, calls, …
+        stats.sort_stats(order).print_stats(int(profile))
     sql_ms = sum(float(q["time"]) for q in queries.captured_queries) * 1000
     return {
         "ms": round(ms, 1),

@@ -123,7 +123,6 @@ class LeaseAdmin(ViewOnlyAdmin):
 
 @admin.register(SchedulerTick)
 class SchedulerTickAdmin(ViewOnlyAdmin):
-    exclude = ["wait_reasons"]  # one reason per class of queued jobs: no form can show it
     list_display = [
         "started_at",
         "duration_ms",

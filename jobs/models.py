@@ -28,6 +28,7 @@ from jobs.scheduler_models import SchedulerSettings as SchedulerSettings
 from jobs.scheduler_models import SchedulerSettingsChange as SchedulerSettingsChange
 from jobs.scheduler_models import SchedulerState as SchedulerState
 from jobs.scheduler_models import SchedulerTick as SchedulerTick
+from jobs.scheduler_models import WaitReasonClass as WaitReasonClass
 from schedsite import roles
 from schedsite.model_fields import account_link
 

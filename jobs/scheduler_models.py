@@ -33,13 +33,10 @@ class SchedulerTick(models.Model):
     queued_after = models.PositiveIntegerField(default=0)
     oldest_wait_s = models.FloatField(default=0)
     trigger = models.CharField(max_length=50, blank=True)
-    # Wait reasons per class of identical jobs (planner.class_key), resolved when read: at
-    # 100,000 queued jobs a tick cannot rewrite every job row.
-    wait_reasons = models.JSONField(default=dict, blank=True)
     # A digest of what the plan depends on that changes with no write (snapshot.lab_changes);
     # empty where the database cannot compute one. A tick that finds no write in the change
     # log and this digest equal to the previous tick's skips the plan: the same input gives
-    # the same plan, so that tick's reasons still hold.
+    # the same plan, so the reasons it left (WaitReasonClass) still hold.
     fingerprint = models.CharField(max_length=40, blank=True)
     unchanged = models.BooleanField(default=False)  # skipped the plan: the lab had not changed
     # Hosts the tick holds idle for a multi-host job that cannot start yet
@@ -59,6 +56,24 @@ class SchedulerTick(models.Model):
 
     def __str__(self) -> str:
         return f"tick {self.pk} at {self.started_at:%H:%M:%S}"
+
+
+class WaitReasonClass(models.Model):
+    """Why the queued jobs of one class still wait, as the latest tick that planned said.
+
+    One row per class of identical jobs (`planner.class_key`, or `planner.holder_key` for the
+    job holding hosts): at 100,000 queued jobs a tick cannot rewrite every job row, and the
+    reasons are resolved per class when a page reads them. A tick writes only the classes
+    whose reason changed and deletes those no job waits in any more
+    (docs/performance.md#the-wait-reason-table); a tick that keeps the previous plan writes
+    nothing.
+    """
+
+    key = models.TextField(primary_key=True)
+    reason = models.JSONField()  # {"code", "message", "details"}
+
+    def __str__(self) -> str:
+        return self.key
 
 
 class SchedulerState(models.Model):

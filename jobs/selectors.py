@@ -8,7 +8,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import connection
 from django.db.models import (
     Count,
     Exists,
@@ -21,7 +20,6 @@ from django.db.models import (
     QuerySet,
     Subquery,
 )
-from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -30,7 +28,7 @@ from hosts.choices import AWAITING_MAINTENANCE, IN_MAINTENANCE, HostStatus
 from hosts.models import Host, Label, Worker
 from hosts.querysets import online_cutoff
 from jobs.choices import JobKind, JobStatus
-from jobs.models import Job, Lease, SchedulerSettings, SchedulerTick, Suite
+from jobs.models import Job, Lease, SchedulerSettings, SchedulerTick, Suite, WaitReasonClass
 from jobs.querysets import UNFINISHED_JOB_STATUSES
 from jobs.scheduling import labstate, planner, snapshot
 
@@ -38,8 +36,8 @@ from jobs.scheduling import labstate, planner, snapshot
 
 
 def latest_tick() -> SchedulerTick | None:
-    """The latest tick, without its wait-reason table (read per class by `wait_reasons_for`)."""
-    return SchedulerTick.objects.defer("wait_reasons").order_by("-id").first()
+    """The latest tick (its wait reasons are read per class by `wait_reasons_for`)."""
+    return SchedulerTick.objects.order_by("-id").first()
 
 
 def current_holds(tick: SchedulerTick | None = None) -> dict[int, int]:
@@ -52,27 +50,15 @@ def current_holds(tick: SchedulerTick | None = None) -> dict[int, int]:
     return {int(host): int(job) for host, job in holds.items()}
 
 
-def _class_reasons(tick: SchedulerTick, keys: set[str]) -> dict[str, dict]:
-    """The tick's wait reasons for these job classes only.
+def _class_reasons(keys: set[str]) -> dict[str, dict]:
+    """The wait reasons of these job classes only, as the latest tick that planned left them.
 
-    A busy lab's table holds every class's reason (hundreds of KB of JSON); a page needs the
-    few its jobs belong to, so PostgreSQL picks them out of the row and sends only those.
+    A busy lab has thousands of classes; a page needs the few its jobs belong to, read by key
+    from the wait-reason table (WaitReasonClass).
     """
     if not keys:
         return {}
-    if connection.vendor != "postgresql":
-        # SQLite's JSON paths cannot name a key that holds a double quote, and every class key
-        # with labels does; its (embedded demo) labs are small: read the table whole.
-        table = SchedulerTick.objects.filter(pk=tick.pk).values_list("wait_reasons", flat=True)
-        reasons = table.first() or {}
-        return {key: reasons[key] for key in keys if key in reasons}
-    ordered = sorted(keys)
-    row = (
-        SchedulerTick.objects.filter(pk=tick.pk)
-        .values(**{f"r{i}": KeyTransform(key, "wait_reasons") for i, key in enumerate(ordered)})
-        .first()
-    ) or {}
-    return {key: row[f"r{i}"] for i, key in enumerate(ordered) if row.get(f"r{i}")}
+    return dict(WaitReasonClass.objects.filter(key__in=sorted(keys)).values_list("key", "reason"))
 
 
 def wait_reasons_for(jobs: list[Job], tick: SchedulerTick | None = None) -> dict[int, dict]:
@@ -100,7 +86,7 @@ def wait_reasons_for(jobs: list[Job], tick: SchedulerTick | None = None) -> dict
         if own[job.pk] is None and tick is not None and job.created_at <= tick.started_at:
             keys[job.pk] = planner.reason_keys(snapshot.job_state(job))
     wanted = {key for job_keys in keys.values() for key in job_keys}
-    table = _class_reasons(tick, wanted) if tick is not None else {}
+    table = _class_reasons(wanted) if tick is not None else {}
     pending = {
         "code": planner.WaitCode.PENDING_TICK,
         "message": "Waiting for the next scheduler tick.",
@@ -358,8 +344,8 @@ def dashboard_counts(*, now: datetime) -> dict[str, int]:
 
 
 def recent_ticks(*, limit: int = 120) -> list[SchedulerTick]:
-    """The latest ticks, oldest first, without their (large) wait-reason tables."""
-    rows = list(SchedulerTick.objects.defer("wait_reasons").order_by("-id")[:limit])
+    """The latest ticks, oldest first."""
+    rows = list(SchedulerTick.objects.order_by("-id")[:limit])
     rows.reverse()
     return rows
 

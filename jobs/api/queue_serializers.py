@@ -63,7 +63,7 @@ class SchedulerTickSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = SchedulerTick
-        exclude = ["wait_reasons"]
+        fields = "__all__"
         read_only_fields = [f.name for f in SchedulerTick._meta.fields]
 
 

@@ -463,7 +463,7 @@ class SchedulerViewSet(ReadViewSet):
     """Scheduler ticks and the scheduler settings; staff run a tick now and change the settings."""
 
     serializer_class = queue_s.SchedulerTickSerializer
-    queryset = SchedulerTick.objects.defer("wait_reasons")
+    queryset = SchedulerTick.objects.all()
     permission_resource = "scheduler"
     action_summaries = {
         "list": "Recent scheduler ticks, newest first: timings and counts",

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import functools
+import gc
+import json
 import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from operator import attrgetter
 
 from django.conf import settings
 from django.db import IntegrityError, OperationalError, connection, transaction
-from django.db.models import F, Subquery
+from django.db.models import F, Q
 from django.utils import timezone
 from django_q.tasks import async_task
 
@@ -23,7 +26,7 @@ from hosts.choices import HostStatus
 from hosts.models import Host
 from jobs import selectors, transitions
 from jobs.choices import JobKind
-from jobs.models import IdempotencyKey, Job, SchedulerSettings, SchedulerTick
+from jobs.models import IdempotencyKey, Job, SchedulerSettings, SchedulerTick, WaitReasonClass
 from jobs.scheduling import labstate, planner, snapshot
 from jobs.scheduling.expiry import job_timeout_overdue, lease_expire_overdue
 from jobs.scheduling.fanout import fanout_phase
@@ -31,6 +34,7 @@ from jobs.scheduling.maintenance import maintenance_phase
 from jobs.scheduling.preemption import preemption_phase
 from jobs.scheduling.triggers import TICK_LOCK_KEY
 from jobs.transitions import Mover
+from schedsite.pgarrays import text_array
 
 log = logging.getLogger("schedsite.scheduler")
 
@@ -91,7 +95,8 @@ def scheduler_tick(*, now: datetime | None = None, trigger: str = "") -> TickSum
     last_error: Exception | None = None
     for _attempt in range(3):
         try:
-            summary = _tick_once(now=now, trigger=trigger)
+            with _collector_paused():
+                summary = _tick_once(now=now, trigger=trigger)
         except (IntegrityError, OperationalError) as exc:
             # A write that raced the tick (a reservation, a deadlock victim): the whole tick
             # rolled back, so nothing is half-applied; plan again from a fresh snapshot.
@@ -103,6 +108,25 @@ def scheduler_tick(*, now: datetime | None = None, trigger: str = "") -> TickSum
             return summary
     assert last_error is not None
     raise last_error
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Run without CPython's cyclic garbage collector, as it was before, after.
+
+    A tick allocates enough to set off about 30 young-generation collections and a few older
+    ones, and each walks every container still young: the plan's list of 100,000 queued jobs,
+    the snapshot's lists and maps (docs/performance.md#the-collector-paused-during-a-tick).
+    What a tick allocates is freed by reference counting; the few cycles it leaves (Django's)
+    wait for the next collection.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 # A tick that makes this many leases changes the lease table enough to mislead the planner.
@@ -170,6 +194,7 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
     start = time.perf_counter()
     # This process's lab from its last tick; a tick that rolls back does not give it back.
     state = labstate.take()
+    written = _take_written()  # likewise the wait-reason table as its last tick wrote it
     with transaction.atomic():
         _acquire_tick_lock()
         now = now or timezone.now()
@@ -190,6 +215,8 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
         elif _tick_unchanged(summary, fingerprint=fingerprint, trigger=trigger, start=start):
             if state is not None:  # still as of its take: what other ticks took is yet to read
                 transaction.on_commit(functools.partial(labstate.keep, state, take=state.take))
+            if written is not None:  # the table is as the last planning tick left it
+                transaction.on_commit(functools.partial(_keep_written, written))
             return summary
         policy = SchedulerSettings.load().policy()
         if changes is None:  # no change log (SQLite): every tick reads the lab whole
@@ -221,7 +248,6 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
             leased_now={a.host_id for a in result.assignments},
             now=now,
         )
-        reasons = _reasons_by_class(result)
         summary.duration_ms = (time.perf_counter() - start) * 1000
         queued_after = len(snap.jobs) - len({lease["job_id"] for lease in made})
         oldest = snap.oldest_submitted or min(
@@ -244,10 +270,11 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
             jobs_timed_out=summary.timed_out,
             queued_after=queued_after,
             oldest_wait_s=(now - oldest).total_seconds() if oldest and queued_after else 0.0,
-            wait_reasons=reasons,
             holds=_holds(result),
             **capacity,
         )
+        assert summary.tick_id is not None
+        _write_reasons(result.class_reasons, tick_id=summary.tick_id, at=now, written=written)
         if changes is not None:
             # Kept for the next tick only if this one commits: a rolled-back tick gave its log
             # rows back, and the state it refreshed from them is wrong.
@@ -260,7 +287,7 @@ def _tick_unchanged(summary: TickSummary, *, fingerprint: str, trigger: str, sta
     """Record a tick that keeps the previous plan if the lab is unchanged; True if it did."""
     if summary.expired or summary.timed_out or summary.jobs_expired or summary.leases:
         return False
-    previous = SchedulerTick.objects.defer("wait_reasons").order_by("-id").first()
+    previous = SchedulerTick.objects.order_by("-id").first()
     if previous is None or previous.fingerprint != fingerprint:
         return False
     if previous.hosts_schedulable is None:
@@ -272,8 +299,8 @@ def _tick_unchanged(summary: TickSummary, *, fingerprint: str, trigger: str, sta
         return False
     # The planner is a pure function of what the digest covers, so it would return the same
     # plan, and that plan leased nothing (a lease changes the digest). The previous tick's
-    # counts and wait reasons therefore still describe the lab: copy them. The reasons are
-    # copied inside the database; at 100,000 queued jobs they are hundreds of kilobytes.
+    # counts therefore still describe the lab: copy them. The wait-reason table, as the last
+    # tick that planned left it, stands unchanged.
     now = summary.started_at
     assert now is not None
     waited = 0.0
@@ -294,9 +321,6 @@ def _tick_unchanged(summary: TickSummary, *, fingerprint: str, trigger: str, sta
         hosts_leased=previous.hosts_leased,
         queued_after=previous.queued_after,
         oldest_wait_s=waited,
-        wait_reasons=Subquery(
-            SchedulerTick.objects.filter(pk=previous.pk).values("wait_reasons")[:1]
-        ),
         holds=previous.holds,  # the same plan holds the same hosts
         unchanged=True,
         **capacity,
@@ -404,16 +428,99 @@ def _holds(plan: planner.Plan) -> dict[str, int]:
     return {str(host): job for host, job in sorted(plan.holds.items())}
 
 
-def _reasons_by_class(result: planner.Plan) -> dict:
-    return {
-        key: {"code": r.code, "message": r.message, "details": dict(r.details)}
-        for key, r in result.class_reasons.items()
-    }
+def _reason_row(reason: planner.WaitReason) -> dict:
+    return {"code": reason.code, "message": reason.message, "details": dict(reason.details)}
 
 
-# Ticks that keep their wait-reason tables; only the latest is ever read, the few before it
-# are kept so a reader holding an older tick still resolves its reasons.
-TICKS_WITH_REASONS = 5
+# The wait-reason table as this process's last planning tick wrote it: that tick's id and
+# start, and the reasons by class key. Taken by a tick and given back when it commits, as the
+# kept lab is (labstate.take, labstate.keep).
+Written = tuple[int, datetime, dict[str, planner.WaitReason]]
+_written: Written | None = None
+
+
+def _take_written() -> Written | None:
+    global _written
+    written, _written = _written, None
+    return written
+
+
+def _keep_written(written: Written) -> None:
+    global _written
+    _written = written
+
+
+def _write_reasons(
+    reasons: dict[str, planner.WaitReason],
+    *,
+    tick_id: int,
+    at: datetime,
+    written: Written | None,
+) -> None:
+    """Make the wait-reason table (WaitReasonClass) this plan's: write the classes whose reason
+    changed since the table was last written, delete those no job waits in any more.
+
+    The difference is taken from this process's copy of the table, which holds only while the
+    tick that wrote it is the latest that planned; after a tick of another process, or with no
+    copy (a start, a tick rolled back), the table is written whole.
+    """
+    if written is not None and _written_is_current(written, tick_id):
+        before = written[2]
+        changed = {key: r for key, r in reasons.items() if before.get(key) != r}
+        _store_reasons(changed, gone=[key for key in before if key not in reasons])
+    else:
+        _store_reasons(reasons, gone=None)
+    transaction.on_commit(functools.partial(_keep_written, (tick_id, at, reasons)))
+
+
+def _written_is_current(written: Written, tick_id: int) -> bool:
+    """Whether the table is still as the tick `written` names left it: that tick is in the
+    history, and every tick after it but before `tick_id` kept its plan and wrote nothing."""
+    kept_id, kept_at, _reasons = written
+    rows = SchedulerTick.objects.filter(pk__gte=kept_id, pk__lt=tick_id)
+    rows = rows.filter(Q(pk=kept_id) | Q(unchanged=False)).order_by("pk")
+    # The same id and start: a database emptied and refilled (tests) may reuse the id.
+    return list(rows.values_list("pk", "started_at")[:2]) == [(kept_id, kept_at)]
+
+
+def _store_reasons(changed: dict[str, planner.WaitReason], *, gone: list[str] | None) -> None:
+    """Upsert the changed classes' rows and delete the `gone` ones (None: every other row)."""
+    postgres = connection.vendor == "postgresql"
+    table = connection.ops.quote_name(WaitReasonClass._meta.db_table)
+    if not postgres:
+        rows = WaitReasonClass.objects
+        (
+            rows.exclude(key__in=list(changed)) if gone is None else rows.filter(key__in=gone)
+        ).delete()
+        rows.bulk_create(
+            [WaitReasonClass(key=k, reason=_reason_row(r)) for k, r in changed.items()],
+            update_conflicts=True,
+            unique_fields=["key"],
+            update_fields=["reason"],
+        )
+        return
+    with connection.cursor() as cursor:
+        if gone is None:
+            cursor.execute(
+                f"DELETE FROM {table} WHERE NOT key = ANY(%s::text[])",  # noqa: S608 - quoted
+                [text_array(changed)],
+            )
+        elif gone:
+            cursor.execute(
+                f"DELETE FROM {table} WHERE key = ANY(%s::text[])",  # noqa: S608 - quoted
+                [text_array(gone)],
+            )
+        if not changed:
+            return
+        # One statement with two array parameters, as the tick's leases: a cold tick writes a
+        # few thousand rows, a tick after a few changes tens to hundreds.
+        dumps = json.JSONEncoder(separators=(",", ":")).encode
+        cursor.execute(
+            f"INSERT INTO {table} (key, reason) "  # noqa: S608 - the model's table, quoted
+            "SELECT k, r::jsonb FROM unnest(%s::text[], %s::text[]) AS u(k, r) "
+            "ON CONFLICT (key) DO UPDATE SET reason = EXCLUDED.reason",
+            [text_array(changed), text_array(dumps(_reason_row(r)) for r in changed.values())],
+        )
 
 
 def _prune_ticks(latest_id: int) -> None:
@@ -423,17 +530,12 @@ def _prune_ticks(latest_id: int) -> None:
 
 
 def tick_history_prune(*, latest_id: int) -> None:
-    """Bound the tick history, and drop the wait-reason tables of all but the latest ticks."""
+    """Bound the tick history to the last TICK_HISTORY ticks."""
     keep = settings.TICK_HISTORY
     cutoff = SchedulerTick.objects.order_by("-id").values_list("id", flat=True)[keep : keep + 1]
     cutoff_ids = list(cutoff)
     if cutoff_ids:
         SchedulerTick.objects.filter(id__lte=cutoff_ids[0]).delete()
-    # At 100,000 queued jobs a table is hundreds of kilobytes; kept on 2,000 rows it would be
-    # most of the database. The charts need only the counts.
-    SchedulerTick.objects.filter(id__lte=latest_id - TICKS_WITH_REASONS).exclude(
-        wait_reasons={}
-    ).update(wait_reasons={})
 
 
 IDEMPOTENCY_KEY_LIFETIME = timedelta(hours=24)

@@ -42,9 +42,7 @@ def grow(prefix: str, n: int, *, owner: object, runner: object, sam: object) -> 
         [HostEvent(host=first_host, kind="updated", actor="sam") for _ in range(n)]
     )
     now = timezone.now()
-    SchedulerTick.objects.bulk_create(
-        [SchedulerTick(started_at=now, wait_reasons={"k": {"code": "x"}}) for _ in range(n)]
-    )
+    SchedulerTick.objects.bulk_create([SchedulerTick(started_at=now) for _ in range(n)])
 
 
 LISTS = [

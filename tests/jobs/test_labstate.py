@@ -9,6 +9,7 @@ lab, and the plan made from it, with a whole read of the database at that moment
 
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 import sys
@@ -21,8 +22,9 @@ from django.utils import timezone
 from hosts import services as host_services
 from hosts.models import Host, Label, Worker
 from jobs import selectors, services
-from jobs.models import Job, Lease, Suite
+from jobs.models import Job, Lease, Suite, WaitReasonClass
 from jobs.scheduling import labstate, planner, snapshot
+from jobs.scheduling import tick as tick_module
 from tests import factories as f
 from tests.multihost import multihost_job, role
 from tests.reliability.support import live_database_url, subprocess_env
@@ -84,6 +86,7 @@ class Checker:
                 fresh.kept,
                 fresh.leased_on,
             )
+            assert dict(kept.busy_by_labels()) == dict(fresh.busy_by_labels())
             assert sorted(mine.suites, key=lambda s: s.id) == sorted(
                 reference.suites, key=lambda s: s.id
             )
@@ -95,6 +98,26 @@ class Checker:
             return state, refreshed
 
         monkeypatch.setattr(labstate, "for_tick", checked)
+
+        # The wait-reason table is written as a difference from what this process last wrote:
+        # after every tick that planned it must hold exactly that plan's reasons, every class.
+        self.reasons: dict[str, dict] | None = None
+        self.diffs = 0
+        write = tick_module._write_reasons
+
+        def recorded(reasons, *, tick_id, at, written):  # noqa: ANN001, ANN202
+            if written is not None and tick_module._written_is_current(written, tick_id):
+                self.diffs += 1
+            write(reasons, tick_id=tick_id, at=at, written=written)
+            self.reasons = {key: tick_module._reason_row(r) for key, r in reasons.items()}
+
+        monkeypatch.setattr(tick_module, "_write_reasons", recorded)
+
+    def check_reasons(self) -> None:
+        """The table holds the reasons of the latest tick that planned, as JSON reads them."""
+        assert self.reasons is not None
+        stored = dict(WaitReasonClass.objects.values_list("key", "reason"))
+        assert stored == json.loads(json.dumps(self.reasons))
 
 
 class Lab:
@@ -261,12 +284,15 @@ def _crashing_tick(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _other_cluster_tick() -> None:
     """Another scheduler process (with no lab in memory) ticks: it takes log rows this one has
-    not seen."""
-    mine = labstate.take()
+    not seen, and writes the wait-reason table this one last wrote."""
+    mine, written = labstate.take(), tick_module._take_written()
     services.scheduler_tick()
     labstate.forget()
+    tick_module._take_written()
     if mine is not None:
         labstate.keep(mine, take=mine.take)
+    if written is not None:
+        tick_module._keep_written(written)
 
 
 # Seeds, each under a host choice: `spread` keeps each host's last release in the lab too, and
@@ -295,9 +321,11 @@ def test_random_event_sequences_plan_as_a_whole_read(seed, host_choice, monkeypa
             _other_cluster_tick()
             other += 1
         leased += len(services.scheduler_tick().leases)
+        checker.check_reasons()
     labstate.forget()
     # Not vacuous: most planning ticks refreshed by row, and each was compared.
     assert checker.compared == checker.refreshed >= 30
+    assert checker.diffs >= 20  # most wrote only the classes whose reason changed
     assert checker.whole >= 1 + crashed  # the first tick, and one after each crash at least
     assert other >= 1
     assert leased >= 10

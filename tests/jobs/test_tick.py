@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from datetime import timedelta
 
 import pytest
@@ -15,7 +16,8 @@ from hosts.choices import HostStatus
 from hosts.models import Host, HostEvent
 from jobs import selectors, services
 from jobs.choices import JobStatus, ReleaseReason
-from jobs.models import Job, Lease, SchedulerTick
+from jobs.models import Job, Lease, SchedulerTick, WaitReasonClass
+from jobs.scheduling import planner, snapshot
 from jobs.scheduling import tick as tick_module
 from jobs.scheduling.triggers import request_tick
 from tests import factories as f
@@ -185,7 +187,7 @@ def test_a_manual_reservation_holds_the_host_and_ends_at_its_expiry():
 def test_each_tick_is_recorded_with_its_counts():
     f.host("h1", ["board:x"])
     f.job("J1")
-    f.job("J2")
+    j2 = f.job("J2")
     services.scheduler_tick()
     tick = SchedulerTick.objects.get()
     assert (tick.jobs_considered, tick.hosts_free, tick.leases_made, tick.queued_after) == (
@@ -194,7 +196,10 @@ def test_each_tick_is_recorded_with_its_counts():
         1,
         1,
     )
-    assert tick.wait_reasons  # the reason J2 waits, stored per class
+    # The reason J2 waits, stored per class.
+    stored = dict(WaitReasonClass.objects.values_list("key", "reason"))
+    assert list(stored) == [planner.class_key(snapshot.job_state(j2))]
+    assert stored[planner.class_key(snapshot.job_state(j2))]["code"] == "outranked"
 
 
 def test_the_queue_lists_jobs_in_the_order_the_scheduler_considers_them():
@@ -237,21 +242,23 @@ def test_tick_requests_coalesce_into_one_enqueued_tick(django_capture_on_commit_
     assert OrmQ.objects.count() == before + 1
 
 
-def test_only_the_latest_ticks_keep_their_wait_reason_tables(monkeypatch):
-    monkeypatch.setattr(tick_module, "TICKS_WITH_REASONS", 2)
+def test_the_wait_reason_table_holds_the_classes_still_waiting_and_the_history_stays():
     f.host("h1", ["board:y"])
-    job = f.job("J1")  # never leased: every tick records why it waits
+    job = f.job("J1")  # no host has board:x: it waits
     ids = []
-    for i in range(6):
+    for i in range(3):
         Job.objects.filter(pk=job.pk).update(message=f"edit {i}")  # so no tick is skipped
         ids.append(services.scheduler_tick().tick_id)
+    key = planner.class_key(snapshot.job_state(job))
+    assert list(WaitReasonClass.objects.values_list("key", flat=True)) == [key]
+    assert selectors.wait_reasons_for([job])[job.pk]["code"] == "no_matching_host"
 
+    f.host("h2", ["board:x"])
+    ids.append(services.scheduler_tick().tick_id)  # J1 is leased: no class waits
     services.tick_history_prune(latest_id=ids[-1])
 
-    reasons = dict(SchedulerTick.objects.values_list("id", "wait_reasons"))
-    assert sorted(reasons) == ids  # the history itself stays
-    assert [tid for tid in ids if reasons[tid]] == ids[-2:]
-    assert selectors.wait_reasons_for([job])[job.pk]["code"] == "no_matching_host"
+    assert not WaitReasonClass.objects.exists()
+    assert list(SchedulerTick.objects.order_by("id").values_list("id", flat=True)) == ids
 
 
 def test_a_host_released_after_the_tick_started_is_leased_no_earlier_than_its_release():
@@ -274,3 +281,38 @@ def test_a_host_released_after_the_tick_started_is_leased_no_earlier_than_its_re
     assert lease.expires_at - lease.acquired_at == timedelta(seconds=settings.LEASE_TTL)
     event = HostEvent.objects.get(kind="leased", lease_id=lease.pk)
     assert event.created_at >= released
+
+
+def test_the_tick_runs_without_the_cyclic_collector_and_gives_it_back(monkeypatch):
+    # Each young-generation collection walks the plan's whole queue list: off during a tick.
+    real = planner.plan
+    seen = []
+
+    def plan(**kwargs):  # noqa: ANN003, ANN202
+        seen.append(gc.isenabled())
+        return real(**kwargs)
+
+    monkeypatch.setattr(planner, "plan", plan)
+    f.host("h1", ["board:x"])
+    f.job("J1")
+    assert gc.isenabled()
+    services.scheduler_tick()
+    assert seen == [False]
+    assert gc.isenabled()
+
+
+def test_a_copy_of_the_wait_reason_table_holds_until_another_tick_plans():
+    # The tick writes only the reasons that changed since this process's copy, so the copy must
+    # be the table's: the tick that wrote it is still the latest that planned.
+    now = timezone.now()
+    wrote = SchedulerTick.objects.create(started_at=now)
+    copy = (wrote.pk, now, {})
+    kept = SchedulerTick.objects.create(started_at=now, unchanged=True)  # kept its plan
+    assert tick_module._written_is_current(copy, kept.pk + 1)
+    assert not tick_module._written_is_current(
+        (wrote.pk, now - timedelta(seconds=1), {}), kept.pk + 1
+    )
+    planned = SchedulerTick.objects.create(started_at=now)  # another process planned
+    assert not tick_module._written_is_current(copy, planned.pk + 1)
+    wrote.delete()  # pruned from the history
+    assert not tick_module._written_is_current(copy, kept.pk + 1)

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jobs.scheduling.planner import (
+    HostIndex,
     HostState,
     JobState,
     Plan,
@@ -609,8 +610,19 @@ def test_every_waiting_job_has_its_reason_under_its_keys(lab: Lab) -> None:
 @given(any_labs)
 def test_the_lab_kept_between_plans_plans_the_same(lab: Lab) -> None:
     lab = replace(lab, jobs=sorted(lab.jobs, key=lambda j: j.id))
+    # The index as a kept lab has it: counted from other states of the hosts (busy ones free,
+    # free ones busy until later), then each host put in place of its old state.
+    before = [
+        replace(h, leased=False, busy_until=None)
+        if h.busy_until
+        else replace(h, leased=True, lease_priority=40, busy_until=NOW + timedelta(minutes=9))
+        for h in lab.hosts
+    ]
+    index = HostIndex.of(before)
+    for old, new in zip(before, lab.hosts, strict=True):
+        index.put(old, new)
     whole = plan_of(lab)
-    grouped = plan_of(lab, groups=group_jobs(lab.jobs))
+    grouped = plan_of(lab, groups=group_jobs(lab.jobs), host_index=index)
     assert grouped.assignments == whole.assignments
     assert grouped.holds == whole.holds
     assert grouped.class_reasons == whole.class_reasons

@@ -18,6 +18,7 @@ classes are dropped when hold units leave it.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from datetime import datetime
 
@@ -27,6 +28,8 @@ from jobs.scheduling.planner.types import HostState, JobState, Policy
 
 # One host a kept job gets: (job, matching class, build, role, slot); slot -1: a held host.
 Unit = tuple[JobState, int, str, str, int]
+# A multi-host job's hosts on binding workers: (job class, host class) -> hosts.
+Placed = Counter[tuple[int, int]]
 
 
 class Leaser:
@@ -49,10 +52,12 @@ class Leaser:
         self.leased_ids: set[int] = set()
         self.multi = MultiHost(matching, hosts)
         self.multi_leased: list[tuple[JobState, Spec, str | None]] = []
+        self.placed: dict[int, Placed] = {}  # job id -> its hosts on binding workers
         self.holder: Hold | None = None
         self.bf_dead: list[bool] = []  # one-host classes: cannot be added to the kept jobs alone
         self.bf_probed: set[int] = set()
         self._reach: int | None = None  # see reach(); None: to compute again
+        self._backfilled: Placed | None = None  # where the last backfill put its hosts
         self.version = 0  # counts changes of what reach() reads
 
     # --- keeping a job ------------------------------------------------------------------------
@@ -73,7 +78,12 @@ class Leaser:
         return True
 
     def _keep(
-        self, job: JobState, units: list[tuple[int, int]], build: str, value: str | None
+        self,
+        job: JobState,
+        units: list[tuple[int, int]],
+        build: str,
+        value: str | None,
+        placed: Placed | None = None,
     ) -> None:
         self._reach = None
         self.version += 1
@@ -85,6 +95,8 @@ class Leaser:
                 (job, j, build, roles[r].name, slot) for slot, (r, j) in enumerate(units)
             )
             self.multi_leased.append((job, self.multi.spec(job), value))
+            if placed:
+                self.placed[job.id] = placed
         else:
             self.units.append((job, units[0][1], build, "", 0))
         self.leased_ids.add(job.id)
@@ -99,21 +111,103 @@ class Leaser:
             return False
         matching = self.matching
         build = self.build_of.get(job.suite_id, "")  # type: ignore[arg-type]
-        need = job.hosts_needed
         for value in self.multi.values(spec):
-            if matching.free < need:
-                break
+            if not matching.free:
+                break  # no job slot left: the job's first host would need one
             units = self.multi.units(spec, value)
-            saved = matching.checkpoint()
-            if all(matching.add(j, build) for _r, j in units):
-                matching.commit()
-                self._keep(job, units, build, value)
+            placed = self.trial(units, build)
+            if placed is not None:
+                self._keep(job, units, build, value, placed)
                 return True
-            matching.restore(saved)
         spec.dead = True
         if self.holder is None:
             spec.bf_dead = True  # no hold: the kept jobs alone refused it
         return False
+
+    def trial(self, units: list[tuple[int, int]], build: str) -> Placed | None:
+        """Match all the units of one multi-host job at once, or none (the matching rolled
+        back); return where they went on binding workers, or None.
+
+        A job counts once on each worker it holds a host on (docs/scheduling.md#worker-
+        capacity): tried first with its hosts placed one by one (`place`); if that fails and
+        some worker's capacity binds, once more per such worker that could take two of its
+        hosts, that worker's hosts tried first for each host."""
+        matching = self.matching
+        saved = matching.checkpoint()
+        placed = self.place(units, build)
+        if placed is not None:
+            matching.commit()
+            return placed
+        matching.restore(saved)
+        if not matching.binding_bits:
+            return None
+        for w in self._bundles(units):
+            saved = matching.checkpoint()
+            placed = self.place(units, build, first=w)
+            if placed is not None:
+                matching.commit()
+                return placed
+            matching.restore(saved)
+        return None
+
+    def _bundles(self, units: list[tuple[int, int]]) -> list[int]:
+        """The binding workers with free hosts for two or more of the units (their jobs may
+        move elsewhere), in name order."""
+        m = self.matching
+        found = []
+        for w, bits in enumerate(m.worker_bits):
+            if not bits & m.open_bits:
+                continue
+            hosts = 0
+            for c in bit_indexes(bits):
+                if any(m.eligible[j] >> c & 1 for _r, j in units):
+                    hosts += m.capacity[c]
+            if hosts >= 2:
+                found.append(w)
+        return found
+
+    def place(
+        self,
+        units: list[tuple[int, int]],
+        build: str,
+        *,
+        first: int | None = None,
+        placed: Placed | None = None,
+    ) -> Placed | None:
+        """Add the units of one multi-host job to the matching (within a trial), each where it
+        counts least: on a free host of a binding worker the job already holds a host on,
+        without a job slot (Matching.place_on); else on worker `first` if given; else wherever
+        the matching finds room, a slot given back if that is a worker the job already counts
+        on. Its hosts on binding workers stay there for the tick (Matching.staying). Returns
+        them (added to `placed`, the job's earlier ones), or None if a unit does not fit."""
+        m = self.matching
+        placed = Counter() if placed is None else placed
+        mine: set[int] = {m.worker_of[c] for (_j, c), n in placed.items() if n}
+        for _r, j in units:
+            c = -1
+            for w in sorted(mine):
+                c = m.place_on(j, w)
+                if c >= 0:
+                    break
+            if c < 0:
+                if (
+                    first is not None
+                    and first not in mine
+                    and m.add(j, build, m.worker_bits[first])
+                ) or m.add(j, build):
+                    c = m.last
+                else:
+                    return None
+                w = m.worker_of[c]
+                if w in mine:
+                    # It took a host of w by moving another job off w: the job counts there
+                    # already, so the slot that job left is free.
+                    m.grant(w, 1)
+            w = m.worker_of[c]
+            if w >= 0:
+                mine.add(w)
+                placed[j, c] += 1
+        return placed
 
     # --- the main phase, with the hold --------------------------------------------------------
 
@@ -160,7 +254,7 @@ class Leaser:
         for value in self.multi.values(spec):
             units = self.multi.units(spec, value)
             if self._backfill(units, build, commit=True):
-                self._keep(job, units, build, value)
+                self._keep(job, units, build, value, self._backfilled)
                 return
         spec.bf_dead = True
 
@@ -280,7 +374,11 @@ class Leaser:
         was = [dead[j] for _r, j in units]
         for _r, j in units:
             matching.set_dead(j, False)  # its marks were made with the hold in place
-        fits = all(matching.add(j, build) for _r, j in units)
+        if units[0][0] >= 0:  # a multi-host job's
+            self._backfilled = self.place(units, build)
+            fits = self._backfilled is not None
+        else:
+            fits = matching.add(units[0][1], build)
         if not fits or not commit:
             matching.restore(saved)
             return fits
@@ -343,20 +441,24 @@ class Leaser:
     def elastic(self) -> None:
         """Grant elastic hosts (up to each role's max) to the multi-host jobs leased in this
         tick, in lease order, from hosts no job took or holds, within the suites' max_duts."""
-        matching = self.matching
         for job, spec, value in self.multi_leased:
             build = self.build_of.get(job.suite_id, "")  # type: ignore[arg-type]
             classes = self.multi.classes(spec, value)
             slot = job.hosts_needed
-            for role, j in zip(spec.roles, classes, strict=True):
+            placed = self.placed.get(job.id, Counter())
+            for r, (role, j) in enumerate(zip(spec.roles, classes, strict=True)):
                 for _ in range(role.max - role.count):
                     left = self.room.get(job.suite_id)  # type: ignore[arg-type]
-                    if (left is not None and left <= 0) or not matching.add(j, build):
+                    if left is not None and left <= 0:
+                        break
+                    if self.place([(r, j)], build, placed=placed) is None:
                         break
                     if left is not None:
                         self.room[job.suite_id] = left - 1  # type: ignore[index]
                     self.units.append((job, j, build, role.name, slot))
                     slot += 1
+            if placed:
+                self.placed[job.id] = placed
 
     def hold_units(self) -> list[Unit]:
         """The held hosts as units (slot -1), for the assignment of concrete hosts."""

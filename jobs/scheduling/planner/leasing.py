@@ -128,8 +128,8 @@ class Leaser:
         """Match all the units of one multi-host job at once, or none (the matching rolled
         back); return where they went on binding workers, or None.
 
-        A job counts once on each worker it holds a host on (docs/scheduling.md#worker-
-        capacity): tried first with its hosts placed one by one (`place`); if that fails and
+        A job counts once on each worker it holds a host on
+        (docs/scheduling.md#worker-capacity): tried first with its hosts placed one by one (`place`); if that fails and
         some worker's capacity binds, once more per such worker that could take two of its
         hosts, that worker's hosts tried first for each host."""
         matching = self.matching

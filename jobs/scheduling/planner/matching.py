@@ -218,8 +218,8 @@ class Matching:
 
     def place_on(self, j: int, w: int) -> int:
         """Put one more job of class j on a free host of binding worker w without a job slot of
-        it: a host of a multi-host job on a worker it already counts on (docs/scheduling.md#
-        worker-capacity). A free host only, no move: nothing else gains from the slot. Returns
+        it: a host of a multi-host job on a worker it already counts on
+        (docs/scheduling.md#worker-capacity). A free host only, no move: nothing else gains from the slot. Returns
         the host class, or -1 if w has no free host for j."""
         open_ = self.eligible[j] & self.worker_bits[w] & self.open_bits & ~self.dead_bits
         if not open_:

@@ -341,6 +341,25 @@ def test_a_short_job_backfills_a_held_host_and_a_long_one_does_not() -> None:
     assert "1 is held for job 1" in result.wait_reasons[3].message
 
 
+def test_a_holder_whose_every_held_host_was_backfilled_says_it_still_holds_its_place() -> None:
+    # h1 free, h2 busy for 4 more minutes; M1 needs both and holds h1; a 1-minute job takes h1
+    # by backfill. M1 is still the holder: it says so, not that a host that fits is free.
+    hosts = [host(1, "board:eve"), busy(2, "board:eve", minutes=4)]
+    m = multi(1, ("dut", [], 2), labels=("board:eve",), minute=0)
+    short = sized(job(2, "board:eve", minute=5), 1)
+    result = run(hosts, [m, short])
+    assert leases(result) == {2: 1} and result.holds == {}
+    reason = result.wait_reasons[1]
+    assert reason.code == WaitCode.HOLDING_HOSTS
+    assert reason.message == (
+        "Holding none of its 2 hosts (board:eve) for now: the hosts it held went to shorter "
+        "jobs that end before it can start; expected start in about 4 min"
+    )
+    assert "free" not in reason.message
+    assert reason.details["held"] == 0
+    assert result.class_reasons["job=1"] == reason
+
+
 def test_a_job_with_no_estimate_backfills_by_the_default_duration() -> None:
     hosts, m = starving_lab()
     unknown = job(2, "board:eve", minute=5)  # size_s None: policy.default_duration_s

@@ -405,6 +405,7 @@ def reference(lab: Lab, result: Plan) -> Expected:  # noqa: C901, PLR0915 - the 
                 for role, h in plan_hosts.get(job.id, [])
                 if binding(lab, host_by_id[h].worker)
             ]
+            # The others may move for a later job, each then counting as a job of its own.
             essential_roles = [r.name for r in job.roles for _ in range(r.count)]
             units = list(units)
             for i, name in enumerate(essential_roles):
@@ -412,6 +413,8 @@ def reference(lab: Lab, result: Plan) -> Expected:  # noqa: C901, PLR0915 - the 
                 if found is not None:
                     where.remove(found)
                     units[i] = replace(units[i], pinned_host_id=found[1])
+                else:
+                    units[i] = replace(units[i], id=-100 - len(kept) - i)
         kept.extend(units)
         kept_jobs.append((job, value))
         if job.suite_id is not None:

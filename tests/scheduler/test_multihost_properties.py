@@ -272,9 +272,10 @@ def unit(labels: frozenset[str], pin: int | None = None, of: int = 0) -> JobStat
 
 
 def fits_once(units: list[JobState], lab: Lab) -> bool:
-    """Whether every unit can have a host of its own that it fits (a pinned unit: that host),
-    each worker holding hosts of at most its room of distinct jobs (units of one job, `id`,
-    count once on a worker): by trying every assignment, on concrete hosts."""
+    """Whether every unit can have a host of its own that it fits (a pinned unit: that host; a
+    unit named "elsewhere": one on no binding worker), each worker holding hosts of at most its
+    room of distinct jobs (units of one job, `id`, count once on a worker): by trying every
+    assignment, on concrete hosts."""
     hosts = [h for h in lab.hosts if usable(h)]
     if len(units) > len(hosts):
         return False
@@ -288,6 +289,8 @@ def fits_once(units: list[JobState], lab: Lab) -> bool:
         u = units[order[i]]
         for h in hosts:
             if h.id in used or not u.labels <= h.labels or u.pinned_host_id not in (None, h.id):
+                continue
+            if u.name == "elsewhere" and binding(lab, h.worker):
                 continue
             on = jobs_on.setdefault(h.worker, {})
             room = lab.room(h.worker)
@@ -365,9 +368,6 @@ def reference(lab: Lab, result: Plan) -> Expected:  # noqa: C901, PLR0915 - the 
     worker (a choice among equals the rules leave to the planner, which later jobs meet)."""
     policy = lab.policy
     host_by_id = {h.id: h for h in lab.hosts}
-    plan_hosts: dict[int, list[tuple[str, int]]] = {}
-    for a in result.assignments:
-        plan_hosts.setdefault(a.job_id, []).append((a.role, a.host_id))
     suite_by_id = {s.id: s for s in lab.suites}
     kept: list[JobState] = []  # every unit kept, in order
     kept_jobs: list[tuple[JobState, str | None]] = []
@@ -397,24 +397,38 @@ def reference(lab: Lab, result: Plan) -> Expected:  # noqa: C901, PLR0915 - the 
                 held.append(u)
         return held
 
+    def elastic_of(job: JobState) -> list[tuple[str, int, int]]:
+        """The plan's elastic hosts of the job: (role, host, slot), by slot."""
+        return sorted(
+            ((a.role, a.host_id, a.slot) for a in result.assignments if a.job_id == job.id),
+            key=lambda x: x[2],
+        )[job.hosts_needed :]
+
+    def fix(u: JobState, role: str, where: list[tuple[str, int]]) -> JobState:
+        """A kept multi-host unit of this role: on the plan's next host of the role on a binding
+        worker if one is left in `where` (taken from it), else kept off binding workers."""
+        found = next((x for x in where if x[0] == role), None)
+        if found is None:
+            return replace(u, name="elsewhere")
+        where.remove(found)
+        return replace(u, pinned_host_id=found[1])
+
     def keep(job: JobState, value: str | None, units: list[JobState]) -> None:
         if job.roles:
             # Its hosts on binding workers stay where the plan put them.
+            essential_hosts = sorted(
+                (a.slot, a.role, a.host_id) for a in result.assignments if a.job_id == job.id
+            )[: job.hosts_needed]
             where = [
                 (role, h)
-                for role, h in plan_hosts.get(job.id, [])
+                for _slot, role, h in essential_hosts
                 if binding(lab, host_by_id[h].worker)
             ]
-            # The others may move for a later job, each then counting as a job of its own.
+            # The others may move for a later job, to hosts on no binding worker.
             essential_roles = [r.name for r in job.roles for _ in range(r.count)]
             units = list(units)
             for i, name in enumerate(essential_roles):
-                found = next((x for x in where if x[0] == name), None)
-                if found is not None:
-                    where.remove(found)
-                    units[i] = replace(units[i], pinned_host_id=found[1])
-                else:
-                    units[i] = replace(units[i], id=-100 - len(kept) - i)
+                units[i] = fix(units[i], name, where)
         kept.extend(units)
         kept_jobs.append((job, value))
         if job.suite_id is not None:
@@ -492,6 +506,13 @@ def reference(lab: Lab, result: Plan) -> Expected:  # noqa: C901, PLR0915 - the 
                 u = unit(role_labels(job, role, value), of=job.id)
                 if capped(job, 1) or not matchable([*kept, *hold, *extra, u]):
                     break
+                # Then where the plan put this elastic host, if on a binding worker.
+                got = out.hosts[job.id][role.name] - role.count
+                mine = [h for r, h, slot in elastic_of(job) if r == role.name]
+                if got < len(mine) and binding(lab, host_by_id[mine[got]].worker):
+                    u = replace(u, pinned_host_id=mine[got])
+                else:
+                    u = replace(u, name="elsewhere")
                 extra.append(u)
                 taken[job.suite_id] = taken.get(job.suite_id, 0) + 1  # type: ignore[index]
                 out.hosts[job.id][role.name] += 1

@@ -18,7 +18,6 @@ classes are dropped when hold units leave it.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 from datetime import datetime
 
@@ -28,8 +27,8 @@ from jobs.scheduling.planner.types import HostState, JobState, Policy
 
 # One host a kept job gets: (job, matching class, build, role, slot); slot -1: a held host.
 Unit = tuple[JobState, int, str, str, int]
-# A multi-host job's hosts on binding workers: (job class, host class) -> hosts.
-Placed = Counter[tuple[int, int]]
+# A multi-host job's hosts on binding workers: slot -> host class.
+Placed = dict[int, int]
 
 
 class Leaser:
@@ -129,9 +128,9 @@ class Leaser:
         back); return where they went on binding workers, or None.
 
         A job counts once on each worker it holds a host on
-        (docs/scheduling.md#worker-capacity): tried first with its hosts placed one by one (`place`); if that fails and
-        some worker's capacity binds, once more per such worker that could take two of its
-        hosts, that worker's hosts tried first for each host."""
+        (docs/scheduling.md#worker-capacity): tried first with its hosts placed one by one
+        (`place`); if that fails and some worker's capacity binds, once more per such worker
+        that could take two of its hosts, that worker's hosts tried first for each host."""
         matching = self.matching
         saved = matching.checkpoint()
         placed = self.place(units, build)
@@ -173,17 +172,19 @@ class Leaser:
         *,
         first: int | None = None,
         placed: Placed | None = None,
+        slot: int = 0,
     ) -> Placed | None:
         """Add the units of one multi-host job to the matching (within a trial), each where it
         counts least: on a free host of a binding worker the job already holds a host on,
         without a job slot (Matching.place_on); else on worker `first` if given; else wherever
         the matching finds room, a slot given back if that is a worker the job already counts
         on. Its hosts on binding workers stay there for the tick (Matching.staying). Returns
-        them (added to `placed`, the job's earlier ones), or None if a unit does not fit."""
+        their host classes by slot (`slot`: the first unit's; added to `placed`, the job's
+        earlier ones), or None if a unit does not fit."""
         m = self.matching
-        placed = Counter() if placed is None else placed
-        mine: set[int] = {m.worker_of[c] for (_j, c), n in placed.items() if n}
-        for _r, j in units:
+        placed = {} if placed is None else placed
+        mine: set[int] = {m.worker_of[c] for c in placed.values()}
+        for at, (_r, j) in enumerate(units, start=slot):
             c = -1
             for w in sorted(mine):
                 c = m.place_on(j, w)
@@ -206,7 +207,7 @@ class Leaser:
             w = m.worker_of[c]
             if w >= 0:
                 mine.add(w)
-                placed[j, c] += 1
+                placed[at] = c
         return placed
 
     # --- the main phase, with the hold --------------------------------------------------------
@@ -445,13 +446,13 @@ class Leaser:
             build = self.build_of.get(job.suite_id, "")  # type: ignore[arg-type]
             classes = self.multi.classes(spec, value)
             slot = job.hosts_needed
-            placed = self.placed.get(job.id, Counter())
+            placed = self.placed.get(job.id, {})
             for r, (role, j) in enumerate(zip(spec.roles, classes, strict=True)):
                 for _ in range(role.max - role.count):
                     left = self.room.get(job.suite_id)  # type: ignore[arg-type]
                     if left is not None and left <= 0:
                         break
-                    if self.place([(r, j)], build, placed=placed) is None:
+                    if self.place([(r, j)], build, placed=placed, slot=slot) is None:
                         break
                     if left is not None:
                         self.room[job.suite_id] = left - 1  # type: ignore[index]

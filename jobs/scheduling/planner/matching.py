@@ -89,8 +89,9 @@ class Matching:
             max(0, n) for n in self.worker_room
         )
         self.occupants: list[dict[int, int]] = [{} for _ in ranked]  # job class -> jobs
-        # The multi-host job classes (Leaser): their hosts on a binding worker never move, so
-        # that a job's hosts on one worker keep counting once (see `place_on`).
+        # The multi-host job classes (Leaser): their hosts on a binding worker never move, and
+        # their others never move onto one, so that the workers a job counts on stay those its
+        # trial found (see `place_on`).
         self.staying: set[int] = set()
         self.last = -1  # the host class the latest successful `add` put its job in
 
@@ -219,9 +220,11 @@ class Matching:
     def place_on(self, j: int, w: int) -> int:
         """Put one more job of class j on a free host of binding worker w without a job slot of
         it: a host of a multi-host job on a worker it already counts on
-        (docs/scheduling.md#worker-capacity). A free host only, no move: nothing else gains from the slot. Returns
-        the host class, or -1 if w has no free host for j."""
-        open_ = self.eligible[j] & self.worker_bits[w] & self.open_bits & ~self.dead_bits
+        (docs/scheduling.md#worker-capacity). A free host only, no move: nothing else gains
+        from the slot. Returns the host class, or -1 if w has no free host for j."""
+        # A free host is enough, in a class closed to searches too (dead_bits): it is closed
+        # because its worker is full, and this host takes no slot of it.
+        open_ = self.eligible[j] & self.worker_bits[w] & self.open_bits
         if not open_:
             return -1
         c = lowest_bit(open_)
@@ -386,6 +389,9 @@ class Matching:
                     continue  # a multi-host job's host on a binding worker stays (place_on)
                 expanded.add(j)
                 targets = self.eligible[j] & ~visited & ~self.dead_bits
+                if j in self.staying:
+                    # Its other hosts move only off binding workers: where it counts stays known.
+                    targets &= ~self.binding_bits
                 if not targets:
                     continue
                 open_ = targets & self.open_bits & ~self.blocked_bits
@@ -455,14 +461,14 @@ def assign_hosts(
     matching: Matching,
     leased: Sequence[tuple[JobState, int, str, str, int]],
     hosts_by_id: Mapping[int, HostState],
-    placed: Mapping[int, Mapping[tuple[int, int], int]] | None = None,
+    placed: Mapping[int, Mapping[int, int]] | None = None,
 ) -> list[int]:
     """Give each leased unit (job, job class, build, role, slot) a concrete host within the host
     classes the matching chose; return the host id of each, in order.
 
-    `placed`: per multi-host job, its hosts the matching put on binding workers, by (job class,
-    host class): they take hosts there first, so each such worker counts the job as the
-    matching did (Leaser.place). Pinned jobs take their host next; then each retried job
+    Pinned jobs take their host first; then `placed` (per multi-host job, the host class of
+    each of its slots the matching put on a binding worker) a host there, so each such worker
+    counts the job as the matching did (Leaser.place); then each retried job
     takes a host it has not failed on; then each job whose suite has a build takes a host
     already on that build (no re-provisioning); the rest take the lowest hostname. Units
     earlier in the order choose first.
@@ -483,12 +489,12 @@ def assign_hosts(
         taken.add(host.id)
         host_of[u] = host.id
 
-    if placed:
-        _place_as_matched(matching, leased, placed, taken, take)
     for u, (job, j, _build, _role, _slot) in enumerate(leased):
         pin = job.pinned_host_id
         if pin is not None and not job.roles:
             take(u, j, matching.class_of_host[pin], hosts_by_id[pin])
+    if placed:
+        _place_as_matched(matching, leased, placed, taken, take)
 
     _place_away_from_failures(matching, leased, slot_bits, taken, host_of, take)
     _place_on_builds(matching, leased, slot_bits, taken, host_of, take)
@@ -508,25 +514,18 @@ def assign_hosts(
 def _place_as_matched(
     matching: Matching,
     leased: Sequence[tuple[JobState, int, str, str, int]],
-    placed: Mapping[int, Mapping[tuple[int, int], int]],
+    placed: Mapping[int, Mapping[int, int]],
     taken: set[int],
     take: Callable[[int, int, int, HostState], None],
 ) -> None:
     """Give each multi-host unit the matching put on a binding worker a host of that class
     (one it has not failed on, if it can)."""
-    left = {job_id: dict(counts) for job_id, counts in placed.items()}
     for u, (job, j, _build, _role, slot) in enumerate(leased):
-        counts = left.get(job.id)
-        if counts is None or slot < 0:
+        c = placed.get(job.id, {}).get(slot) if slot >= 0 else None
+        if c is None:
             continue
-        for (jj, c), n in counts.items():
-            if jj != j or not n:
-                continue
-            members = [h for h in matching.hosts[c] if h.id not in taken]
-            host = next((h for h in members if h.id not in job.avoid_hosts), members[0])
-            counts[jj, c] = n - 1
-            take(u, j, c, host)
-            break
+        members = [h for h in matching.hosts[c] if h.id not in taken]
+        take(u, j, c, next((h for h in members if h.id not in job.avoid_hosts), members[0]))
 
 
 def _place_away_from_failures(

@@ -224,6 +224,26 @@ def test_the_holder_is_told_what_it_holds_and_when_it_is_expected_to_start(chamb
 
 
 @pytest.mark.postgres
+def test_a_changed_estimate_of_a_running_job_moves_the_holders_expected_start(chamber):
+    # dut1 runs a job expected to take 10 minutes; the two-dut job holds dut2 meanwhile. The
+    # running job's estimate becomes 30 minutes: the next tick re-reads its host rather than
+    # copying the last plan, and the holder's expected start moves with it.
+    job = _hold_dut2_for_a_two_dut_job(chamber)
+    services.scheduler_tick()
+    services.scheduler_tick()
+    before = selectors.wait_reasons_for([job])[job.pk]["details"]["expected_start"]
+    running = Job.objects.get(name="long")
+    Job.objects.filter(pk=running.pk).update(estimated_duration=timedelta(minutes=30))
+
+    summary = services.scheduler_tick()
+
+    assert not summary.unchanged
+    after = selectors.wait_reasons_for([job])[job.pk]["details"]["expected_start"]
+    lease = Lease.objects.active().get(job=running)
+    assert after == (lease.acquired_at + timedelta(minutes=30)).isoformat() != before
+
+
+@pytest.mark.postgres
 def test_under_aging_a_tick_with_hosts_held_plans_again_rather_than_copying(chamber):
     # Under aging the order moves with time alone, so a hold may change with nothing written:
     # the tick that would copy the last plan plans again.

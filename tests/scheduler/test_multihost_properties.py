@@ -260,6 +260,52 @@ def elastic_labs(draw: st.DrawFn) -> Lab:
     )
 
 
+@st.composite
+def capacity_labs(draw: st.DrawFn) -> Lab:
+    """Workers that may start fewer jobs than they have free hosts, multi-host jobs that could
+    put several hosts on one of them (where a job counting once matters), one-host jobs around
+    them, some pinned, and now and then a busy host for a hold."""
+    lab = draw(labs())
+    hosts = [
+        HostState(
+            id=i + 1,
+            hostname=draw(st.sampled_from(["a", "b", "c"])) + str(i),
+            labels=frozenset({"a"} | ({"b"} if draw(st.integers(0, 3)) == 0 else set())),
+            worker=draw(st.sampled_from(["w1", "w1", "w2", "w2", ""])),
+            **draw(st.sampled_from([{}, {}, {}, {"leased": True, "lease_priority": 40,
+                                               "busy_until": NOW + timedelta(minutes=5)}])),
+        )
+        for i in range(draw(st.integers(2, 6)))
+    ]  # fmt: skip
+    jobs = []
+    for i in range(draw(st.integers(1, 5))):
+        multi = draw(st.booleans())
+        count = draw(st.integers(1, 3))
+        jobs.append(
+            JobState(
+                id=300 + i,
+                name=f"C{i}",
+                suite_id=None,
+                priority=draw(st.sampled_from([40, 70])),
+                submitted_at=draw(st.sampled_from(MOMENTS)),
+                labels=frozenset(draw(st.sampled_from([(), (), ("a",), ("b",)]))),
+                pinned_host_id=None if multi or draw(st.integers(0, 3)) else len(hosts),
+                size_s=draw(st.sampled_from([None, 60.0, 3600.0])),
+                roles=tuple(
+                    RoleNeed(f"r{r}", frozenset(draw(st.sampled_from([(), (), ("b",)]))), count,
+                             count + draw(st.integers(0, 1)))
+                    for r in range(draw(st.integers(1, 2)))
+                ) if multi else (),
+            )
+        )  # fmt: skip
+    workers = {
+        w: WorkerLoad(limit=draw(st.integers(1, 3)), running=draw(st.integers(0, 1)))
+        for w in WORKERS[1:]
+        if draw(st.integers(0, 4))
+    }
+    return replace(lab, hosts=hosts, jobs=jobs, suites=[], workers=workers)
+
+
 # --- the reference ---------------------------------------------------------------------------
 
 
@@ -547,7 +593,7 @@ def got_hosts(result: Plan) -> dict[int, dict[str, int]]:
     return got
 
 
-any_labs = st.one_of(labs(), holding_labs(), elastic_labs())
+any_labs = st.one_of(labs(), holding_labs(), elastic_labs(), capacity_labs())
 
 
 @PROPERTY

@@ -128,26 +128,31 @@ class Leaser:
         back); return where they went on binding workers, or None.
 
         A job counts once on each worker it holds a host on
-        (docs/scheduling.md#worker-capacity): tried first with its hosts placed one by one
-        (`place`); if that fails and some worker's capacity binds, once more per such worker
-        that could take two of its hosts, that worker's hosts tried first for each host."""
+        (docs/scheduling.md#worker-capacity). Its hosts are placed one by one (`place`), each
+        where the matching finds room, else on a free host of a worker it already counts on;
+        if that fails and some worker's capacity binds, again with the free hosts of the
+        workers it counts on tried first, then once more per such worker that could take two
+        of its hosts, that worker tried first for each host."""
+        placed = self._try(units, build, False, None)
+        if placed is not None or not self.matching.binding_bits:
+            return placed
+        for first in [None, *self._bundles(units)]:
+            placed = self._try(units, build, True, first)
+            if placed is not None:
+                return placed
+        return None
+
+    def _try(
+        self, units: list[tuple[int, int]], build: str, free_first: bool, first: int | None
+    ) -> Placed | None:
         matching = self.matching
         saved = matching.checkpoint()
-        placed = self.place(units, build)
-        if placed is not None:
-            matching.commit()
-            return placed
-        matching.restore(saved)
-        if not matching.binding_bits:
-            return None
-        for w in self._bundles(units):
-            saved = matching.checkpoint()
-            placed = self.place(units, build, first=w)
-            if placed is not None:
-                matching.commit()
-                return placed
+        placed = self.place(units, build, first=first, free_first=free_first)
+        if placed is None:
             matching.restore(saved)
-        return None
+        else:
+            matching.commit()
+        return placed
 
     def _bundles(self, units: list[tuple[int, int]]) -> list[int]:
         """The binding workers with free hosts for two or more of the units (their jobs may
@@ -171,25 +176,23 @@ class Leaser:
         build: str,
         *,
         first: int | None = None,
+        free_first: bool = False,
         placed: Placed | None = None,
         slot: int = 0,
     ) -> Placed | None:
-        """Add the units of one multi-host job to the matching (within a trial), each where it
-        counts least: on a free host of a binding worker the job already holds a host on,
-        without a job slot (Matching.place_on); else on worker `first` if given; else wherever
-        the matching finds room, a slot given back if that is a worker the job already counts
-        on. Its hosts on binding workers stay there for the tick (Matching.staying). Returns
-        their host classes by slot (`slot`: the first unit's; added to `placed`, the job's
-        earlier ones), or None if a unit does not fit."""
+        """Add the units of one multi-host job to the matching (within a trial): each where
+        the matching finds room (on worker `first` if it can, when given), else on a free host
+        of a binding worker the job already holds a host on, without a job slot
+        (Matching.place_on); `free_first`: that free host first. A host placed on a worker the
+        job already counts on by moving another job off it gives that job's slot back. Its
+        hosts on binding workers stay there for the tick (Matching.staying). Returns their
+        host classes by slot (`slot`: the first unit's; added to `placed`, the job's earlier
+        ones), or None if a unit does not fit."""
         m = self.matching
         placed = {} if placed is None else placed
         mine: set[int] = {m.worker_of[c] for c in placed.values()}
         for at, (_r, j) in enumerate(units, start=slot):
-            c = -1
-            for w in sorted(mine):
-                c = m.place_on(j, w)
-                if c >= 0:
-                    break
+            c = self._place_on(j, mine) if free_first else -1
             if c < 0:
                 if (
                     first is not None
@@ -197,18 +200,28 @@ class Leaser:
                     and m.add(j, build, m.worker_bits[first])
                 ) or m.add(j, build):
                     c = m.last
-                else:
+                    if m.worker_of[c] in mine:
+                        # It took a host of a worker the job counts on by moving another job
+                        # off it: the slot that job left is free.
+                        m.grant(m.worker_of[c], 1)
+                elif not free_first:
+                    c = self._place_on(j, mine)
+                if c < 0:
                     return None
-                w = m.worker_of[c]
-                if w in mine:
-                    # It took a host of w by moving another job off w: the job counts there
-                    # already, so the slot that job left is free.
-                    m.grant(w, 1)
             w = m.worker_of[c]
             if w >= 0:
                 mine.add(w)
                 placed[at] = c
         return placed
+
+    def _place_on(self, j: int, workers: set[int]) -> int:
+        """A unit of class j on a free host of one of these workers, without a job slot; its
+        host class, or -1."""
+        for w in sorted(workers):
+            c = self.matching.place_on(j, w)
+            if c >= 0:
+                return c
+        return -1
 
     # --- the main phase, with the hold --------------------------------------------------------
 

@@ -189,6 +189,11 @@ class PlanJobSerializer(serializers.Serializer):
         help_text="Its wait reason's code.",
     )
     message = serializers.CharField(required=False, help_text="Its wait reason.")
+    role = serializers.CharField(
+        required=False,
+        help_text="In `stranded`, a multi-host job's role no set of hosts could serve after the "
+        "change.",
+    )
 
 
 class PlanNewJobsSerializer(serializers.Serializer):
@@ -275,7 +280,11 @@ def plan_answer(result: WhatIf) -> dict[str, Any]:
         "new_jobs": new_jobs,
         "would_start": [entry(j, host=True) for j in result.would_start[:LIST_LIMIT]],
         "would_lose": [entry(j, reason=True) for j in result.would_lose[:LIST_LIMIT]],
-        "stranded": [entry(j, reason=True) for j in result.stranded[:LIST_LIMIT]],
+        "stranded": [
+            entry(j, reason=True)
+            | ({"role": result.stranded_roles[j]} if j in result.stranded_roles else {})
+            for j in result.stranded[:LIST_LIMIT]
+        ],
         "would_preempt": [
             {
                 "job": p.victim.job_id,

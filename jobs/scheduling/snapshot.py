@@ -232,8 +232,9 @@ def lab_changes(*, now: datetime, since: int | None = None) -> LabChanges | None
     """Whether the planner's input may have changed since the last tick; None if unknown here.
 
     Triggers log every statement that writes a host, a label, a suite, a job while or when it
-    is queued (or the priority and suite of one holding a host), and a lease taken, moved or
-    released: whichever code path made it, no service has to remember to bump a version.
+    is queued (or the priority, suite and estimate of one holding a host), and a lease taken,
+    moved or released: whichever code path made it, no service has to remember to bump a
+    version.
     The tick takes the log's new rows with one UPDATE that stamps them with its take number:
     each row is either committed before that statement (taken now, and its write is visible to
     the snapshot read after it) or committed later (left for the next tick, which plans again).

@@ -73,6 +73,8 @@ class WhatIf:
     would_start: list[int] = field(default_factory=list)  # saved jobs leased only after
     would_lose: list[int] = field(default_factory=list)  # saved jobs leased only before
     stranded: list[int] = field(default_factory=list)  # lose every host that could run them
+    # A stranded multi-host job's role no set of hosts could serve after the change.
+    stranded_roles: dict[int, str] = field(default_factory=dict)
     new_started: list[int] = field(default_factory=list)  # indexes of the proposed jobs
     new_waiting: list[int] = field(default_factory=list)
     # Running jobs the tick's preemption phase would stop after the plan (preemption on).
@@ -138,7 +140,10 @@ def compare(
     result.new_waiting.sort()
     changed = change.pause_host_ids | change.lock_host_ids
     if changed:
-        result.stranded = stranded_jobs(snapshot.hosts, hosts, snapshot.jobs, changed)
+        result.stranded_roles = stranded_roles = {}
+        result.stranded = stranded_jobs(
+            snapshot.hosts, hosts, snapshot.jobs, changed, roles=stranded_roles
+        )
     if victims and policy.preemption:
         taken = {a.host_id for a in after.assignments}
         waiting = [job for job in jobs if job.id in after.wait_reasons]
@@ -280,19 +285,35 @@ def stranded_jobs(
     after: Sequence[planner.HostState],
     jobs: Iterable[planner.JobState],
     changed: frozenset[int],
+    *,
+    roles: dict[int, str] | None = None,
 ) -> list[int]:
-    """Return the queued jobs that some host could run before the change and none after.
+    """Return the queued jobs that some hosts could run before the change and none after.
 
     "Could run" ignores leases (a busy host frees up when its job ends): the host is ready,
-    unlocked and on a worker that is up. Only the changed hosts can make a job lose its last
-    one, so a class of identical jobs is looked at only if a changed host fits it.
+    unlocked and on a worker that is up. A multi-host job needs a host of its own for each
+    essential host of every role at once (with one `together_by` value): it is stranded when
+    the hosts could serve all its roles before and cannot after, and `roles` gets the role
+    they can no longer serve. Only the changed hosts can make a job lose its last hosts, so a
+    class of identical jobs (a shape of multi-host job) is looked at only if a changed host
+    fits it (one of its roles).
     """
     usable_before = [h for h in before if h.usable_when_freed]
     usable_after = [h for h in after if h.usable_when_freed]
     changed_hosts = [h for h in usable_before if h.id in changed]
     verdict: dict[tuple[frozenset[str], int | None], bool] = {}
+    shapes: dict[tuple, str | None] = {}  # multi-host shape -> the role lost, None if none
     stranded = []
     for job in jobs:
+        if job.roles:
+            shape = (job.labels, job.roles, job.together_by)
+            if shape not in shapes:
+                shapes[shape] = _role_lost(job, changed_hosts, usable_before, usable_after)
+            if shapes[shape] is not None:
+                stranded.append(job.id)
+                if roles is not None:
+                    roles[job.id] = shapes[shape]  # type: ignore[assignment]
+            continue
         key = (job.labels, job.pinned_host_id)
         if key not in verdict:
             fits_changed = any(_fits(h, key) for h in changed_hosts)
@@ -300,6 +321,67 @@ def stranded_jobs(
         if verdict[key]:
             stranded.append(job.id)
     return stranded
+
+
+def _role_lost(
+    job: planner.JobState,
+    changed: Sequence[planner.HostState],
+    before: Sequence[planner.HostState],
+    after: Sequence[planner.HostState],
+) -> str | None:
+    """The role of a multi-host job that the hosts could serve (with its other roles, with
+    one `together_by` value) before the change and no longer can with any value; None if they
+    still can, or never could. Of several, the first short with the first value lost."""
+    if not any(role.labels <= h.labels for h in changed for role in job.roles):
+        return None
+    lost = None
+    for value in _values(job, before):
+        if _short_role(job, value, before) is None:
+            short = _short_role(job, value, after)
+            if short is None:
+                return None  # still served with this value
+            lost = lost or short
+    return lost
+
+
+def _values(job: planner.JobState, hosts: Sequence[planner.HostState]) -> list[str | None]:
+    """The together_by values the hosts carry, sorted ([None] for a job not kept together)."""
+    if not job.together_by:
+        return [None]
+    head = f"{job.together_by}:"
+    return sorted(
+        {label[len(head) :] for h in hosts for label in h.labels if label.startswith(head)}
+    )
+
+
+def _short_role(
+    job: planner.JobState, value: str | None, hosts: Sequence[planner.HostState]
+) -> str | None:
+    """None if the hosts can give every essential host of the job a host of its own at once,
+    all with this together_by value; else the role of the first that gets none."""
+    extra = {f"{job.together_by}:{value}"} if value is not None else set()
+    units = [(role.name, role.labels | extra) for role in job.roles for _ in range(role.count)]
+    fitting = [h for h in hosts if any(labels <= h.labels for _n, labels in units)]
+    short = _place_units([labels for _n, labels in units], fitting)
+    return None if short is None else units[short][0]
+
+
+def _place_units(units: list[frozenset[str]], hosts: Sequence[planner.HostState]) -> int | None:
+    """Give each unit (labels) a host of its own that carries them (augmenting paths); the
+    first unit that gets none, or None if all do."""
+    host_unit: dict[int, int] = {}
+
+    def place(u: int, seen: set[int]) -> bool:
+        for h, host in enumerate(hosts):
+            if h in seen or not units[u] <= host.labels:
+                continue
+            seen.add(h)
+            if h not in host_unit or place(host_unit[h], seen):
+                host_unit[h] = u
+                return True
+        return False
+
+    return next((u for u in range(len(units)) if not place(u, set())), None)
 
 
 def _fits(host: planner.HostState, key: tuple[frozenset[str], int | None]) -> bool:
@@ -325,10 +407,17 @@ def summary(result: WhatIf) -> str:
         parts += _multi_host_starts(result)
     if result.stranded:
         n = len(result.stranded)
-        parts.append(
-            f"{_count(n, 'queued job')} would lose {'its' if n == 1 else 'their'} "
-            "only matching host"
-        )
+        its = "its" if n == 1 else "their"
+        part = f"{_count(n, 'queued job')} would lose {its} only matching host"
+        if result.stranded_roles:
+            names = {result.jobs[j].name: role for j, role in result.stranded_roles.items()}
+            shown = sorted(names.items())[:MULTI_HOST_SHOWN]
+            part += (
+                " ("
+                + "; ".join(f"{name}: no hosts left for role {role}" for name, role in shown)
+                + ")"
+            )
+        parts.append(part)
     if result.would_lose:
         n = len(result.would_lose)
         parts.append(f"{_count(n, 'job')} the next tick would start would wait instead")

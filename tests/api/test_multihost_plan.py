@@ -7,6 +7,7 @@ import pytest
 
 from jobs.models import Job, Lease, Suite
 from tests import factories as f
+from tests.multihost import multihost_job, role
 from tests.ui.conftest import HTMX
 
 pytestmark = pytest.mark.django_db
@@ -121,3 +122,25 @@ def test_the_submit_forms_preview_names_the_hosts_of_a_multi_host_job(
     assert "1 of your 1 job would start now" in preview
     assert "bt_Pair would run on b-dut" in preview and "b-ap (peer)" in preview
     assert not Suite.objects.exists()
+
+
+def test_locking_the_last_host_of_a_role_strands_a_multi_host_job_and_names_the_role(
+    staff_client, chambers
+):
+    # Only chamber b has two bt DUTs and an AP: locking b-ap leaves no chamber that could
+    # serve the peer role with the rest; locking a-ap leaves chamber b whole.
+    job = multihost_job(
+        "bt_Pair",
+        [role("dut", ["bt"], count=2), role("peer", ["ap"])],
+        together_by="chamber",
+    )
+
+    body = staff_client.post(URL, {"lock_hosts": ["b-ap"]}, format="json").json()
+
+    assert body["counts"]["stranded"] == 1
+    (stranded,) = body["stranded"]
+    assert (stranded["job"], stranded["role"]) == (job.pk, "peer")
+    assert "bt_Pair: no hosts left for role peer" in body["summary"]
+    harmless = staff_client.post(URL, {"lock_hosts": ["a-ap"]}, format="json").json()
+    assert harmless["counts"]["stranded"] == 0
+    assert not Lease.objects.exists()

@@ -165,6 +165,43 @@ def test_a_multihost_job_counts_once_toward_its_workers_capacity(chamber):
     assert Worker.objects.filter(pk=w1.pk).worker_loads()["w1"].running == 2
 
 
+def test_a_two_host_job_starts_on_a_worker_with_one_job_slot_left(chamber):
+    # docs/scheduling.md#worker-capacity: w1 runs one job of its two; dut1 and dut2 are free.
+    # A job needing both starts this tick, and w1 then runs two jobs (it counts once).
+    w1 = Worker.objects.get(name="w1")
+    host_services.worker_update(worker=w1, by="sam", max_jobs=2)
+    lease_hosts(f.job("running", ["wifi-ap"]), [("", chamber["ap1"])])
+    assert Worker.objects.filter(pk=w1.pk).worker_loads()["w1"].running == 1
+    job = multihost_job("bt_Pair", [role("dut", ["board:x"], count=2)])
+
+    summary = services.scheduler_tick()
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.LEASED
+    assert sorted(lease.host.hostname for lease in attempt(job)) == ["dut1", "dut2"]
+    assert len(summary.leases) == 2
+    assert Worker.objects.filter(pk=w1.pk).worker_loads()["w1"].running == 2
+    assert selectors.workers_with_host_counts().get(pk=w1.pk).running == 2
+
+
+def test_a_worker_with_one_job_slot_never_gets_two_different_jobs(chamber):
+    # w1 may run one job: the two-dut job takes it (both duts), and the one-host job behind
+    # it waits for w1's capacity though ap1 is free.
+    w1 = Worker.objects.get(name="w1")
+    host_services.worker_update(worker=w1, by="sam", max_jobs=1)
+    job = multihost_job("bt_Pair", [role("dut", ["board:x"], count=2)])
+    later = f.job("solo", ["wifi-ap"])
+
+    services.scheduler_tick()
+
+    job.refresh_from_db()
+    later.refresh_from_db()
+    assert (job.status, later.status) == (JobStatus.LEASED, JobStatus.QUEUED)
+    assert Worker.objects.filter(pk=w1.pk).worker_loads()["w1"].running == 1
+    reason = selectors.wait_reasons_for([later])[later.pk]
+    assert "w1 at capacity (1 of 1)" in reason["message"]
+
+
 def _hold_dut2_for_a_two_dut_job(chamber: dict) -> Job:
     """dut1 runs a job expected to end in 10 minutes; a two-dut job holds dut2 meanwhile."""
     running = f.job("long", ["board:x"])
@@ -184,6 +221,26 @@ def test_the_holder_is_told_what_it_holds_and_when_it_is_expected_to_start(chamb
     assert reason["code"] == "holding_hosts"
     assert reason["message"].startswith("Holding 1 of 2 hosts")
     assert "expected start in about" in reason["message"]
+
+
+@pytest.mark.postgres
+def test_a_changed_estimate_of_a_running_job_moves_the_holders_expected_start(chamber):
+    # dut1 runs a job expected to take 10 minutes; the two-dut job holds dut2 meanwhile. The
+    # running job's estimate becomes 30 minutes: the next tick re-reads its host rather than
+    # copying the last plan, and the holder's expected start moves with it.
+    job = _hold_dut2_for_a_two_dut_job(chamber)
+    services.scheduler_tick()
+    services.scheduler_tick()
+    before = selectors.wait_reasons_for([job])[job.pk]["details"]["expected_start"]
+    running = Job.objects.get(name="long")
+    Job.objects.filter(pk=running.pk).update(estimated_duration=timedelta(minutes=30))
+
+    summary = services.scheduler_tick()
+
+    assert not summary.unchanged
+    after = selectors.wait_reasons_for([job])[job.pk]["details"]["expected_start"]
+    lease = Lease.objects.active().get(job=running)
+    assert after == (lease.acquired_at + timedelta(minutes=30)).isoformat() != before
 
 
 @pytest.mark.postgres

@@ -228,15 +228,60 @@ def test_a_multi_host_job_counts_its_hosts_toward_min_and_max_duts() -> None:
     assert reason.message == "Suite small holds 0 of max 2 hosts; this job needs 3"
 
 
-def test_each_host_of_a_multi_host_job_counts_against_its_workers_room() -> None:
-    # The conservative rule of docs/scheduling.md#worker-capacity: w1 may start one more job;
-    # M1's two hosts there count as two, so M1 does not start on w1 alone.
+def test_a_multi_host_job_counts_once_on_a_worker_it_holds_several_hosts_on() -> None:
+    # docs/scheduling.md#worker-capacity: w1 may start one more job and has two free phones;
+    # M1 needs two phones: it starts there, one job on w1.
     hosts = [host(1, "phone", worker="w1"), host(2, "phone", worker="w1")]
     m = multi(1, ("dut", ["phone"], 2))
     result = run(hosts, [m], workers={"w1": WorkerLoad(limit=2, running=1)})
-    assert result.assignments == ()
-    roomy = run(hosts, [m], workers={"w1": WorkerLoad(limit=3, running=1)})
-    assert len(roomy.assignments) == 2
+    assert result.assignments == (Assignment(1, 1, "dut", 0), Assignment(1, 2, "dut", 1))
+
+
+def test_a_one_slot_worker_never_gets_two_different_jobs() -> None:
+    # The slot M1 takes on w1 is its alone: J2 behind it, though a phone of w1 is still free,
+    # waits, and says w1 is at capacity (one job started of the one it could).
+    hosts = [
+        host(1, "phone", worker="w1"),
+        host(2, "phone", worker="w1"),
+        host(3, "phone", worker="w1"),
+    ]
+    m = multi(1, ("dut", ["phone"], 2), minute=0)
+    j2 = job(2, "phone", minute=1)
+    result = run(hosts, [m, j2], workers={"w1": WorkerLoad(limit=2, running=1)})
+    assert {a.job_id for a in result.assignments} == {1}
+    assert result.wait_reasons[2].message.endswith("on worker w1 at capacity (2 of 2)")
+    # Two one-host jobs on the same one slot: one starts.
+    pair = run(hosts, [job(3, "phone"), job(4, "phone")], workers={"w1": WorkerLoad(limit=1)})
+    assert len(pair.assignments) == 1
+
+
+def test_a_multi_host_job_counts_once_on_each_worker_it_spans() -> None:
+    # w1 and w2 may each start one more job, two phones each: M1 needs four and takes both
+    # workers' slots, once each; with one slot in all it cannot start.
+    hosts = [host(i, "phone", worker=f"w{(i + 1) // 2}") for i in range(1, 5)]
+    m = multi(1, ("dut", ["phone"], 4))
+    loads = {"w1": WorkerLoad(limit=1), "w2": WorkerLoad(limit=1)}
+    assert len(run(hosts, [m], workers=loads).assignments) == 4
+    short = {"w1": WorkerLoad(limit=1), "w2": WorkerLoad(limit=0)}
+    assert run(hosts, [m], workers=short).assignments == ()
+
+
+def test_a_one_host_job_moves_off_a_worker_so_a_multi_host_job_fits_there_whole() -> None:
+    # w1 may start one more job and has two phones; dut3 has no worker. J1 (first) is kept on
+    # h1 of w1; M2 needs two phones: J1 moves to dut3 and M2 takes w1's one slot for both.
+    hosts = [
+        host(1, "phone", worker="w1", hostname="a1"),
+        host(2, "phone", worker="w1", hostname="a2"),
+        host(3, "phone", hostname="dut3"),
+    ]
+    j1 = job(1, "phone", priority=70)
+    m = multi(2, ("dut", ["phone"], 2))
+    result = run(hosts, [j1, m], workers={"w1": WorkerLoad(limit=1)})
+    assert set(result.assignments) == {
+        Assignment(1, 3),
+        Assignment(2, 1, "dut", 0),
+        Assignment(2, 2, "dut", 1),
+    }
 
 
 # --- holds and backfill ------------------------------------------------------------------------
@@ -294,6 +339,25 @@ def test_a_short_job_backfills_a_held_host_and_a_long_one_does_not() -> None:
     )
     assert result.wait_reasons[3].code == WaitCode.OUTRANKED
     assert "1 is held for job 1" in result.wait_reasons[3].message
+
+
+def test_a_holder_whose_every_held_host_was_backfilled_says_it_still_holds_its_place() -> None:
+    # h1 free, h2 busy for 4 more minutes; M1 needs both and holds h1; a 1-minute job takes h1
+    # by backfill. M1 is still the holder: it says so, not that a host that fits is free.
+    hosts = [host(1, "board:eve"), busy(2, "board:eve", minutes=4)]
+    m = multi(1, ("dut", [], 2), labels=("board:eve",), minute=0)
+    short = sized(job(2, "board:eve", minute=5), 1)
+    result = run(hosts, [m, short])
+    assert leases(result) == {2: 1} and result.holds == {}
+    reason = result.wait_reasons[1]
+    assert reason.code == WaitCode.HOLDING_HOSTS
+    assert reason.message == (
+        "Holding none of its 2 hosts (board:eve) for now: the hosts it held went to shorter "
+        "jobs that end before it can start; expected start in about 4 min"
+    )
+    assert "free" not in reason.message
+    assert reason.details["held"] == 0
+    assert result.class_reasons["job=1"] == reason
 
 
 def test_a_job_with_no_estimate_backfills_by_the_default_duration() -> None:

@@ -261,15 +261,106 @@ def elastic_labs(draw: st.DrawFn) -> Lab:
     )
 
 
+@st.composite
+def capacity_labs(draw: st.DrawFn) -> Lab:
+    """Workers that may start fewer jobs than they have free hosts, multi-host jobs that could
+    put several hosts on one of them (where a job counting once matters), one-host jobs around
+    them, some pinned, and now and then a busy host for a hold."""
+    lab = draw(labs())
+    hosts = [
+        HostState(
+            id=i + 1,
+            hostname=draw(st.sampled_from(["a", "b", "c"])) + str(i),
+            labels=frozenset({"a"} | ({"b"} if draw(st.integers(0, 3)) == 0 else set())),
+            worker=draw(st.sampled_from(["w1", "w1", "w2", "w2", ""])),
+            **draw(st.sampled_from([{}, {}, {}, {"leased": True, "lease_priority": 40,
+                                               "busy_until": NOW + timedelta(minutes=5)}])),
+        )
+        for i in range(draw(st.integers(2, 6)))
+    ]  # fmt: skip
+    jobs = []
+    for i in range(draw(st.integers(1, 5))):
+        multi = draw(st.booleans())
+        count = draw(st.integers(1, 3))
+        jobs.append(
+            JobState(
+                id=300 + i,
+                name=f"C{i}",
+                suite_id=None,
+                priority=draw(st.sampled_from([40, 70])),
+                submitted_at=draw(st.sampled_from(MOMENTS)),
+                labels=frozenset(draw(st.sampled_from([(), (), ("a",), ("b",)]))),
+                pinned_host_id=None if multi or draw(st.integers(0, 3)) else len(hosts),
+                size_s=draw(st.sampled_from([None, 60.0, 3600.0])),
+                roles=tuple(
+                    RoleNeed(f"r{r}", frozenset(draw(st.sampled_from([(), (), ("b",)]))), count,
+                             count + draw(st.integers(0, 1)))
+                    for r in range(draw(st.integers(1, 2)))
+                ) if multi else (),
+            )
+        )  # fmt: skip
+    workers = {
+        w: WorkerLoad(limit=draw(st.integers(1, 3)), running=draw(st.integers(0, 1)))
+        for w in WORKERS[1:]
+        if draw(st.integers(0, 4))
+    }
+    return replace(lab, hosts=hosts, jobs=jobs, suites=[], workers=workers)
+
+
 # --- the reference ---------------------------------------------------------------------------
 
 
-def unit(labels: frozenset[str], pin: int | None = None) -> JobState:
-    """One host a job needs, as a one-host job the flow of test_planner_properties places."""
+def unit(labels: frozenset[str], pin: int | None = None, of: int = 0) -> JobState:
+    """One host a job needs (`of`: the job's id, which counts once on a worker)."""
     return JobState(
-        id=0, name="unit", suite_id=None, priority=0, submitted_at=NOW, labels=labels,
+        id=of, name="unit", suite_id=None, priority=0, submitted_at=NOW, labels=labels,
         pinned_host_id=pin,
     )  # fmt: skip
+
+
+def fits_once(units: list[JobState], lab: Lab) -> bool:
+    """Whether every unit can have a host of its own that it fits (a pinned unit: that host; a
+    unit named "elsewhere": one on no binding worker), each worker holding hosts of at most its
+    room of distinct jobs (units of one job, `id`, count once on a worker): by trying every
+    assignment, on concrete hosts."""
+    hosts = [h for h in lab.hosts if usable(h)]
+    if len(units) > len(hosts):
+        return False
+    order = sorted(range(len(units)), key=lambda u: units[u].pinned_host_id is None)
+    used: set[int] = set()
+    jobs_on: dict[str, dict[int, int]] = {}
+
+    def place(i: int) -> bool:
+        if i == len(order):
+            return True
+        u = units[order[i]]
+        for h in hosts:
+            if h.id in used or not u.labels <= h.labels or u.pinned_host_id not in (None, h.id):
+                continue
+            if u.name == "elsewhere" and binding(lab, h.worker):
+                continue
+            on = jobs_on.setdefault(h.worker, {})
+            room = lab.room(h.worker)
+            if u.id not in on and room is not None and len(on) >= room:
+                continue
+            used.add(h.id)
+            on[u.id] = on.get(u.id, 0) + 1
+            if place(i + 1):
+                return True
+            used.discard(h.id)
+            on[u.id] -= 1
+            if not on[u.id]:
+                del on[u.id]
+        return False
+
+    return place(0)
+
+
+def binding(lab: Lab, worker: str) -> bool:
+    """Whether a worker may start fewer jobs than it has free hosts (the planner's binding
+    workers, where a multi-host job's hosts stay where they were first placed)."""
+    room = lab.room(worker)
+    return room is not None and room < sum(usable(h) and h.worker == worker for h in lab.hosts)
 
 
 def role_labels(job: JobState, role: RoleNeed, value: str | None) -> frozenset[str]:
@@ -278,8 +369,8 @@ def role_labels(job: JobState, role: RoleNeed, value: str | None) -> frozenset[s
 
 def essential(job: JobState, value: str | None) -> list[JobState]:
     if not job.roles:
-        return [unit(job.labels, job.pinned_host_id)]
-    return [unit(role_labels(job, r, value)) for r in job.roles for _ in range(r.count)]
+        return [unit(job.labels, job.pinned_host_id, job.id)]
+    return [unit(role_labels(job, r, value), of=job.id) for r in job.roles for _ in range(r.count)]
 
 
 def values(lab: Lab, job: JobState) -> list[str | None]:
@@ -319,8 +410,11 @@ class Expected:
     expected_start: datetime | None = None
 
 
-def reference(lab: Lab) -> Expected:  # noqa: C901, PLR0915 - the rules, written out in one place
+def reference(lab: Lab, result: Plan) -> Expected:  # noqa: C901, PLR0915 - the rules, in one place
+    """`result`: the plan checked, for where it put a multi-host job's hosts on a binding
+    worker (a choice among equals the rules leave to the planner, which later jobs meet)."""
     policy = lab.policy
+    host_by_id = {h.id: h for h in lab.hosts}
     suite_by_id = {s.id: s for s in lab.suites}
     kept: list[JobState] = []  # every unit kept, in order
     kept_jobs: list[tuple[JobState, str | None]] = []
@@ -330,7 +424,7 @@ def reference(lab: Lab) -> Expected:  # noqa: C901, PLR0915 - the rules, written
     taken: dict[int, int] = {}  # suite -> hosts taken this tick
 
     def matchable(units: list[JobState]) -> bool:
-        return max_matching(units, lab.hosts, lab) == len(units)
+        return fits_once(units, lab)
 
     def capped(job: JobState, n: int) -> bool:
         s = suite_by_id.get(job.suite_id)  # type: ignore[arg-type]
@@ -343,13 +437,45 @@ def reference(lab: Lab) -> Expected:  # noqa: C901, PLR0915 - the rules, written
         held: list[JobState] = []
         for role in job.roles:
             for _ in range(role.count):
-                u = replace(unit(role_labels(job, role, value)), name=role.name)
+                # Held hosts count one job each on their worker.
+                u = replace(unit(role_labels(job, role, value), of=-1 - len(held)), name=role.name)
                 if not matchable([*base, *held, u]):
                     break
                 held.append(u)
         return held
 
+    def elastic_of(job: JobState) -> list[tuple[str, int, int]]:
+        """The plan's elastic hosts of the job: (role, host, slot), by slot."""
+        return sorted(
+            ((a.role, a.host_id, a.slot) for a in result.assignments if a.job_id == job.id),
+            key=lambda x: x[2],
+        )[job.hosts_needed :]
+
+    def fix(u: JobState, role: str, where: list[tuple[str, int]]) -> JobState:
+        """A kept multi-host unit of this role: on the plan's next host of the role on a binding
+        worker if one is left in `where` (taken from it), else kept off binding workers."""
+        found = next((x for x in where if x[0] == role), None)
+        if found is None:
+            return replace(u, name="elsewhere")
+        where.remove(found)
+        return replace(u, pinned_host_id=found[1])
+
     def keep(job: JobState, value: str | None, units: list[JobState]) -> None:
+        if job.roles:
+            # Its hosts on binding workers stay where the plan put them.
+            essential_hosts = sorted(
+                (a.slot, a.role, a.host_id) for a in result.assignments if a.job_id == job.id
+            )[: job.hosts_needed]
+            where = [
+                (role, h)
+                for _slot, role, h in essential_hosts
+                if binding(lab, host_by_id[h].worker)
+            ]
+            # The others may move for a later job, to hosts on no binding worker.
+            essential_roles = [r.name for r in job.roles for _ in range(r.count)]
+            units = list(units)
+            for i, name in enumerate(essential_roles):
+                units[i] = fix(units[i], name, where)
         kept.extend(units)
         kept_jobs.append((job, value))
         if job.suite_id is not None:
@@ -424,9 +550,16 @@ def reference(lab: Lab) -> Expected:  # noqa: C901, PLR0915 - the rules, written
     for job, value in kept_jobs:
         for role in job.roles:
             for _ in range(role.max - role.count):
-                u = unit(role_labels(job, role, value))
+                u = unit(role_labels(job, role, value), of=job.id)
                 if capped(job, 1) or not matchable([*kept, *hold, *extra, u]):
                     break
+                # Then where the plan put this elastic host, if on a binding worker.
+                got = out.hosts[job.id][role.name] - role.count
+                mine = [h for r, h, slot in elastic_of(job) if r == role.name]
+                if got < len(mine) and binding(lab, host_by_id[mine[got]].worker):
+                    u = replace(u, pinned_host_id=mine[got])
+                else:
+                    u = replace(u, name="elsewhere")
                 extra.append(u)
                 taken[job.suite_id] = taken.get(job.suite_id, 0) + 1  # type: ignore[index]
                 out.hosts[job.id][role.name] += 1
@@ -461,7 +594,7 @@ def got_hosts(result: Plan) -> dict[int, dict[str, int]]:
     return got
 
 
-any_labs = st.one_of(labs(), holding_labs(), elastic_labs())
+any_labs = st.one_of(labs(), holding_labs(), elastic_labs(), capacity_labs())
 
 
 @PROPERTY
@@ -504,15 +637,16 @@ def test_every_lease_and_hold_is_valid(lab: Lab) -> None:
         assert usable(host) and job.roles and job_id not in by_job
         assert any(r.labels <= host.labels for r in job.roles)
     assert len(set(result.holds.values())) <= 1, "more than one holder"
-    # Caps count hosts; workers never start more than their room (a host counts once each).
+    # Caps count hosts; workers never start more than their room, a multi-host job once on
+    # each worker it holds a host on.
     for s in lab.suites:
         got = sum(job_by_id[a.job_id].suite_id == s.id for a in result.assignments)
         if s.max_duts is not None:
             assert got == 0 or s.held + got <= s.max_duts
     for w in {h.worker for h in lab.hosts}:
         room = lab.room(w)
-        started = sum(host_by_id[a.host_id].worker == w for a in result.assignments)
-        assert room is None or started <= max(room, 0)
+        started = {a.job_id for a in result.assignments if host_by_id[a.host_id].worker == w}
+        assert room is None or len(started) <= max(room, 0)
 
 
 @PROPERTY
@@ -521,7 +655,7 @@ def test_the_plan_is_the_reference_s(lab: Lab) -> None:
     """Leased jobs and their hosts per role (essential and elastic), the holder and how many
     hosts it holds: the rules of docs/scheduling.md taken one job at a time on concrete hosts."""
     result = plan_of(lab)
-    expected = reference(lab)
+    expected = reference(lab, result)
     assert got_hosts(result) == expected.hosts
     holders = set(result.holds.values())
     assert holders == ({expected.holder} if expected.holder else set())

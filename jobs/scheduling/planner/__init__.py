@@ -180,7 +180,7 @@ def plan(
 
     units = leaser.units
     hold_units = leaser.hold_units()
-    host_ids = assign_hosts(matching, [*units, *hold_units], hosts_by_id)
+    host_ids = assign_hosts(matching, [*units, *hold_units], hosts_by_id, leaser.placed)
     assignments = _assignments(units, host_ids[: len(units)])
     holds = {host_ids[len(units) + i]: job.id for i, (job, *_rest) in enumerate(hold_units)}
 

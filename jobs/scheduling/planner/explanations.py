@@ -170,6 +170,9 @@ class Explainer:
         holder: Hold | None = None,
     ) -> None:
         self.matching = matching
+        # The tick's holder, even when backfilled jobs took every host it held (it still holds
+        # its place: its expected start decides who backfills); `holder` only while it holds.
+        self.hold = holder
         self.holder = holder if holder is not None and holder.total else None
         self.suite_by_id = suite_by_id
         self.room = room  # hosts each capped suite could still take after this tick
@@ -543,9 +546,17 @@ class Explainer:
         if not labels:
             labels = {label for role in job.roles for label in role.labels}
         what = f" ({_names(labels)})" if labels else ""
+        if held:
+            message = f"Holding {held} of {need} hosts{what}; {self.expected(hold)}"
+        else:
+            # Backfilled jobs took every host it held: they end before it can start.
+            message = (
+                f"Holding none of its {need} hosts{what} for now: the hosts it held went to "
+                f"shorter jobs that end before it can start; {self.expected(hold)}"
+            )
         return WaitReason(
             WaitCode.HOLDING_HOSTS,
-            f"Holding {held} of {need} hosts{what}; {self.expected(hold)}",
+            message,
             {
                 "held": held,
                 "needed": need,
@@ -623,7 +634,7 @@ def explain_multi(
     """Say why the waiting multi-host jobs wait: once per group (`group_key`: shape, suite),
     the holder apart. Adds them to `class_reasons` (the holder's under `holder_key`); returns
     the reason per group and the holder's."""
-    hold = explainer.holder
+    hold = explainer.hold
     holder_id = hold.job.id if hold is not None else None
     by_group: dict[tuple, WaitReason] = {}
     for key, group in groups.items():

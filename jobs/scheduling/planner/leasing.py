@@ -27,6 +27,8 @@ from jobs.scheduling.planner.types import HostState, JobState, Policy
 
 # One host a kept job gets: (job, matching class, build, role, slot); slot -1: a held host.
 Unit = tuple[JobState, int, str, str, int]
+# A multi-host job's hosts on binding workers: slot -> host class.
+Placed = dict[int, int]
 
 
 class Leaser:
@@ -49,10 +51,12 @@ class Leaser:
         self.leased_ids: set[int] = set()
         self.multi = MultiHost(matching, hosts)
         self.multi_leased: list[tuple[JobState, Spec, str | None]] = []
+        self.placed: dict[int, Placed] = {}  # job id -> its hosts on binding workers
         self.holder: Hold | None = None
         self.bf_dead: list[bool] = []  # one-host classes: cannot be added to the kept jobs alone
         self.bf_probed: set[int] = set()
         self._reach: int | None = None  # see reach(); None: to compute again
+        self._backfilled: Placed | None = None  # where the last backfill put its hosts
         self.version = 0  # counts changes of what reach() reads
 
     # --- keeping a job ------------------------------------------------------------------------
@@ -73,7 +77,12 @@ class Leaser:
         return True
 
     def _keep(
-        self, job: JobState, units: list[tuple[int, int]], build: str, value: str | None
+        self,
+        job: JobState,
+        units: list[tuple[int, int]],
+        build: str,
+        value: str | None,
+        placed: Placed | None = None,
     ) -> None:
         self._reach = None
         self.version += 1
@@ -85,6 +94,8 @@ class Leaser:
                 (job, j, build, roles[r].name, slot) for slot, (r, j) in enumerate(units)
             )
             self.multi_leased.append((job, self.multi.spec(job), value))
+            if placed:
+                self.placed[job.id] = placed
         else:
             self.units.append((job, units[0][1], build, "", 0))
         self.leased_ids.add(job.id)
@@ -99,21 +110,118 @@ class Leaser:
             return False
         matching = self.matching
         build = self.build_of.get(job.suite_id, "")  # type: ignore[arg-type]
-        need = job.hosts_needed
         for value in self.multi.values(spec):
-            if matching.free < need:
-                break
+            if not matching.free:
+                break  # no job slot left: the job's first host would need one
             units = self.multi.units(spec, value)
-            saved = matching.checkpoint()
-            if all(matching.add(j, build) for _r, j in units):
-                matching.commit()
-                self._keep(job, units, build, value)
+            placed = self.trial(units, build)
+            if placed is not None:
+                self._keep(job, units, build, value, placed)
                 return True
-            matching.restore(saved)
         spec.dead = True
         if self.holder is None:
             spec.bf_dead = True  # no hold: the kept jobs alone refused it
         return False
+
+    def trial(self, units: list[tuple[int, int]], build: str) -> Placed | None:
+        """Match all the units of one multi-host job at once, or none (the matching rolled
+        back); return where they went on binding workers, or None.
+
+        A job counts once on each worker it holds a host on
+        (docs/scheduling.md#worker-capacity). Its hosts are placed one by one (`place`), each
+        where the matching finds room, else on a free host of a worker it already counts on;
+        if that fails and some worker's capacity binds, again with the free hosts of the
+        workers it counts on tried first, then once more per such worker that could take two
+        of its hosts, that worker tried first for each host."""
+        placed = self._try(units, build, False, None)
+        if placed is not None or not self.matching.binding_bits:
+            return placed
+        for first in [None, *self._bundles(units)]:
+            placed = self._try(units, build, True, first)
+            if placed is not None:
+                return placed
+        return None
+
+    def _try(
+        self, units: list[tuple[int, int]], build: str, free_first: bool, first: int | None
+    ) -> Placed | None:
+        matching = self.matching
+        saved = matching.checkpoint()
+        placed = self.place(units, build, first=first, free_first=free_first)
+        if placed is None:
+            matching.restore(saved)
+        else:
+            matching.commit()
+        return placed
+
+    def _bundles(self, units: list[tuple[int, int]]) -> list[int]:
+        """The binding workers with free hosts for two or more of the units (their jobs may
+        move elsewhere), in name order."""
+        m = self.matching
+        found = []
+        for w, bits in enumerate(m.worker_bits):
+            if not bits & m.open_bits:
+                continue
+            hosts = 0
+            for c in bit_indexes(bits):
+                if any(m.eligible[j] >> c & 1 for _r, j in units):
+                    hosts += m.capacity[c]
+            if hosts >= 2:
+                found.append(w)
+        return found
+
+    def place(
+        self,
+        units: list[tuple[int, int]],
+        build: str,
+        *,
+        first: int | None = None,
+        free_first: bool = False,
+        placed: Placed | None = None,
+        slot: int = 0,
+    ) -> Placed | None:
+        """Add the units of one multi-host job to the matching (within a trial): each where
+        the matching finds room (on worker `first` if it can, when given), else on a free host
+        of a binding worker the job already holds a host on, without a job slot
+        (Matching.place_on); `free_first`: that free host first. A host placed on a worker the
+        job already counts on by moving another job off it gives that job's slot back. Its
+        hosts on binding workers stay there for the tick (Matching.staying). Returns their
+        host classes by slot (`slot`: the first unit's; added to `placed`, the job's earlier
+        ones), or None if a unit does not fit."""
+        m = self.matching
+        placed = {} if placed is None else placed
+        mine: set[int] = {m.worker_of[c] for c in placed.values()}
+        for at, (_r, j) in enumerate(units, start=slot):
+            c = self._place_on(j, mine) if free_first else -1
+            if c < 0:
+                if (
+                    first is not None
+                    and first not in mine
+                    and m.add(j, build, m.worker_bits[first])
+                ) or m.add(j, build):
+                    c = m.last
+                    if m.worker_of[c] in mine:
+                        # It took a host of a worker the job counts on by moving another job
+                        # off it: the slot that job left is free.
+                        m.grant(m.worker_of[c], 1)
+                elif not free_first:
+                    c = self._place_on(j, mine)
+                if c < 0:
+                    return None
+            w = m.worker_of[c]
+            if w >= 0:
+                mine.add(w)
+                placed[at] = c
+        return placed
+
+    def _place_on(self, j: int, workers: set[int]) -> int:
+        """A unit of class j on a free host of one of these workers, without a job slot; its
+        host class, or -1."""
+        for w in sorted(workers):
+            c = self.matching.place_on(j, w)
+            if c >= 0:
+                return c
+        return -1
 
     # --- the main phase, with the hold --------------------------------------------------------
 
@@ -160,7 +268,7 @@ class Leaser:
         for value in self.multi.values(spec):
             units = self.multi.units(spec, value)
             if self._backfill(units, build, commit=True):
-                self._keep(job, units, build, value)
+                self._keep(job, units, build, value, self._backfilled)
                 return
         spec.bf_dead = True
 
@@ -280,7 +388,11 @@ class Leaser:
         was = [dead[j] for _r, j in units]
         for _r, j in units:
             matching.set_dead(j, False)  # its marks were made with the hold in place
-        fits = all(matching.add(j, build) for _r, j in units)
+        if units[0][0] >= 0:  # a multi-host job's
+            self._backfilled = self.place(units, build)
+            fits = self._backfilled is not None
+        else:
+            fits = matching.add(units[0][1], build)
         if not fits or not commit:
             matching.restore(saved)
             return fits
@@ -343,20 +455,24 @@ class Leaser:
     def elastic(self) -> None:
         """Grant elastic hosts (up to each role's max) to the multi-host jobs leased in this
         tick, in lease order, from hosts no job took or holds, within the suites' max_duts."""
-        matching = self.matching
         for job, spec, value in self.multi_leased:
             build = self.build_of.get(job.suite_id, "")  # type: ignore[arg-type]
             classes = self.multi.classes(spec, value)
             slot = job.hosts_needed
-            for role, j in zip(spec.roles, classes, strict=True):
+            placed = self.placed.get(job.id, {})
+            for r, (role, j) in enumerate(zip(spec.roles, classes, strict=True)):
                 for _ in range(role.max - role.count):
                     left = self.room.get(job.suite_id)  # type: ignore[arg-type]
-                    if (left is not None and left <= 0) or not matching.add(j, build):
+                    if left is not None and left <= 0:
+                        break
+                    if self.place([(r, j)], build, placed=placed, slot=slot) is None:
                         break
                     if left is not None:
                         self.room[job.suite_id] = left - 1  # type: ignore[index]
                     self.units.append((job, j, build, role.name, slot))
                     slot += 1
+            if placed:
+                self.placed[job.id] = placed
 
     def hold_units(self) -> list[Unit]:
         """The held hosts as units (slot -1), for the assignment of concrete hosts."""

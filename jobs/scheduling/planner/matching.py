@@ -89,6 +89,11 @@ class Matching:
             max(0, n) for n in self.worker_room
         )
         self.occupants: list[dict[int, int]] = [{} for _ in ranked]  # job class -> jobs
+        # The multi-host job classes (Leaser): their hosts on a binding worker never move, and
+        # their others never move onto one, so that the workers a job counts on stay those its
+        # trial found (see `place_on`).
+        self.staying: set[int] = set()
+        self.last = -1  # the host class the latest successful `add` put its job in
 
         self.eligible: list[int] = []  # per job class: bitset of host classes
         self.pinned: list[int | None] = []
@@ -119,6 +124,11 @@ class Matching:
         self.worker_names = workers
         self.worker_room = [room[name] for name in workers]
         self.worker_used = [0] * len(workers)
+        # Room granted by `grant`: hosts of a multi-host job on a worker it already counts on.
+        self.worker_grant = [0] * len(workers)
+        self.binding_bits = 0  # the classes of every binding worker
+        for bits in self.worker_bits:
+            self.binding_bits |= bits
         self.blocked_bits = 0  # classes whose worker has started all it may
         for w, n in enumerate(self.worker_room):
             if n <= 0:
@@ -162,8 +172,11 @@ class Matching:
             bits &= self.label_bits.get(label, 0)
         return bits
 
-    def add(self, j: int, build: str) -> bool:
-        """Match one more job of class j, moving earlier jobs if needed; False if impossible."""
+    def add(self, j: int, build: str, only: int | None = None) -> bool:
+        """Match one more job of class j, moving earlier jobs if needed; False if impossible.
+
+        `only`: start it in these host classes only (a multi-host job tried on one worker
+        first); a failure then says nothing of the class and marks nothing dead."""
         if self.dead[j]:
             return False
         pin = self.pinned[j]
@@ -172,6 +185,8 @@ class Matching:
             self._mark_dead(j)
             return False
         eligible = self.eligible[j] & ~self.dead_bits
+        if only is not None:
+            eligible &= only
         open_ = eligible & self.open_bits & ~self.blocked_bits
         if open_:
             affine = open_ & self.affine_bits.get(build, 0) if build else 0
@@ -183,8 +198,10 @@ class Matching:
                 # The kept jobs plus this one cannot be matched. Kept jobs are never dropped, so
                 # every later job of this class meets a superset of them and fails too
                 # (dependent sets stay dependent in a matroid): skip them in O(1).
-                self._mark_dead(j)
+                if only is None:
+                    self._mark_dead(j)
                 return False
+        self.last = start
         self._occupy(start, j, +1)
         if build and self.affine_left.get((start, build), 0) > 0:
             journal = self._journal
@@ -199,6 +216,35 @@ class Matching:
                 self._journal.append((self.pins_taken, pin, _ADDED))
             self.pins_taken.add(pin)
         return True
+
+    def place_on(self, j: int, w: int) -> int:
+        """Put one more job of class j on a free host of binding worker w without a job slot of
+        it: a host of a multi-host job on a worker it already counts on
+        (docs/scheduling.md#worker-capacity). A free host only, no move: nothing else gains
+        from the slot. Returns the host class, or -1 if w has no free host for j."""
+        # A free host is enough, in a class closed to searches too (dead_bits): it is closed
+        # because its worker is full, and this host takes no slot of it.
+        open_ = self.eligible[j] & self.worker_bits[w] & self.open_bits
+        if not open_:
+            return -1
+        c = lowest_bit(open_)
+        self.grant(w, 1)
+        self._fill(c)
+        self._occupy(c, j, +1)
+        return c
+
+    def grant(self, w: int, n: int) -> None:
+        """Give binding worker w n more job slots this tick: n of its hosts taken by a job that
+        counts on it once already (journalled, so a failed trial takes them back)."""
+        journal = self._journal
+        if journal is not None:
+            journal.append((self.worker_room, w, self.worker_room[w]))
+            journal.append((self.worker_grant, w, self.worker_grant[w]))
+        self.worker_room[w] += n
+        self.worker_grant[w] += n
+        self.free += n
+        if self.worker_used[w] < self.worker_room[w]:
+            self.blocked_bits &= ~self.worker_bits[w]
 
     def _mark_dead(self, j: int) -> None:
         if self._journal is not None:
@@ -337,11 +383,15 @@ class Matching:
                         visited |= 1 << t
                         parent[t] = (c, _HOP)
                         queue.append(t)
+            staying = self.staying if w >= 0 else ()
             for j in self.occupants[c]:
-                if j in expanded:
-                    continue
+                if j in expanded or j in staying:
+                    continue  # a multi-host job's host on a binding worker stays (place_on)
                 expanded.add(j)
                 targets = self.eligible[j] & ~visited & ~self.dead_bits
+                if j in self.staying:
+                    # Its other hosts move only off binding workers: where it counts stays known.
+                    targets &= ~self.binding_bits
                 if not targets:
                     continue
                 open_ = targets & self.open_bits & ~self.blocked_bits
@@ -377,11 +427,15 @@ class Matching:
         return c
 
     def at_capacity(self) -> dict[str, int]:
-        """The binding workers this tick filled: name -> jobs it started."""
+        """The binding workers this tick filled: name -> jobs it started (a multi-host job once)."""
         return {
-            name: used
-            for name, used, room in zip(
-                self.worker_names, self.worker_used, self.worker_room, strict=True
+            name: used - granted
+            for name, used, room, granted in zip(
+                self.worker_names,
+                self.worker_used,
+                self.worker_room,
+                self.worker_grant,
+                strict=True,
             )
             if used >= room
         }
@@ -407,13 +461,17 @@ def assign_hosts(
     matching: Matching,
     leased: Sequence[tuple[JobState, int, str, str, int]],
     hosts_by_id: Mapping[int, HostState],
+    placed: Mapping[int, Mapping[int, int]] | None = None,
 ) -> list[int]:
     """Give each leased unit (job, job class, build, role, slot) a concrete host within the host
     classes the matching chose; return the host id of each, in order.
 
-    Pinned jobs take their host first; then each retried job takes a host it has not failed on;
-    then each job whose suite has a build takes a host already on that build (no
-    re-provisioning); the rest take the lowest hostname. Units earlier in the order choose first.
+    Pinned jobs take their host first; then `placed` (per multi-host job, the host class of
+    each of its slots the matching put on a binding worker) a host there, so each such worker
+    counts the job as the matching did (Leaser.place); then each retried job
+    takes a host it has not failed on; then each job whose suite has a build takes a host
+    already on that build (no re-provisioning); the rest take the lowest hostname. Units
+    earlier in the order choose first.
     """
     slots: dict[tuple[int, int], int] = {}  # (job class, host class) -> units to place there
     slot_bits: dict[int, int] = defaultdict(int)
@@ -435,8 +493,10 @@ def assign_hosts(
         pin = job.pinned_host_id
         if pin is not None and not job.roles:
             take(u, j, matching.class_of_host[pin], hosts_by_id[pin])
+    if placed:
+        _place_as_matched(matching, leased, placed, taken, take)
 
-    _place_away_from_failures(matching, leased, slot_bits, taken, take)
+    _place_away_from_failures(matching, leased, slot_bits, taken, host_of, take)
     _place_on_builds(matching, leased, slot_bits, taken, host_of, take)
 
     cursor = [0] * len(matching.hosts)
@@ -451,11 +511,29 @@ def assign_hosts(
     return [host_of[u] for u in range(len(leased))]
 
 
+def _place_as_matched(
+    matching: Matching,
+    leased: Sequence[tuple[JobState, int, str, str, int]],
+    placed: Mapping[int, Mapping[int, int]],
+    taken: set[int],
+    take: Callable[[int, int, int, HostState], None],
+) -> None:
+    """Give each multi-host unit the matching put on a binding worker a host of that class
+    (one it has not failed on, if it can)."""
+    for u, (job, j, _build, _role, slot) in enumerate(leased):
+        c = placed.get(job.id, {}).get(slot) if slot >= 0 else None
+        if c is None:
+            continue
+        members = [h for h in matching.hosts[c] if h.id not in taken]
+        take(u, j, c, next((h for h in members if h.id not in job.avoid_hosts), members[0]))
+
+
 def _place_away_from_failures(
     matching: Matching,
     leased: Sequence[tuple[JobState, int, str, str, int]],
     slot_bits: Mapping[int, int],
     taken: set[int],
+    host_of: Mapping[int, int],
     take: Callable[[int, int, int, HostState], None],
 ) -> None:
     """Give each retried job the lowest free host it has not failed on, where there is one."""
@@ -463,7 +541,11 @@ def _place_away_from_failures(
     # the search starts past them (a cold tick places thousands of retried jobs).
     skip = [0] * len(matching.hosts)
     for u, (job, j, _build, _role, _slot) in enumerate(leased):
-        if not job.avoid_hosts or (job.pinned_host_id is not None and not job.roles):
+        if (
+            not job.avoid_hosts
+            or (job.pinned_host_id is not None and not job.roles)
+            or u in host_of
+        ):
             continue
         for c in bit_indexes(slot_bits[j]):
             members = matching.hosts[c]

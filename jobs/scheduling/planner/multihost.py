@@ -103,6 +103,7 @@ class MultiHost:
         found = spec.classes.get(value)
         if found is None:
             found = spec.classes[value] = self._register(spec, value)
+            self.matching.staying.update(found)
         return found
 
     def hold_classes(self, spec: Spec, value: str | None) -> list[int]:

@@ -35,6 +35,6 @@ def backward(apps, schema_editor):  # noqa: ANN001, ARG001
 
 
 class Migration(migrations.Migration):
-    dependencies = [("jobs", "0011_multi_host")]
+    dependencies = [("jobs", "0012_wait_reason_classes")]
 
     operations = [migrations.RunPython(forward, backward)]

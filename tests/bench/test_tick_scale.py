@@ -65,8 +65,11 @@ def test_the_tick_takes_as_many_queries_at_400_hosts_as_at_20(monkeypatch) -> No
     # The cold tick also queues and leases repair jobs for the hosts labgen marks broken, and
     # looks for open fan-out suites (one query, on ticks after a write), reads the scheduler
     # settings (one query, on ticks that plan) and the capacity of the workers whose hosts get
-    # a maintenance job (one query, when there are such jobs to lease).
-    assert max(big.values()) <= 43
+    # a maintenance job (one query, when there are such jobs to lease). A tick that leases reads
+    # the hosts released while it ran before each lease statement (one query), and a tick that
+    # plans checks its copy of the wait-reason table and writes the classes that changed (up
+    # to three: the check, the delete, the upsert).
+    assert max(big.values()) <= 48
 
 
 @pytest.mark.postgres

@@ -226,7 +226,7 @@ def test_the_api_and_the_host_page_show_the_next_automatic_repair(rack, sam, cli
     shown = re.search(r"<dd data-next-repair>(.*?)</dd>", page, re.S)
     assert shown is not None
     local = timezone.localtime(when)
-    assert f"at {local:%Y-%m-%d %H:%M}" in shown.group(1)
+    assert f"at {local:%Y-%m-%d %H:%M} {local.tzname()}" in shown.group(1)
 
     host_services.host_lock(host=h1(), by="sam", reason="on the bench")
     page = client.get("/hosts/h1/").content.decode()
@@ -242,4 +242,6 @@ def test_the_dashboard_callout_says_when_the_next_automatic_try_is(rack, sam, cl
     assert callout is not None
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", callout.group(1))).strip()
     local = timezone.localtime(failed_at + 4 * HOUR)
-    assert text.endswith(f"it needs a person; next automatic try at {local:%Y-%m-%d %H:%M}.")
+    assert text.endswith(
+        f"it needs a person; next automatic try at {local:%Y-%m-%d %H:%M} {local.tzname()}."
+    )

@@ -206,7 +206,7 @@ def test_the_host_page_says_when_it_may_come_sooner_and_counts_rounds(rack, sam,
     client.force_login(sam)
     page = re.sub(r"\s+", " ", client.get("/hosts/h1/").content.decode())
     sooner = timezone.localtime(failed_at + HALF)
-    assert f"sooner, from {sooner:%Y-%m-%d %H:%M}, if queued jobs need it" in page
+    assert f"sooner, from {sooner:%Y-%m-%d %H:%M} {sooner.tzname()}, if queued jobs need it" in page
     assert re.search(r"Automatic rounds</dt> ?<dd[^>]*>0", page)
 
 

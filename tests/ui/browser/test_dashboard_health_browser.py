@@ -48,7 +48,7 @@ def test_staff_see_who_failed_repair_and_the_capacity_chart(page, sam, settings,
     expect(callout).to_have_text(
         re.compile(
             r"2 hosts failed repair: dut4, dut12 — they need a person; "
-            r"next automatic try at \d{4}-\d\d-\d\d \d\d:\d\d\."
+            r"next automatic try at \d{4}-\d\d-\d\d \d\d:\d\d UTC\."
         ),
         use_inner_text=True,
     )

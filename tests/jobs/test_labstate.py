@@ -22,7 +22,7 @@ from django.utils import timezone
 from hosts import services as host_services
 from hosts.models import Host, Label, Worker
 from jobs import selectors, services
-from jobs.models import Job, Lease, Suite, WaitReasonClass
+from jobs.models import Job, Lease, SchedulerTick, Suite, WaitReasonClass
 from jobs.scheduling import labstate, planner, snapshot
 from jobs.scheduling import tick as tick_module
 from tests import factories as f
@@ -329,7 +329,10 @@ def test_random_event_sequences_plan_as_a_whole_read(seed, host_choice, monkeypa
     assert checker.whole >= 1 + crashed  # the first tick, and one after each crash at least
     assert other >= 1
     assert leased >= 10
-    assert Lease.objects.filter(slot__gt=0).exists()  # multi-host jobs were leased too
+    # Multi-host jobs were planned too: leased, or holding hosts. Which of the two depends on
+    # how long the sequence's ticks take (leases run out, workers go quiet by the clock).
+    held = SchedulerTick.objects.exclude(holds={}).exists()
+    assert Lease.objects.filter(slot__gt=0).exists() or held
 
 
 def test_a_tick_after_a_crash_or_another_cluster_reads_the_lab_whole(monkeypatch):

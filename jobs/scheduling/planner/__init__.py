@@ -164,9 +164,8 @@ def plan(
     room = {s.id: s.max_duts - s.held for s in suites if s.max_duts is not None}
     leaser = Leaser(matching, hosts, room, build_of, policy, now)
     if host_index is not None and multi_groups:
-        # The busy hosts a hold may wait for, as the kept index holds them: what
-        # MultiHost.expected_start would otherwise collect with a pass over every host.
-        leaser.multi._busy = index.busy_by_labels()
+        # The busy hosts a hold may wait for, as the kept index holds them.
+        leaser.multi.use_busy(index.busy_by_labels())
 
     _quota_phase(quota_suites(suites, policy, now), jobs, matching, room, class_ids, leaser)
 

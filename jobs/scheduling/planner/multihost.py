@@ -124,6 +124,11 @@ class MultiHost:
         classes = self.classes(spec, value)
         return [(r, classes[r]) for r, role in enumerate(spec.roles) for _ in range(role.count)]
 
+    def use_busy(self, busy: list[tuple[frozenset[str], list[HostState]]]) -> None:
+        """Take the busy hosts by label set from a kept host index (as `_busy_by_labels` lists
+        them), instead of collecting them with a pass over every host."""
+        self._busy = busy
+
     def expected_start(self, spec: Spec, value: str | None, missing: list[int]) -> datetime | None:
         """When busy hosts could supply the missing hosts of each role: the earliest time by
         which that many of them (each fitting its role) are expected to be freed; None if the

@@ -41,3 +41,9 @@ class EventKind(models.TextChoices):
     RETIRED = "retired", "Retired"
     RETRIED = "retried", "Job retried"
     PREEMPTED = "preempted", "Job preempted"
+    PROVISIONED = "provisioned", "Provisioned"
+
+
+class ProvisionResult(models.TextChoices):
+    OK = "ok", "Provisioned"
+    FAILED = "failed", "Provisioning failed"

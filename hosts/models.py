@@ -8,7 +8,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from hosts.choices import EventKind, HostStatus
+from hosts.choices import EventKind, HostStatus, ProvisionResult
 from hosts.querysets import HostQuerySet, WorkerQuerySet, seen_online, worker_capacity
 from hosts.validators import NAME_VALIDATORS, label_validator
 from schedsite.model_fields import account_link
@@ -88,6 +88,8 @@ class Host(models.Model):
     locked_by = account_link("+")
     locked_at = models.DateTimeField(null=True, blank=True)
     current_build = models.CharField(max_length=200, blank=True)
+    # When a runner last reported putting current_build on it (a `start` with a `build`).
+    provisioned_at = models.DateTimeField(null=True, blank=True)
     # Failed repairs in a row; at REPAIR_MAX_ATTEMPTS the host goes to repair_failed.
     repair_attempts = models.PositiveSmallIntegerField(default=0, db_default=0)
     repair_not_before = models.DateTimeField(null=True, blank=True)  # the repair backoff
@@ -156,6 +158,35 @@ class HostEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.subject} {self.kind} by {self.actor}"
+
+
+class Provision(models.Model):
+    """One provisioning of a host: a runner putting a build on it before a job, as it reported
+    it (docs/scheduling.md#provisioning). The dashboard, `/metrics` and the size estimate's
+    provisioning time read these rows; the host's timeline has a `provisioned` event beside
+    each."""
+
+    host = models.ForeignKey(
+        Host, null=True, blank=True, on_delete=models.SET_NULL, related_name="provisions"
+    )
+    hostname = models.CharField(max_length=255)  # the host's name then
+    # The host's board label then ("board:eve"), "" if it had none: the estimate's median
+    # provisioning time is per board.
+    board = models.CharField(max_length=100, blank=True)
+    build = models.CharField(max_length=200)  # the build put on it
+    from_build = models.CharField(max_length=200, blank=True)  # its current_build before
+    result = models.CharField(max_length=10, choices=ProvisionResult.choices)
+    seconds = models.FloatField(null=True, blank=True)  # how long it took, if the runner said
+    lease_id = models.BigIntegerField(null=True, blank=True)
+    job_id = models.BigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["board", "result", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.hostname} {self.result} {self.build}"
 
 
 class HealthPolicy(models.Model):

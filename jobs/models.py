@@ -118,6 +118,8 @@ class Job(models.Model):
     name = models.CharField(max_length=200)
     priority = models.PositiveSmallIntegerField(default=DEFAULT_PRIORITY)
     label_key = models.CharField(max_length=2000, blank=True)  # encode_labels(); immutable
+    # A standalone job's build to test; a suite's jobs test the suite's build (`build_to_test`).
+    build = models.CharField(max_length=200, blank=True, default="", db_default="")
     host = models.ForeignKey(  # a pinned host
         "hosts.Host", null=True, blank=True, on_delete=models.PROTECT, related_name="pinned_jobs"
     )
@@ -212,6 +214,11 @@ class Job(models.Model):
     def labels(self) -> list[str]:
         return decode_labels(self.label_key)
 
+    @property
+    def build_to_test(self) -> str:
+        """The build its hosts must carry: its suite's, or its own for a standalone job."""
+        return self.suite.build if self.suite_id else self.build
+
 
 class Lease(models.Model):
     """The only way anyone holds a host: a job's lease, or a manual reservation (no job)."""
@@ -238,6 +245,9 @@ class Lease(models.Model):
     role = models.CharField(max_length=100, blank=True, default="", db_default="")
     slot = models.PositiveSmallIntegerField(default=0, db_default=0)
     attempt = models.PositiveIntegerField(null=True, blank=True)
+    # The build its runner must put on the host before the test: the job's build when the
+    # host's current_build differed as the lease was made; "" when none is needed.
+    provision_to = models.CharField(max_length=200, blank=True, default="", db_default="")
 
     objects = LeaseQuerySet.as_manager()
 

@@ -49,6 +49,7 @@ from jobs.scheduling.planner.ordering import (
     reason_keys,
 )
 from jobs.scheduling.planner.types import (
+    BUILD_CHOICES,
     HOST_CHOICES,
     ORDERINGS,
     WAIT_CODES,
@@ -72,6 +73,7 @@ _ROLES = attrgetter("roles")
 
 __all__ = [
     "DEFAULT_POLICY",
+    "BUILD_CHOICES",
     "HOST_CHOICES",
     "WAIT_CODES",
     "ORDERINGS",
@@ -134,7 +136,8 @@ def plan(
     free = list(index.free.values())  # the matching orders them by its own keys
     matching = Matching(
         free,
-        builds={suite.build for suite in suites if suite.build},
+        # "none": builds ignored; otherwise (until min-cost is its own step) same build first.
+        builds={s.build for s in suites if s.build} if policy.builds != "none" else set(),
         host_choice=policy.host_choice,
         worker_room={
             name: load.limit - load.running

@@ -121,6 +121,7 @@ class JobState:
 
 ORDERINGS = ("fifo", "size", "dynsize")
 HOST_CHOICES = ("affinity", "spread", "pack")
+BUILD_CHOICES = ("min-cost", "first-fit", "none")
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +145,11 @@ class Policy:
     # measure what holds and backfill buy (docs/scheduling.md#holds-and-backfill).
     holds: bool = True  # the highest-ranked waiting multi-host job holds free hosts
     backfill: bool = True  # a lower-ranked job may use a held host if it ends before the start
+    # How builds steer which free host each leased job gets (docs/scheduling.md#provisioning):
+    # "min-cost" (the fewest provisions), "first-fit" (a host already on the build if one is
+    # left, in queue order; Autotest's preference) or "none" (builds ignored). bench/provision.py
+    # compares them; the tick always uses min-cost.
+    builds: str = "min-cost"
 
 
 class WaitCode(StrEnum):

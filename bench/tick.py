@@ -56,12 +56,17 @@ def _make_multi_host(lab: Lab, share: float, seed: int) -> int:
     return made
 
 
-def _run_tick(label: str, profile: str | None) -> dict[str, object]:
+def _run_tick(label: str, profile: str | None, *, must_lease: bool = False) -> dict[str, object]:
+    """Time one tick. Its workers are marked seen first, untimed, as their runners' heartbeats
+    would keep them: a slow run must not time a tick whose workers have all gone offline.
+    `must_lease`: the tick follows completions that freed hosts for queued jobs; one that
+    leases nothing measured another tick, and the run stops saying so."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     from jobs import services
 
+    _heartbeat_workers()
     profiler = cProfile.Profile() if profile else None
     # The capture counts by position in a log capped at 9,000 queries; a churn's submissions
     # can fill it, and a full log would count this tick's queries as none.
@@ -80,6 +85,11 @@ def _run_tick(label: str, profile: str | None) -> dict[str, object]:
         order = os.environ.get("BENCH_PROFILE_SORT", "cumulative")  # or tottime, calls, …
         stats.sort_stats(order).print_stats(int(profile))
     sql_ms = sum(float(q["time"]) for q in queries.captured_queries) * 1000
+    if must_lease and not summary.leases:
+        raise SystemExit(
+            f"the {label} tick leased nothing, though completions had freed hosts for queued "
+            f"jobs ({len(queries.captured_queries)} queries): it timed a different tick"
+        )
     return {
         "ms": round(ms, 1),
         "queries": len(queries.captured_queries),
@@ -145,7 +155,7 @@ def _churn(
         for i in range(repeats):
             _events(n, priority=40)
             last = i == repeats - 1
-            ticks.append(_run_tick(f"churn {n}", profile if last else None))
+            ticks.append(_run_tick(f"churn {n}", profile if last else None, must_lease=True))
         times = sorted(float(t["ms"]) for t in ticks)  # type: ignore[arg-type]
         plans = [float(t["plan_ms"]) for t in ticks]  # type: ignore[arg-type]
         out[str(n)] = {
@@ -248,7 +258,6 @@ def main() -> None:
         with dbload.timed("load"):
             dbload.load(lab, now=timezone.now())
         _apply_policy(args)
-        _heartbeat_workers()
         profile = args.profile
         cold = _run_tick("cold", profile if "cold" in args.profile_ticks else None)
         # The cold tick asks a cluster worker to analyse the job table; no cluster runs here.
@@ -261,7 +270,9 @@ def main() -> None:
             for i in range(args.steady)
         ]
         _events(1)
-        event = _run_tick("event", profile if "event" in args.profile_ticks else None)
+        event = _run_tick(
+            "event", profile if "event" in args.profile_ticks else None, must_lease=True
+        )
         churn = _churn(
             args.churn, args.churn_repeats, profile if "churn" in args.profile_ticks else None
         )

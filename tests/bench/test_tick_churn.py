@@ -10,6 +10,7 @@ from django.utils import timezone
 from bench import dbload
 from bench import tick as tick_bench
 from bench.labgen import LabShape, generate
+from hosts.models import Worker
 from jobs import services
 from jobs.models import Job
 
@@ -93,3 +94,26 @@ def test_churn_completes_distinct_jobs_when_some_hold_several_hosts():
     assert churn["5"]["runs"] == 2 and churn["5"]["leased"] >= 5
     assert Job.objects.count() == submitted + 2 * 5
     assert Job.objects.filter(status="passed").count() == 2 * 5
+
+
+def test_every_timed_tick_runs_with_its_workers_online_however_long_the_run_took():
+    # A slow run: the workers' last heartbeat is older than WORKER_OFFLINE_TIMEOUT by the time
+    # the churn's ticks come. The bench heartbeats them before each tick, as runners would.
+    dbload.load(generate(LabShape(30, 300, 4, 6, seed=5)), now=timezone.now(), analyze=False)
+    services.scheduler_tick()
+    stale = timezone.now() - timezone.timedelta(minutes=10)
+    Worker.objects.update(last_seen=stale)
+
+    churn = tick_bench._churn([3], repeats=1)
+
+    assert churn["3"]["leased"] == 3
+    assert not Worker.objects.filter(last_seen=stale).exists()
+
+
+def test_a_timed_tick_that_should_lease_and_leases_nothing_stops_the_run_loudly():
+    dbload.load(generate(LabShape(30, 300, 4, 6, seed=5)), now=timezone.now(), analyze=False)
+    services.scheduler_tick()
+    Job.objects.filter(status="queued").delete()  # nothing left to lease
+
+    with pytest.raises(SystemExit, match="churn 1 tick leased nothing"):
+        tick_bench._run_tick("churn 1", None, must_lease=True)

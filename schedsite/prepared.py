@@ -11,6 +11,11 @@ real values into the parameters and lets Django's own iterable build the instanc
 Only for querysets whose SQL does not depend on the values: each value must be an `int` or a
 `str` that ends up as one parameter of its own (an exact lookup), never a list, a None or an
 expression; `prepare` checks that each placeholder comes out as exactly one parameter.
+
+One value may be a `datetime`, the time the query asks about (the tick's `now`): every
+datetime parameter of the SQL must then be that time or a fixed distance from it (`now`,
+`now - timeout`, `now + gap`), and each run moves them all by the same amount. On PostgreSQL
+only, where datetimes reach the driver as they are; elsewhere the queryset is built each run.
 """
 
 from __future__ import annotations
@@ -19,9 +24,10 @@ import copy
 import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
 
-from django.db import DEFAULT_DB_ALIAS
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Model, QuerySet
 from django.db.models.sql.compiler import SQLCompiler
 
@@ -32,7 +38,15 @@ M = TypeVar("M", bound=Model)
 BIGINT = (-(2**63), 2**63 - 1)
 
 
+# The placeholder of a datetime value, far from any real time; a parameter within NEAR of it
+# is derived from the value.
+_AT = datetime(1901, 1, 1, tzinfo=UTC)
+_NEAR = timedelta(days=3650)
+
+
 def _placeholder(kind: type, index: int) -> object:
+    if kind is datetime:
+        return _AT
     if kind is int:
         return -987_654_321_000 - index
     if kind is str:
@@ -48,6 +62,8 @@ class _Compiled(Generic[M]):
     params: tuple
     slots: tuple[int, ...]  # for each value, the index of its parameter
     converters: dict  # what Django turns each column's value with, found once too
+    # A datetime value's parameters: (index, distance from the value) of each.
+    shifted: tuple[tuple[int, timedelta], ...] = ()
 
 
 class PreparedQuery(Generic[M]):
@@ -60,6 +76,8 @@ class PreparedQuery(Generic[M]):
         variant: Callable[[], Hashable] = lambda: None,
     ) -> None:
         # `variant`: whatever else the SQL depends on (a setting baked into a LIMIT, say).
+        if kinds.count(datetime) > 1:
+            raise TypeError("a prepared query takes at most one datetime value")
         self._build, self._kinds, self._variant = build, kinds, variant
         # Per thread: a compiler holds the thread's connection (gthread workers have several).
         self._local = threading.local()
@@ -73,6 +91,8 @@ class PreparedQuery(Generic[M]):
                 raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
             if kind is int and not BIGINT[0] <= value <= BIGINT[1]:
                 return []
+        if datetime in self._kinds and connections[using].vendor != "postgresql":
+            return list(self._build(*values).using(using))
         cache = getattr(self._local, "compiled", None)
         if cache is None:
             cache = self._local.compiled = {}
@@ -82,7 +102,12 @@ class PreparedQuery(Generic[M]):
             compiled = cache[key] = self._prepare(using)
         params = list(compiled.params)
         for slot, value in zip(compiled.slots, values, strict=True):
-            params[slot] = value
+            if slot >= 0:
+                params[slot] = value
+        if compiled.shifted:
+            at = next(v for kind, v in zip(self._kinds, values, strict=True) if kind is datetime)
+            for slot, distance in compiled.shifted:
+                params[slot] = at + distance
         compiler = copy.copy(compiled.compiler)
         compiler.as_sql = lambda *_args, **_kwargs: (compiled.sql, tuple(params))
         compiler.get_converters = lambda _expressions: compiled.converters
@@ -101,7 +126,19 @@ class PreparedQuery(Generic[M]):
         compiler = queryset.query.get_compiler(using=using)
         sql, params = compiler.as_sql()
         slots = []
+        shifted = tuple(
+            (i, param - _AT) for i, param in enumerate(params) if isinstance(param, datetime)
+        )
+        if any(abs(distance) > _NEAR for _i, distance in shifted) or (
+            shifted and datetime not in self._kinds
+        ):
+            raise ValueError("every datetime parameter must be derived from the prepared time")
         for placeholder in placeholders:
+            if isinstance(placeholder, datetime):
+                if not shifted:
+                    raise ValueError("the prepared time is not a parameter of the SQL")
+                slots.append(-1)  # moved with its derived parameters (`shifted`)
+                continue
             found = [i for i, param in enumerate(params) if param == placeholder]
             if len(found) != 1:
                 raise ValueError(
@@ -111,4 +148,4 @@ class PreparedQuery(Generic[M]):
         converters = compiler.get_converters(
             [col[0] for col in compiler.select[: compiler.col_count]]
         )
-        return _Compiled(queryset, compiler, sql, tuple(params), tuple(slots), converters)
+        return _Compiled(queryset, compiler, sql, tuple(params), tuple(slots), converters, shifted)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from datetime import datetime
 
-from django.db.models import F
+from django.db.models import F, QuerySet
 
 from hosts.audit import SCHEDULER
 from hosts.choices import HostStatus
@@ -71,6 +71,20 @@ def _with_siblings(overdue: list[Lease]) -> list[Lease]:
     return _whole_attempts([*overdue, *siblings])
 
 
+def overdue_leases(now: datetime) -> QuerySet[Lease]:
+    """Active leases past their expires_at at `now`."""
+    return Lease.objects.active().filter(expires_at__lt=now)
+
+
+def timed_out_leases(now: datetime) -> QuerySet[Lease]:
+    """Active leases of running jobs past their timeout at `now`."""
+    return (
+        Lease.objects.active()
+        .filter(job__status=JobStatus.RUNNING, job__started_at__isnull=False)
+        .filter(job__started_at__lt=now - F("job__timeout"))
+    )
+
+
 def lease_expire_overdue(*, now: datetime) -> int:
     """Expire leases past expires_at: retry or fail their jobs, have their hosts checked.
 
@@ -79,9 +93,8 @@ def lease_expire_overdue(*, now: datetime) -> int:
     hosts whose leases expired are verified.
     """
     overdue = list(
-        Lease.objects.select_for_update(skip_locked=True, of=("self",))
-        .active()
-        .filter(expires_at__lt=now)
+        overdue_leases(now)
+        .select_for_update(skip_locked=True, of=("self",))
         .select_related("host", "job")
         .order_by("pk")
     )
@@ -136,10 +149,8 @@ def job_timeout_overdue(*, now: datetime) -> int:
     sees what became of it.
     """
     leases = list(
-        Lease.objects.select_for_update(skip_locked=True, of=("self",))
-        .active()
-        .filter(job__status=JobStatus.RUNNING, job__started_at__isnull=False)
-        .filter(job__started_at__lt=now - F("job__timeout"))
+        timed_out_leases(now)
+        .select_for_update(skip_locked=True, of=("self",))
         .select_related("host", "job")
         .order_by("pk")
     )

@@ -39,12 +39,13 @@ STARTS_FROM = {
 HOLDS = {JobKind.VERIFY: HostStatus.VERIFYING, JobKind.REPAIR: HostStatus.REPAIRING}
 
 
-def maintenance_phase(*, now: datetime) -> tuple[int, list[dict]]:
+def maintenance_phase(*, now: datetime, due: bool | None = None) -> tuple[int, list[dict]]:
     """Expire overdue queued jobs, create due maintenance jobs, lease those whose host is free.
 
-    Returns how many jobs expired, and the leases made (as the tick reports them).
+    Returns how many jobs expired, and the leases made (as the tick reports them). `due`:
+    whether `maintenance_work` found any, if the caller asked already.
     """
-    if not _anything_to_do(now=now):
+    if not (_anything_to_do(now=now) if due is None else due):
         return 0, []
     expired = expire_queued(now=now)
     release_orphans(now=now)
@@ -55,14 +56,7 @@ def maintenance_phase(*, now: datetime) -> tuple[int, list[dict]]:
 
 def _anything_to_do(*, now: datetime) -> bool:
     """One query for the common case, a lab with nothing to expire, check or repair."""
-    work = {
-        "expiring": Job.objects.queued().filter(expires_at__lt=now),
-        "maintenance": Job.objects.queued().filter(kind__in=MAINTENANCE_KINDS),
-        "hosts": Host.objects.filter(status__in=(*AWAITING_MAINTENANCE, *IN_MAINTENANCE)),
-        "repair_failed": _repair_failed_due(now),
-        "repair_failed_sooner": _repair_failed_sooner(now),
-        "policies": HealthPolicy.objects.filter(enabled=True),
-    }
+    work = maintenance_work(now)
     # Uncorrelated EXISTS on any one row; with no host at all, look the long way.
     row = (
         Host.objects.annotate(**{name: Exists(qs) for name, qs in work.items()})
@@ -70,6 +64,18 @@ def _anything_to_do(*, now: datetime) -> bool:
         .first()
     )
     return row is None or any(row)
+
+
+def maintenance_work(now: datetime) -> dict[str, QuerySet]:
+    """What the maintenance phase acts on, by kind: any row of any of them is work to do."""
+    return {
+        "expiring": Job.objects.queued().filter(expires_at__lt=now),
+        "maintenance": Job.objects.queued().filter(kind__in=MAINTENANCE_KINDS),
+        "hosts": Host.objects.filter(status__in=(*AWAITING_MAINTENANCE, *IN_MAINTENANCE)),
+        "repair_failed": _repair_failed_due(now),
+        "repair_failed_sooner": _repair_failed_sooner(now),
+        "policies": HealthPolicy.objects.filter(enabled=True),
+    }
 
 
 def expire_queued(*, now: datetime) -> int:

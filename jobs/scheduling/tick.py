@@ -17,7 +17,7 @@ from operator import attrgetter
 
 from django.conf import settings
 from django.db import IntegrityError, OperationalError, connection, transaction
-from django.db.models import F, Q
+from django.db.models import Exists, F, Q, QuerySet
 from django.utils import timezone
 from django_q.tasks import async_task
 
@@ -28,13 +28,19 @@ from jobs import selectors, transitions
 from jobs.choices import JobKind
 from jobs.models import IdempotencyKey, Job, SchedulerSettings, SchedulerTick, WaitReasonClass
 from jobs.scheduling import labstate, planner, snapshot
-from jobs.scheduling.expiry import job_timeout_overdue, lease_expire_overdue
+from jobs.scheduling.expiry import (
+    job_timeout_overdue,
+    lease_expire_overdue,
+    overdue_leases,
+    timed_out_leases,
+)
 from jobs.scheduling.fanout import fanout_phase
-from jobs.scheduling.maintenance import maintenance_phase
+from jobs.scheduling.maintenance import maintenance_phase, maintenance_work
 from jobs.scheduling.preemption import preemption_phase
 from jobs.scheduling.triggers import TICK_LOCK_KEY
 from jobs.transitions import Mover
 from schedsite.pgarrays import text_array
+from schedsite.prepared import PreparedQuery
 
 log = logging.getLogger("schedsite.scheduler")
 
@@ -199,9 +205,12 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
         _acquire_tick_lock()
         now = now or timezone.now()
         summary = TickSummary(started_at=now)
-        summary.expired = lease_expire_overdue(now=now)
-        summary.timed_out = job_timeout_overdue(now=now)
-        summary.jobs_expired, summary.leases = maintenance_phase(now=now)
+        due = _due_work(now)
+        summary.expired = lease_expire_overdue(now=now) if due["overdue"] else 0
+        summary.timed_out = job_timeout_overdue(now=now) if due["timed_out"] else 0
+        # Expiry and timeouts send hosts to be verified: maintenance work found after the ask.
+        maintenance = summary.expired or summary.timed_out or due["maintenance"]
+        summary.jobs_expired, summary.leases = maintenance_phase(now=now, due=bool(maintenance))
         # Taken before the snapshot, so the plan sees at least every change the log held: a
         # write landing in between only makes the next tick plan again, never skip wrongly.
         changes = snapshot.lab_changes(now=now, since=state.take if state else None)
@@ -281,6 +290,44 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
             transaction.on_commit(functools.partial(labstate.keep, state, take=changes.take))
         fault_point("tick.before_commit")
     return summary
+
+
+def _due_query(now: datetime) -> QuerySet:
+    """One row: whether any lease is overdue, any job past its timeout, and each kind of
+    maintenance work (jobs.scheduling.maintenance.maintenance_work). Uncorrelated EXISTS on
+    any one host row."""
+    work = {
+        "overdue": overdue_leases(now),
+        "timed_out": timed_out_leases(now),
+        **maintenance_work(now),
+    }
+    annotated = Host.objects.annotate(**{name: Exists(qs) for name, qs in work.items()})
+    return annotated.values_list(*work).order_by("pk")[:1]
+
+
+# Compiled once per process and setting (schedsite.prepared): compiling its eight subqueries
+# cost more than running them, in a tick with nothing to do that takes 10 ms in all. The
+# settings are those the SQL's shape or its distances from `now` depend on.
+_DUE = PreparedQuery(
+    _due_query,
+    datetime,
+    variant=lambda: (
+        settings.WORKER_OFFLINE_TIMEOUT,
+        settings.REPAIR_FAILED_RETRY_SECONDS,
+        settings.REPAIR_FAILED_RETRY_MAX,
+        settings.REPAIR_FAILED_DEMAND_SECONDS,
+    ),
+)
+
+
+def _due_work(now: datetime) -> dict[str, bool]:
+    """What the tick must do before it plans: expire leases, time out jobs, maintenance. One
+    query; with no host at all, everything is looked at the long way."""
+    row = _DUE.first(now)
+    if row is None:
+        return {"overdue": True, "timed_out": True, "maintenance": True}
+    overdue, timed_out, *maintenance = row  # type: ignore[misc]
+    return {"overdue": overdue, "timed_out": timed_out, "maintenance": any(maintenance)}
 
 
 def _tick_unchanged(summary: TickSummary, *, fingerprint: str, trigger: str, start: float) -> bool:

@@ -27,6 +27,7 @@ from jobs.scheduling.planner import (
     plan,
 )
 from tests.scheduler.lab import T0, host, job, leases, suite
+from tests.scheduler.test_multihost_properties import any_labs, got_hosts, plan_of
 from tests.scheduler.test_planner_properties import MOMENTS, NOW, usable
 
 MIN_COST, FIRST_FIT = Policy(builds="min-cost"), Policy(builds="first-fit")
@@ -342,3 +343,68 @@ def test_the_fewest_provisions_lease_the_same_jobs_as_first_fit(lab) -> None:
     assert dict(fewest.wait_reasons) == dict(first.wait_reasons)
     assert fewest.class_reasons == first.class_reasons
     assert reimages(fewest, hosts, jobs, suites) <= reimages(first, hosts, jobs, suites)
+
+
+# --- multi-host jobs: random labs of tests/scheduler/test_multihost_properties.py -------------
+
+
+@st.composite
+def multi_host_labs(draw: st.DrawFn):  # noqa: ANN201
+    """The multi-host property tests' labs (holds, elastic hosts, binding workers), with the
+    hosts' and suites' builds drawn again from 2–4 builds."""
+    lab = draw(any_labs)
+    builds = ["", *BUILDS[: draw(st.integers(2, 4))]]
+    hosts = [replace(h, current_build=draw(st.sampled_from(builds))) for h in lab.hosts]
+    suites = [replace(s, build=draw(st.sampled_from(builds))) for s in lab.suites]
+    jobs = [
+        j if j.suite_id is not None else replace(j, build=draw(st.sampled_from(builds)))
+        for j in lab.jobs
+    ]
+    return replace(lab, hosts=hosts, suites=suites, jobs=jobs)
+
+
+@settings(max_examples=200, deadline=None)
+@given(multi_host_labs())
+def test_with_multi_host_jobs_the_fewest_provisions_keep_the_leases_and_the_rules(lab) -> None:
+    fewest = plan_of(replace(lab, policy=replace(lab.policy, builds="min-cost")))
+    first = plan_of(replace(lab, policy=replace(lab.policy, builds="first-fit")))
+    assert got_hosts(fewest) == got_hosts(first)  # the same jobs, as many hosts per role
+    assert Counter(fewest.holds.values()) == Counter(first.holds.values())
+    assert dict(fewest.wait_reasons) == dict(first.wait_reasons)
+    by_id = {h.id: h for h in lab.hosts}
+    job_by_id = {j.id: j for j in lab.jobs}
+
+    def cost_of(result: Plan) -> tuple[int, int]:
+        """(failed hosts taken again, provisions); the provisions as the plan reports them."""
+        total = [0, 0]
+        for a in result.assignments:
+            j = job_by_id[a.job_id]
+            avoided, provision = cost(j, by_id[a.host_id], build_of(j, lab.suites))
+            total[0] += avoided
+            total[1] += provision
+            assert (result.provisions.get(a.host_id) is not None) == provision
+        return (total[0], total[1])
+
+    assert cost_of(fewest) <= cost_of(first)
+    taken = [a.host_id for a in fewest.assignments] + list(fewest.holds)
+    assert len(set(taken)) == len(taken)  # no host leased twice, or leased and held
+    for a in fewest.assignments:
+        j = job_by_id[a.job_id]
+        labels = next(r.labels for r in j.roles if r.name == a.role) if j.roles else j.labels
+        assert labels <= by_id[a.host_id].labels and usable(by_id[a.host_id])
+    for j in job_by_id.values():
+        if j.together_by and j.id in got_hosts(fewest):
+            values = {
+                frozenset(x for x in by_id[a.host_id].labels if x.startswith(j.together_by + ":"))
+                for a in fewest.assignments
+                if a.job_id == j.id
+            }
+            assert len(values) == 1
+    # Each worker starts at most its room: a job counted once per worker, a held host once.
+    started: dict[str, set[object]] = {}
+    for a in fewest.assignments:
+        started.setdefault(by_id[a.host_id].worker, set()).add(a.job_id)
+    for host_id in fewest.holds:
+        started.setdefault(by_id[host_id].worker, set()).add(("held", host_id))
+    for worker, jobs in started.items():
+        assert (r := lab.room(worker)) is None or len(jobs) <= r

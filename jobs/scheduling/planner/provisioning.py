@@ -22,8 +22,8 @@ that worker, Matching.staying), keep their first-fit host.
 The flow starts from first-fit's assignment with the units that pay something taken out; every
 residual edge then costs ≥ 0 and those units are routed back by successive shortest paths
 (Dijkstra with potentials, all shortest paths of one length at once as in Dinic), which is
-exact. A unit whose host group is the same keeps its first-fit host; a unit that moves takes
-the first free host of its new group in host-choice order.
+exact. Units keep their first-fit hosts in the super classes where the flow changed nothing;
+in the others the hosts are handed out again in host-choice order (`_realize`).
 """
 
 from __future__ import annotations
@@ -97,8 +97,8 @@ def _flexible(
                 continue
             if matching.worker_of[matching.class_of_host[first_fit[u]]] >= 0:
                 continue  # not expected (only placed hosts are on binding workers), kept safe
-        elif job.pinned_host_id is not None:
-            continue
+        elif not job.roles and job.pinned_host_id is not None:
+            continue  # a multi-host job's pin is ignored (docs/scheduling.md#known-limits)
         flexible.append(u)
     return flexible
 
@@ -273,8 +273,8 @@ class _Problem:
         for u, host_id in enumerate(self.first_fit):
             w = m.worker_of[m.class_of_host[host_id]]
             if w >= 0 and host_id in self.fixed_hosts:
-                job = self.units[u][0]
-                jobs[w].add(job.id if job.roles else ("unit", u))
+                job, _j, _build, _role, slot = self.units[u]
+                jobs[w].add(job.id if job.roles and slot >= 0 else ("unit", u))
         return {
             w: m.worker_room[w] - m.worker_grant[w] - len(jobs[w])
             for w in range(len(m.worker_room))

@@ -346,6 +346,7 @@ class LabState:
             submitted,
             estimate,
             not_before,
+            build,
         ) in queued.values_list(*fields):
             labels = label_keys.get(key)
             if labels is None:
@@ -355,7 +356,7 @@ class LabState:
                 at = moments[submitted] = moment(submitted)
             # Positional, in JobState's field order: id, name, suite, priority, submitted_at,
             # labels, pinned host, avoided hosts, size (None: the snapshot sets it), owner,
-            # roles (a multi-host job's), together_by.
+            # roles (a multi-host job's), together_by, build (a standalone job's own).
             job = JobState(
                 jid,
                 name,
@@ -369,6 +370,7 @@ class LabState:
                 owner,
                 needs(roles, labels) if roles else (),
                 together_by,
+                build,
             )
             if estimate is not None:
                 self.estimates[jid] = seconds(estimate)

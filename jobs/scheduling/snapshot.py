@@ -88,6 +88,7 @@ def job_columns(
             fields.append("estimated_duration")
         if with_not_before:
             fields.append("not_before")
+        fields.append("build")  # a standalone job's own (docs/scheduling.md#provisioning)
         return queued, fields, lambda at: at, lambda d: d.total_seconds() if d else None  # type: ignore[attr-defined,return-value]
     table = Job._meta.db_table
     # A multi-host job's roles as JSON text, parsed once per distinct text by the reader; a
@@ -104,6 +105,7 @@ def job_columns(
         not_before = RawSQL(f'(EXTRACT(EPOCH FROM "{table}"."not_before") * 1000000)::bigint', ())
         queued = queued.annotate(not_before_us=not_before)
         fields.append("not_before_us")
+    fields.append("build")  # a standalone job's own (docs/scheduling.md#provisioning)
     return (
         queued,
         fields,
@@ -316,4 +318,5 @@ def job_state(job: Job) -> planner.JobState:
         pinned_host_id=job.host_id,
         roles=role_needs(job.roles or (), labels),
         together_by=job.together_by,
+        build=job.build,
     )

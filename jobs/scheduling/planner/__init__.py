@@ -48,6 +48,7 @@ from jobs.scheduling.planner.ordering import (
     quota_suites,
     reason_keys,
 )
+from jobs.scheduling.planner.provisioning import fewest_provisions, provisions_of
 from jobs.scheduling.planner.types import (
     BUILD_CHOICES,
     HOST_CHOICES,
@@ -136,8 +137,8 @@ def plan(
     free = list(index.free.values())  # the matching orders them by its own keys
     matching = Matching(
         free,
-        # "none": builds ignored; otherwise (until min-cost is its own step) same build first.
-        builds={s.build for s in suites if s.build} if policy.builds != "none" else set(),
+        # Every build steers the classes under affinity, unless builds are ignored ("none").
+        builds=None if policy.builds != "none" else set(),
         host_choice=policy.host_choice,
         worker_room={
             name: load.limit - load.running
@@ -182,7 +183,7 @@ def plan(
 
     units = leaser.units
     hold_units = leaser.hold_units()
-    host_ids = assign_hosts(matching, [*units, *hold_units], hosts_by_id, leaser.placed)
+    host_ids = _hosts(matching, [*units, *hold_units], hosts_by_id, leaser.placed, policy)
     assignments = _assignments(units, host_ids[: len(units)])
     holds = {host_ids[len(units) + i]: job.id for i, (job, *_rest) in enumerate(hold_units)}
 
@@ -215,6 +216,7 @@ def plan(
         class_reasons=class_reasons,
         hosts_free=len(free),
         holds=holds,
+        provisions=provisions_of(units, host_ids[: len(units)], hosts_by_id),
     )
 
 
@@ -252,6 +254,21 @@ def _main_phase(
                     break
         consider(job, -1 if job.roles else class_ids[job.labels, job.pinned_host_id])
     leaser.elastic()
+
+
+def _hosts(
+    matching: Matching,
+    units: list[Unit],
+    hosts_by_id: Mapping[int, HostState],
+    placed: Mapping[int, Mapping[int, int]],
+    policy: Policy,
+) -> list[int]:
+    """The host of each unit: first-fit (assign_hosts), then, unless the policy says otherwise,
+    re-chosen for the fewest provisions (docs/scheduling.md#provisioning)."""
+    host_ids = assign_hosts(matching, units, hosts_by_id, placed)
+    if policy.builds == "min-cost":
+        host_ids = fewest_provisions(matching, units, hosts_by_id, placed, host_ids)
+    return host_ids
 
 
 def _assignments(units: Sequence[Unit], host_ids: Sequence[int]) -> tuple[Assignment, ...]:

@@ -61,6 +61,12 @@ class Leaser:
 
     # --- keeping a job ------------------------------------------------------------------------
 
+    def build(self, job: JobState) -> str:
+        """The build the job's hosts must carry: its suite's, or its own for a standalone job."""
+        if job.suite_id is None:
+            return job.build
+        return self.build_of.get(job.suite_id, "")
+
     def capped(self, job: JobState) -> bool:
         left = self.room.get(job.suite_id)  # type: ignore[arg-type]
         return left is not None and left < job.hosts_needed
@@ -70,7 +76,7 @@ class Leaser:
         left = self.room.get(job.suite_id)  # type: ignore[arg-type]
         if left is not None and left <= 0:
             return False
-        build = self.build_of.get(job.suite_id, "")  # type: ignore[arg-type]
+        build = self.build(job)
         if not self.matching.add(j, build):
             return False
         self._keep(job, [(-1, j)], build, None)
@@ -109,7 +115,7 @@ class Leaser:
         if spec.dead:
             return False
         matching = self.matching
-        build = self.build_of.get(job.suite_id, "")  # type: ignore[arg-type]
+        build = self.build(job)
         for value in self.multi.values(spec):
             if not matching.free:
                 break  # no job slot left: the job's first host would need one
@@ -254,7 +260,7 @@ class Leaser:
         if spec.bf_dead or not hold.total or not self.policy.backfill:
             spec.bf_dead = True
             return
-        build = self.build_of.get(job.suite_id, "")  # type: ignore[arg-type]
+        build = self.build(job)
         if self._run_s(job) > hold.limit_s:
             # Too long to backfill; learn once whether the shape could at all (see below).
             if not spec.bf_probed:
@@ -293,7 +299,7 @@ class Leaser:
         if not self.policy.backfill:
             self.bf_dead[j] = True  # held hosts go to the holder alone
             return
-        build = self.build_of.get(job.suite_id, "")  # type: ignore[arg-type]
+        build = self.build(job)
         if self._run_s(job) > hold.limit_s:
             # Too long to backfill. Learn once whether the class could backfill at all, so that
             # a class that cannot is skipped whole (the queue may be long).
@@ -456,7 +462,7 @@ class Leaser:
         """Grant elastic hosts (up to each role's max) to the multi-host jobs leased in this
         tick, in lease order, from hosts no job took or holds, within the suites' max_duts."""
         for job, spec, value in self.multi_leased:
-            build = self.build_of.get(job.suite_id, "")  # type: ignore[arg-type]
+            build = self.build(job)
             classes = self.multi.classes(spec, value)
             slot = job.hosts_needed
             placed = self.placed.get(job.id, {})

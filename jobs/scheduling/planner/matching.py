@@ -43,7 +43,7 @@ class Matching:
     def __init__(
         self,
         free_hosts: Sequence[HostState],
-        builds: set[str],
+        builds: set[str] | None,
         *,
         host_choice: str = "affinity",
         worker_room: Mapping[str, int] | None = None,
@@ -51,7 +51,9 @@ class Matching:
     ) -> None:
         """Group the free hosts into classes.
 
-        `worker_room`: jobs each worker with a capacity may still start (docs/scheduling.md#
+        `builds`: the builds jobs may ask for, to steer by under `host_choice: affinity` (None:
+        every build; empty: builds ignored). `worker_room`: jobs each worker with a capacity may
+        still start (docs/scheduling.md#
         worker-capacity); a worker with fewer than its free hosts is binding, and its hosts form
         classes of their own, counted against the worker. `worker_busy`: hosts each worker
         holds leased, for `host_choice: pack`.
@@ -104,8 +106,9 @@ class Matching:
 
         # Build affinity at class level: hosts per (class, build) not yet promised to a job of
         # that build. Augmenting moves do not update it (which job moves is not tracked), so it
-        # only guides the choice; the final assignment matches builds exactly within classes.
-        # Other host choices order hosts by their own key and ignore builds.
+        # only guides the choice of classes (it never changes how many jobs are leased); the
+        # fewest provisions are found after the matching, across classes
+        # (provisioning.fewest_provisions). Other host choices order hosts by their own key.
         self.affine_left: dict[tuple[int, str], int] = {}
         self.affine_bits: dict[str, int] = defaultdict(int)
         if host_choice == "affinity":
@@ -134,10 +137,10 @@ class Matching:
             if n <= 0:
                 self.blocked_bits |= self.worker_bits[w]
 
-    def _prefer_builds(self, builds: set[str]) -> None:
+    def _prefer_builds(self, builds: set[str] | None) -> None:
         for c, members in enumerate(self.hosts):
             for build, n in Counter(h.current_build for h in members).items():
-                if build in builds:
+                if build and (builds is None or build in builds):
                     self.affine_left[c, build] = n
                     self.affine_bits[build] |= 1 << c
 
@@ -518,14 +521,19 @@ def _place_as_matched(
     taken: set[int],
     take: Callable[[int, int, int, HostState], None],
 ) -> None:
-    """Give each multi-host unit the matching put on a binding worker a host of that class
-    (one it has not failed on, if it can)."""
-    for u, (job, j, _build, _role, slot) in enumerate(leased):
+    """Give each multi-host unit the matching put on a binding worker a host of that class:
+    one it has not failed on if it can, then one already on its build if it can (these hosts
+    stay as the trial placed them, docs/scheduling.md#provisioning)."""
+    for u, (job, j, build, _role, slot) in enumerate(leased):
         c = placed.get(job.id, {}).get(slot) if slot >= 0 else None
         if c is None:
             continue
         members = [h for h in matching.hosts[c] if h.id not in taken]
-        take(u, j, c, next((h for h in members if h.id not in job.avoid_hosts), members[0]))
+        first = min(
+            members,
+            key=lambda h: (h.id in job.avoid_hosts, bool(build) and h.current_build != build),
+        )
+        take(u, j, c, first)
 
 
 def _place_away_from_failures(
@@ -576,8 +584,13 @@ def _place_on_builds(
     pools: dict[tuple[int, str], list[HostState]] = {}  # by hostname, descending: pop() lowest
     pool_bits: dict[str, int] = defaultdict(int)
     for c, build in matching.affine_left:
-        pools[c, build] = [h for h in reversed(matching.hosts[c]) if h.current_build == build]
+        pools[c, build] = []
         pool_bits[build] |= 1 << c
+    for c in {c for c, _build in pools}:  # one pass over each class
+        for h in reversed(matching.hosts[c]):
+            pool = pools.get((c, h.current_build))
+            if pool is not None:
+                pool.append(h)
     for u, (_job, j, build, _role, _slot) in enumerate(leased):
         if u in host_of or not build:
             continue

@@ -98,6 +98,10 @@ class JobState:
     # for a one-host job. Each role's labels include the job's own `labels`.
     roles: tuple[RoleNeed, ...] = ()
     together_by: str = ""  # a label prefix: every host of the job carries one `<prefix>:<value>`
+    # A standalone job's own build (Job.build); a suite job's build is its suite's
+    # (SuiteState.build), whatever this says. Its hosts must carry it
+    # (docs/scheduling.md#provisioning).
+    build: str = ""
 
     @property
     def multi_host(self) -> bool:
@@ -213,3 +217,8 @@ class Plan:
     # Free hosts held idle for a multi-host job that cannot start yet: host id -> job id
     # (docs/scheduling.md#holds-and-backfill).
     holds: Mapping[int, int] = field(default_factory=dict)
+    # The leased hosts that must be provisioned before their test: host id -> the build to put
+    # on it (the job's build, where the host's current_build differs). Keyed by host so that a
+    # multi-host job counts each of its hosts; a one-host job's host is its assignment's. How
+    # many of the plan's leases would reimage, and to what (docs/scheduling.md#provisioning).
+    provisions: Mapping[int, str] = field(default_factory=dict)

@@ -54,6 +54,9 @@ SIMULATED_RUNS = {
 }
 # Chance that a test run finds its DUT broken (host_ok false: the host goes to repair).
 SIMULATED_HOST_BROKEN = 0.03
+# How the in-process runners play provisioning a lease's provision_to build onto its host:
+# (seconds it takes, chance it works), as scripts/simulated_provision.sh does.
+SIMULATED_PROVISION = ((2, 6), 0.95)
 
 
 def ensure_groups() -> None:
@@ -248,7 +251,9 @@ def simulate_step(
     for lease in Lease.objects.active().filter(job__isnull=False).select_related("job", "host"):
         job = lease.job
         try:
-            if job.status == JobStatus.LEASED:
+            if job.status == JobStatus.LEASED and lease.provision_to:
+                started += simulated_provision(lease, rng=rng, now=now)
+            elif job.status == JobStatus.LEASED:
                 services.job_start(job=job, by="runner-sim", at=now)
                 started += 1
             elif job.status == JobStatus.RUNNING:
@@ -259,6 +264,33 @@ def simulate_step(
             continue  # the lease moved on meanwhile (released, expired): nothing to do
     feed_step(rng=rng, keep_queued=keep_queued, now=now)
     return {"started": started, "finished": done, "at": now}
+
+
+def simulated_provision(lease: Lease, *, rng: random.Random, now: datetime) -> bool:
+    """Put the lease's build on its host once the simulated flashing took its time, then start
+    the job; or, now and then, fail it as the host's failure. True when the job started."""
+    (shortest, longest), works = SIMULATED_PROVISION
+    took = (now - lease.acquired_at).total_seconds()
+    if took <= rng.uniform(shortest, longest):
+        services.lease_heartbeat(lease=lease, by="runner-sim", at=now)
+        return False
+    if rng.random() >= works:
+        services.lease_job_complete(
+            lease=lease,
+            result=JobStatus.FAILED,
+            by="runner-sim",
+            message=f"provision: flashing {lease.provision_to}: image verification failed",
+            host_ok=False,
+            provision_failed=True,
+            provision_seconds=took,
+            at=now,
+        )
+        return False
+    build = lease.provision_to
+    services.lease_job_start(
+        lease=lease, by="runner-sim", at=now, build=build, provision_seconds=took
+    )
+    return True
 
 
 def simulated_finish(job: Job, *, rng: random.Random, now: datetime) -> bool:
@@ -367,6 +399,8 @@ SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 SIMULATED_TEST = ["bash", str(SCRIPTS / "simulated_test.sh")]
 SIMULATED_VERIFY = ["bash", str(SCRIPTS / "simulated_verify.sh")]
 SIMULATED_REPAIR = ["bash", str(SCRIPTS / "simulated_repair.sh")]
+# Provisioning a host to a lease's build takes 2-6 s and works 95% of the time.
+SIMULATED_PROVISION_CMD = ["bash", str(SCRIPTS / "simulated_provision.sh")]
 SIMULATED_BROKEN_EXIT = 3
 
 

@@ -42,6 +42,8 @@ class JobSpec:
     # (docs/api.md#multi-host-jobs); empty for a one-host job.
     roles: Sequence[Mapping] = ()
     together_by: str = ""  # a label prefix every host of the job shares a value of
+    # A standalone job's build to test; a suite's jobs test the suite's build and take none.
+    build: str = ""
 
 
 MAX_EXPIRES_AFTER = limits.bounds("expires_after").high
@@ -191,9 +193,19 @@ def job_from_spec(
             "give roles or a host, not both",
             field=f"{where}roles",
         )
+    build = (spec.build or "").strip()
+    if build and suite is not None:
+        raise InvalidInput(
+            f"{where}build: a suite's jobs test the suite's build; give the suite a build",
+            field=f"{where}build",
+        )
+    longest = limits.bounds("build").high
+    if len(build) > longest:
+        raise InvalidInput(f"{where}build: at most {longest} characters", field=f"{where}build")
     return Job(
         suite=suite,
         name=name,
+        build=build,
         priority=priority,
         label_key=encode_labels(labels),
         host=spec.host,

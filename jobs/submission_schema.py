@@ -9,6 +9,7 @@ be dropped silently, leaving the job without its retries.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -229,17 +230,23 @@ ALLOW_UNMATCHED_HELP = (
 
 
 class JobCreateInputSerializer(JobSpecInputSerializer):
+    build = StrictCharField(
+        max_length=bounds("build").high,
+        allow_blank=True,
+        default="",
+        help_text="The build the job tests: a host carrying another is provisioned to it first "
+        "(docs/api.md#provisioning). Standalone jobs only: a suite's jobs test the suite's build.",
+    )
     allow_unmatched = StrictBooleanField(default=False, help_text=ALLOW_UNMATCHED_HELP)
 
     def validate(self, data: dict) -> dict:
         hostname = data.get("host")
+        hosts: dict[str, Host] = {}
         if hostname:
             hosts = _hosts_by_name({hostname})
             if hostname not in hosts:
                 raise serializers.ValidationError({"host": [f"No host named {hostname}."]})
-            data["spec"] = self.spec(data, hosts)
-        else:
-            data["spec"] = self.spec(data, {})
+        data["spec"] = replace(self.spec(data, hosts), build=data["build"])
         return data
 
 

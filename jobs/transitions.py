@@ -26,7 +26,7 @@ from hosts.choices import EventKind, HostStatus
 from hosts.models import Host, HostEvent
 from jobs import outbox
 from jobs.choices import TERMINAL_JOB_STATUSES, JobStatus, ReleaseReason
-from jobs.models import Job, Lease
+from jobs.models import Job, Lease, Suite
 from jobs.scheduling.triggers import request_tick
 from schedsite.errors import Conflict
 from schedsite.pgarrays import bigint_array, text_array
@@ -335,16 +335,20 @@ def _insert_leases(
     """
     ttl = timedelta(seconds=settings.LEASE_TTL)
     if connection.vendor != "postgresql":
-        hosts = [h for h, _j in pairs]
-        released = dict(
-            Lease.objects.filter(host_id__in=hosts, released_at__isnull=False)
-            .values("host_id")
-            .annotate(last=Max("released_at"))
-            .values_list("host_id", "last")
-        )
-        attempts = dict(
-            Job.objects.filter(pk__in={j for _h, j in pairs}).values_list("pk", "attempts")
-        )
+        # The hosts' builds and last releases in one query, the jobs' attempts and builds in
+        # another: as many queries as before the builds were read.
+        hosts = {
+            pk: (build, last)
+            for pk, build, last in Host.objects.filter(pk__in={h for h, _j in pairs})
+            .annotate(last=Max("leases__released_at"))
+            .values_list("pk", "current_build", "last")
+        }
+        jobs = {
+            pk: (attempts, suite_build if suite_id is not None else build)
+            for pk, attempts, suite_id, suite_build, build in Job.objects.filter(
+                pk__in={j for _h, j in pairs}
+            ).values_list("pk", "attempts", "suite_id", "suite__build", "build")
+        }
         leases = Lease.objects.bulk_create(
             [
                 Lease(
@@ -352,9 +356,10 @@ def _insert_leases(
                     job_id=job_id,
                     role=role,
                     slot=slot,
-                    attempt=attempts.get(job_id),
+                    attempt=jobs[job_id][0],
+                    provision_to=provision_to(jobs[job_id][1], hosts[host_id][0]),
                     reason="scheduled",
-                    acquired_at=(start := max(at, released.get(host_id) or at)),
+                    acquired_at=(start := max(at, hosts[host_id][1] or at)),
                     expires_at=start + ttl,
                 )
                 for (host_id, job_id), role, slot in zip(pairs, roles, slots, strict=True)
@@ -366,21 +371,35 @@ def _insert_leases(
     # One INSERT ... SELECT FROM unnest(arrays): bulk_create spends about a second of a cold
     # tick building and binding 10,000 rows x 7 parameters; a few arrays bind in microseconds.
     # The partial unique constraints still guard every row; the job's attempts are one join.
+    # Whether to provision is read in the same statement, from the host's current_build as
+    # the caller's lock holds it and the job's build (its suite's, or its own): exact.
     table = connection.ops.quote_name(Lease._meta.db_table)
     jobs = connection.ops.quote_name(Job._meta.db_table)
+    suites = connection.ops.quote_name(Suite._meta.db_table)
+    host_table = connection.ops.quote_name(Host._meta.db_table)
     columns = _columns(
-        Lease, "host", "job", "role", "slot", "attempt", "reason", "acquired_at", "expires_at",
-        "release_reason", "released_by",
+        Lease, "host", "job", "role", "slot", "attempt", "provision_to", "reason", "acquired_at",
+        "expires_at", "release_reason", "released_by",
     )  # fmt: skip
-    attempts = _columns(Job, "attempts")
+    attempts, suite, job_build = (
+        _columns(Job, "attempts"),
+        _columns(Job, "suite"),
+        _columns(Job, "build"),
+    )
+    suite_build, host_build = _columns(Suite, "build"), _columns(Host, "current_build")
     hosts, job_ids = bigint_array(h for h, _ in pairs), bigint_array(j for _, j in pairs)
     late = _released_after(hosts, at)
     sql = (
         f"INSERT INTO {table} ({columns}) "  # noqa: S608 - the model's tables and columns, quoted
-        "SELECT h, j, r, s, n, 'scheduled', a, a + %s, '', '' FROM ("
-        f"SELECT h, j, r, s, jj.{attempts} AS n, GREATEST(%s, late.t) AS a "
+        "SELECT h, j, r, s, n, CASE WHEN b <> '' AND b <> hb THEN b ELSE '' END, "
+        "'scheduled', a, a + %s, '', '' FROM ("
+        f"SELECT h, j, r, s, jj.{attempts} AS n, GREATEST(%s, late.t) AS a, "
+        f"CASE WHEN jj.{suite} IS NULL THEN jj.{job_build} ELSE ss.{suite_build} END AS b, "
+        f"hh.{host_build} AS hb "
         "FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::int[]) AS u(h, j, r, s) "
         f"JOIN {jobs} AS jj ON jj.id = u.j "
+        f"JOIN {host_table} AS hh ON hh.id = u.h "
+        f"LEFT JOIN {suites} AS ss ON ss.id = jj.{suite} "
         "LEFT JOIN unnest(%s::bigint[], %s::timestamptz[]) AS late(lh, t) ON late.lh = u.h"
         ") AS v "
         f"RETURNING {_columns(Lease, 'host', 'id', 'acquired_at')}"
@@ -390,6 +409,12 @@ def _insert_leases(
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return {h: (lease_id, acquired_at) for h, lease_id, acquired_at in cursor.fetchall()}
+
+
+def provision_to(build: str, current_build: str) -> str:
+    """The build a lease's runner must put on its host first: the job's build when it has one
+    and the host carries another; "" when none is needed (docs/api.md#provisioning)."""
+    return build if build and build != current_build else ""
 
 
 def _released_after(hosts: str, at: datetime) -> list[tuple[int, datetime]]:

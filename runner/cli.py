@@ -58,6 +58,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="CMD",
         help="shell-style command run for repair jobs (env SCHEDSITE_REPAIR_CMD)",
     )
+    parser.add_argument(
+        "--provision-cmd",
+        default=env("SCHEDSITE_PROVISION_CMD"),
+        metavar="CMD",
+        help="shell-style command that puts a lease's provision_to build on its host before "
+        "the test, given as SCHEDSITE_BUILD (env SCHEDSITE_PROVISION_CMD)",
+    )
+    parser.add_argument(
+        "--provision-timeout",
+        type=float,
+        default=3600.0,
+        help="seconds provisioning one host may take (3600)",
+    )
     parser.add_argument("command", nargs="+", help="-- COMMAND [ARGS]: run once per job")
 
 
@@ -85,6 +98,8 @@ def config_from_options(options: dict[str, Any]) -> RunnerConfig:
         command=command,
         verify_command=split_command("--verify-cmd", options.get("verify_cmd")),
         repair_command=split_command("--repair-cmd", options.get("repair_cmd")),
+        provision_command=split_command("--provision-cmd", options.get("provision_cmd")),
+        provision_timeout=max(1.0, float(options.get("provision_timeout") or 3600.0)),
         api_url=options["api"],
         concurrency=max(1, int(options["concurrency"])),
         poll=max(0.05, float(options["poll"])),

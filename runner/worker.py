@@ -26,6 +26,7 @@ TEST, VERIFY, REPAIR = "test", "verify", "repair"
 # The option that gives the command for each maintenance kind; `--` COMMAND runs tests.
 MAINTENANCE_OPTIONS = {VERIFY: "--verify-cmd", REPAIR: "--repair-cmd"}
 HAND_BACK_REASON = "runner stopping: handed back before start"
+LOST = "lease lost"  # a command's stop reason when its lease went: nothing is reported
 
 
 @dataclass
@@ -44,6 +45,10 @@ class RunnerConfig:
     output_tail: int = 4000  # characters of output sent as the job's message
     host_broken_exit_code: int | None = None  # the command's way to say "the DUT is broken"
     kill_timeout: float = 5.0  # seconds between SIGTERM and SIGKILL for a command
+    # Puts a lease's provision_to build on its host before the test (SCHEDSITE_BUILD); none:
+    # the runner starts the test as it is (docs/api.md#provisioning).
+    provision_command: Sequence[str] = ()
+    provision_timeout: float = 3600.0  # seconds provisioning one host may take
 
     def command_for(self, kind: str) -> Sequence[str]:
         """The command that runs a job of this kind; empty when this runner has none."""
@@ -72,6 +77,17 @@ def hosts_by_role(lease: dict) -> dict[str, list[str]]:
     for host in hosts:
         roles.setdefault(host.get("role") or "", []).append(host["hostname"])
     return roles
+
+
+def provision_targets(lease: dict) -> list[tuple[str, str]]:
+    """The (hostname, build) pairs the lease's job asks to provision first, in slot order: each
+    host of the attempt whose lease has a provision_to (a one-host job: its own). None from a
+    server that predates provisioning."""
+    hosts = lease.get("hosts") or []
+    found = [(h["hostname"], h["provision_to"]) for h in hosts if h.get("provision_to")]
+    if not found and lease.get("provision_to"):
+        found = [(lease["host"]["hostname"], lease["provision_to"])]
+    return found
 
 
 def start_order(lease: dict) -> tuple[int, int]:
@@ -103,13 +119,15 @@ class Runner:
     def run(self) -> int:
         """Work until asked to stop; return the process exit status."""
         log.info(
-            "runner for worker %s at %s: concurrency %d, command %s, verify %s, repair %s",
+            "runner for worker %s at %s: concurrency %d, command %s, verify %s, repair %s, "
+            "provision %s",
             self.config.worker,
             self.api.base_url,
             self.config.concurrency,
             shlex.join(self.config.command),
             shlex.join(self.config.verify_command) or "none",
             shlex.join(self.config.repair_command) or "none",
+            shlex.join(self.config.provision_command) or "none",
         )
         while not self.stopping.is_set():
             try:
@@ -309,6 +327,20 @@ class Runner:
 
     def _start(self, lease: dict) -> None:
         job = lease["job"]
+        if self.config.provision_command and provision_targets(lease):
+            # The run provisions first, then starts the job (a `start` with its build): until
+            # then the job stays leased, its lease heartbeated with the runs' (docs/api.md).
+            log.info(
+                "%s job %s (%s): provisioning %s",
+                job_kind(lease),
+                job["id"],
+                job["name"],
+                ", ".join(f"{host} to {build}" for host, build in provision_targets(lease)),
+            )
+            run = JobRun(self, lease, provision=True)
+            self.runs[lease["id"]] = run
+            run.start()
+            return
         try:
             self.api.call("POST", f"jobs/{job['id']}/start/", {"lease": lease["id"]})
         except ApiError as exc:
@@ -385,8 +417,9 @@ class Runner:
 class JobRun(threading.Thread):
     """Run the command for one lease, stop it if the lease is lost, then report its result."""
 
-    def __init__(self, runner: Runner, lease: dict) -> None:
+    def __init__(self, runner: Runner, lease: dict, *, provision: bool = False) -> None:
         super().__init__(name=f"lease-{lease['id']}", daemon=True)
+        self.provision = provision  # run the provision command, and `start`, first
         self.runner = runner
         self.lease = lease
         self.job = lease["job"]
@@ -439,6 +472,8 @@ class JobRun(threading.Thread):
             log.exception("lease %s: runner error", self.lease["id"])
 
     def _run(self) -> None:
+        if self.provision and not self._provision():
+            return
         if not self.command:
             # Failing at once, rather than leaving the lease to expire, tells the host's
             # events and the staff which option this runner lacks.
@@ -453,22 +488,38 @@ class JobRun(threading.Thread):
                 os.unlink(self.broken_file)
 
     def _run_command(self) -> None:
+        timeout = float(self.job.get("timeout") or 0)
+        status, stop_reason = self._execute(self.command, self.environment(), timeout)
+        if stop_reason == LOST:
+            return
+        if status is None:
+            self._complete("failed", stop_reason, host_ok=True)
+            return
+        self._report(status, stop_reason)
+
+    def _execute(
+        self, command: Sequence[str], env: dict[str, str], timeout: float
+    ) -> tuple[int | None, str]:
+        """Run a command to its end, its output's tail kept: (exit status, why it was stopped).
+
+        The status is None when it could not start (the reason says why) or its lease was lost
+        (the reason is LOST: it was killed, and nothing is to be reported).
+        """
+        self._tail, self._tail_len = [], 0
         try:
             proc = subprocess.Popen(
-                self.command,
+                command,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                env=self.environment(),
+                env=env,
                 start_new_session=True,  # its own process group: a kill reaches its children
             )
         except OSError as exc:
-            self._complete("failed", f"could not run {self.command[0]}: {exc}", host_ok=True)
-            return
+            return None, f"could not run {command[0]}: {exc}"
         reader = threading.Thread(target=self._read, args=(proc,), daemon=True)
         reader.start()
         started = time.monotonic()
-        timeout = float(self.job.get("timeout") or 0)
         stop_reason = ""
         while proc.poll() is None:
             now = time.monotonic()
@@ -479,13 +530,75 @@ class JobRun(threading.Thread):
             elif self.lost.is_set():
                 self._kill(proc)
                 reader.join(5)
-                return
+                return None, LOST
             if stop_reason:
                 self._kill(proc)
                 break
             time.sleep(0.1)
         reader.join(5)
-        self._report(proc.wait(), stop_reason)
+        return proc.wait(), stop_reason
+
+    def _provision(self) -> bool:
+        """Put the job's build on each host whose lease asks for it, then start the job with
+        the build; True when the test may run.
+
+        A failure (an exit status other than 0, or a timeout) completes the job as the host's
+        failure: provision_failed, host_ok false (a multi-host job: that host in hosts_ok), the
+        output's tail as the message, so the host is repaired and the job retried elsewhere.
+        """
+        config = self.runner.config
+        targets = provision_targets(self.lease)
+        took: list[float] = []
+        for hostname, build in targets:
+            env = {**self.environment(), "SCHEDSITE_HOST": hostname, "SCHEDSITE_BUILD": build}
+            began = time.monotonic()
+            status, stop_reason = self._execute(
+                config.provision_command, env, config.provision_timeout
+            )
+            seconds = round(time.monotonic() - began, 3)
+            if stop_reason == LOST:
+                return False
+            if status == 0 and not stop_reason:
+                log.info(
+                    "job %s: %s provisioned to %s in %.1f s",
+                    self.job["id"],
+                    hostname,
+                    build,
+                    seconds,
+                )
+                took.append(seconds)
+                continue
+            output = "".join(self._tail)[-config.output_tail :].rstrip("\n")
+            why = stop_reason or f"exit status {status}"
+            said = f"provisioning {hostname} to {build} failed"
+            message = "\n".join(part for part in (said, output, f"[{why}]") if part)
+            # A command that could not start says nothing of the host; else the host is in an
+            # unknown state (a half-written image, say): it goes to repair.
+            host_ok, hosts_ok = status is None, None
+            if not host_ok and len(self.lease.get("hosts") or ()) > 1:
+                host_ok, hosts_ok = True, {hostname: False}  # only that host of the job
+            self._complete(
+                "failed",
+                message,
+                host_ok=host_ok,
+                hosts_ok=hosts_ok,
+                provision_failed=True,
+                provision_seconds=seconds,
+            )
+            return False
+        body = {
+            "lease": self.lease["id"],
+            "build": targets[0][1],
+            "provision_seconds": round(sum(took) / len(took), 3),
+        }
+        try:
+            self.runner.api.call("POST", f"jobs/{self.job['id']}/start/", body)
+        except ApiError as exc:
+            # 409: the lease ended while the host was provisioned (released, expired).
+            log.warning("job %s: not started after provisioning: %s", self.job["id"], exc)
+            return False
+        log.info("%s job %s (%s) started", self.kind, self.job["id"], self.job["name"])
+        return True
 
     def _report(self, status: int, stop_reason: str) -> None:
         """Report how the command ended: aborted, failed by a stop, or by its exit status."""
@@ -555,11 +668,21 @@ class JobRun(threading.Thread):
                 continue
 
     def _complete(
-        self, result: str, message: str, *, host_ok: bool, hosts_ok: dict | None = None
+        self,
+        result: str,
+        message: str,
+        *,
+        host_ok: bool,
+        hosts_ok: dict | None = None,
+        provision_failed: bool = False,
+        provision_seconds: float | None = None,
     ) -> None:
         body = {"lease": self.lease["id"], "result": result, "message": message, "host_ok": host_ok}
         if hosts_ok:
             body["hosts_ok"] = hosts_ok
+        if provision_failed:
+            body["provision_failed"] = True
+            body["provision_seconds"] = provision_seconds
         self.reporting = True
         try:
             self.runner.api.call("POST", f"jobs/{self.job['id']}/complete/", body)

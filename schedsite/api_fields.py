@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from django.http import QueryDict
@@ -46,3 +47,16 @@ class StrictIntegerField(serializers.IntegerField):
         if not (number or integral_float or (isinstance(data, str) and _from_form(self))):
             self.fail("invalid")
         return super().to_internal_value(data)
+
+
+class StrictFloatField(serializers.FloatField):
+    """A finite JSON number (DRF's also takes "5", and Python's JSON takes NaN and Infinity)."""
+
+    def to_internal_value(self, data: Any) -> float:
+        number = isinstance(data, int | float) and not isinstance(data, bool)
+        if not (number or (isinstance(data, str) and _from_form(self))):
+            self.fail("invalid")
+        value = super().to_internal_value(data)
+        if not math.isfinite(value):
+            self.fail("invalid")
+        return value

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
 from datetime import timedelta
 
 import pytest
@@ -10,8 +11,8 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 from django_q.models import Schedule
 
-from hosts.choices import EventKind, HostStatus
-from hosts.models import Host
+from hosts.choices import EventKind, HostStatus, ProvisionResult
+from hosts.models import Host, HostEvent, Provision
 from jobs import demo, selectors, services, suite_templates
 from jobs.choices import JobKind, JobStatus
 from jobs.management.commands.rundemo import banner
@@ -83,6 +84,11 @@ def test_the_demo_lab_keeps_leasing_for_hours():
     assert not idle, f"the lab leased nothing in {idle}; leases per 10 minutes: {leased}"
     # The one showcase of a job no host can run ("needs a board nobody has"), never more.
     assert impossible == [1] * windows
+    # Suites of builds the hosts do not carry get their hosts provisioned first, now and then
+    # failing (docs/api.md#provisioning): the hosts' builds follow the work.
+    provisions = Counter(Provision.objects.values_list("result", flat=True))
+    assert provisions[ProvisionResult.OK] >= 20, provisions
+    assert HostEvent.objects.filter(kind=EventKind.PROVISIONED).count() == provisions.total()
     # The two-host jobs (a DUT and a peer in one chamber) run too, each on both its hosts.
     two_host = Job.objects.exclude(roles=[]).filter(status__in=[JobStatus.PASSED, JobStatus.FAILED])
     assert two_host.count() >= 3

@@ -73,6 +73,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "jobs.scheduling.fanout",
             "jobs.scheduling.preemption",
             "jobs.recovery",
+            "jobs.provisioning",
             "jobs.limits",
             "jobs.resubmit",
             "jobs.suite_templates",

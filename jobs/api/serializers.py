@@ -27,11 +27,13 @@ from jobs.choices import JobKind, JobStatus, ReleaseReason, SuiteStatus
 from jobs.filtersets import RESERVATION
 from jobs.job_history import Attempt, suite_outcome
 from jobs.models import Job, Lease, Suite, decode_labels
+from jobs.provisioning import MAX_PROVISION_SECONDS
 from jobs.scheduling.planner import WAIT_CODES
 from jobs.submission_schema import PriorityField, StrictInputSerializer
 from schedsite.api_fields import (
     StrictBooleanField,
     StrictCharField,
+    StrictFloatField,
     StrictIntegerField,
 )
 from schedsite.api_serializers import FieldsBuiltOnce
@@ -44,6 +46,22 @@ def lease_kind(lease: Lease) -> str:
     return lease.job.kind if lease.job_id else RESERVATION
 
 
+PROVISION_TO_HELP = (
+    "The build its runner must put on the host before the test: the job's build, which the "
+    "host did not carry when it was leased (docs/api.md#provisioning). Null: none needed."
+)
+
+
+class ProvisionToField(serializers.CharField):
+    """A lease's provision_to: the build, or null when none is needed ("" stored)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(read_only=True, allow_null=True, help_text=PROVISION_TO_HELP, **kwargs)
+
+    def to_representation(self, value: str) -> str | None:
+        return value or None
+
+
 class ActiveLeaseSerializer(serializers.ModelSerializer):
     """The lease holding a host or job right now."""
 
@@ -52,11 +70,12 @@ class ActiveLeaseSerializer(serializers.ModelSerializer):
     job_name = RelatedName("job.name")
     holder = RelatedName("holder.username")
     kind = serializers.SerializerMethodField()
+    provision_to = ProvisionToField()
 
     class Meta:
         model = Lease
         fields = ["url", "id", "host", "job", "job_name", "kind", "holder", "reason"]
-        fields += ["acquired_at", "expires_at", "heartbeat_at"]
+        fields += ["acquired_at", "expires_at", "heartbeat_at", "provision_to"]
         read_only_fields = fields
 
     @extend_schema_field(
@@ -165,15 +184,22 @@ class AttemptHostSerializer(serializers.Serializer):
     role = serializers.CharField(help_text="The job's role it plays; empty for a one-host job.")
     hostname = serializers.CharField()
     lease = serializers.IntegerField(help_text="The lease's id.")
+    provision_to = serializers.CharField(allow_null=True, help_text=PROVISION_TO_HELP)
 
 
 _SLOT = attrgetter("slot", "pk")
 
 
 def attempt_hosts(leases: Iterable[Lease]) -> list[dict]:
-    """The hosts of an attempt as the API shows them: [{"role", "hostname", "lease"}], by slot."""
+    """The hosts of an attempt as the API shows them: [{"role", "hostname", "lease",
+    "provision_to"}], by slot; each host of a multi-host job says whether it needs a build."""
     return [
-        {"role": lease.role, "hostname": lease.host.hostname, "lease": lease.pk}
+        {
+            "role": lease.role,
+            "hostname": lease.host.hostname,
+            "lease": lease.pk,
+            "provision_to": lease.provision_to or None,
+        }
         for lease in sorted(leases, key=_SLOT)
     ]
 
@@ -198,6 +224,7 @@ class JobSerializer(FieldsBuiltOnce, ActiveLeaseMixin, serializers.ModelSerializ
     wait_reason = serializers.SerializerMethodField()
     lease = serializers.SerializerMethodField()
     roles = serializers.SerializerMethodField()
+    build = serializers.SerializerMethodField()
     hosts = serializers.SerializerMethodField()
 
     class Meta:
@@ -209,6 +236,7 @@ class JobSerializer(FieldsBuiltOnce, ActiveLeaseMixin, serializers.ModelSerializ
             "kind",
             "suite",
             "suite_name",
+            "build",
             "status",
             "priority",
             "labels",
@@ -255,6 +283,7 @@ class JobSerializer(FieldsBuiltOnce, ActiveLeaseMixin, serializers.ModelSerializ
             "kind": fields["kind"].to_representation(job.kind),
             "suite": job.suite_id,
             "suite_name": suite.name if suite is not None else None,
+            "build": self.get_build(job),
             "status": fields["status"].to_representation(job.status),
             "priority": job.priority,
             "labels": job.labels,
@@ -279,6 +308,14 @@ class JobSerializer(FieldsBuiltOnce, ActiveLeaseMixin, serializers.ModelSerializ
             "lease": self.get_lease(job),
             "hosts": self.get_hosts(job),
         }
+
+    @extend_schema_field(
+        serializers.CharField(
+            help_text="The build it tests: its suite's, or a standalone job's own; empty if none."
+        )
+    )
+    def get_build(self, job: Job) -> str:
+        return job.build_to_test
 
     @extend_schema_field(WaitReasonSerializer(allow_null=True))
     def get_wait_reason(self, job: Job) -> dict | None:
@@ -350,7 +387,7 @@ class ProtocolJobSerializer(JobSerializer):
         return ProtocolActiveLeaseSerializer(context=self.context)
 
 
-class JobStartInputSerializer(serializers.Serializer):
+class LeaseInputSerializer(serializers.Serializer):
     lease = StrictIntegerField(
         required=False,
         min_value=1,
@@ -366,7 +403,45 @@ class JobStartInputSerializer(serializers.Serializer):
         self.fields["lease"].required = lease_required
 
 
-class JobCompleteInputSerializer(JobStartInputSerializer):
+def provision_seconds_field(help_text: str) -> StrictFloatField:
+    return StrictFloatField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=0,
+        max_value=MAX_PROVISION_SECONDS,
+        help_text=help_text,
+    )
+
+
+class JobStartInputSerializer(LeaseInputSerializer):
+    build = StrictCharField(
+        required=False,
+        allow_null=True,
+        default=None,
+        max_length=200,
+        help_text="The build the runner put on the host (a multi-host job: on every host) "
+        "before the test: it becomes the host's current_build, with a `provisioned` event "
+        "(docs/api.md#provisioning). Leave it out when nothing was provisioned.",
+    )
+    provision_seconds = provision_seconds_field(
+        "How long provisioning took (0 to 86,400 seconds); only with build."
+    )
+
+    def validate_build(self, build: str | None) -> str | None:
+        if build is not None and not build.strip():
+            raise serializers.ValidationError("Give the build now on the host, or leave it out.")
+        return build.strip() if build is not None else None
+
+    def validate(self, data: dict) -> dict:
+        if data.get("provision_seconds") is not None and data.get("build") is None:
+            raise serializers.ValidationError(
+                {"provision_seconds": ["Only with build: the build it took that long to put on."]}
+            )
+        return data
+
+
+class JobCompleteInputSerializer(LeaseInputSerializer):
     result = serializers.ChoiceField(choices=[JobStatus.PASSED, JobStatus.FAILED])
     message = StrictCharField(
         allow_blank=True, default="", max_length=100000, help_text="Stored up to 10,000 chars."
@@ -383,6 +458,27 @@ class JobCompleteInputSerializer(JobStartInputSerializer):
         "needs_repair, the hosts not named are fine. A hostname that is not one of the job's "
         "hosts gives 400 naming it.",
     )
+    provision_failed = StrictBooleanField(
+        default=False,
+        help_text="Provisioning the host failed before the test could start: a failed Provision "
+        "and a `provisioned` event with the message's tail (docs/api.md#provisioning). Only "
+        "with result failed, on a job not started; send host_ok false to repair the host and "
+        "retry the job elsewhere.",
+    )
+    provision_seconds = provision_seconds_field(
+        "How long the failed provisioning ran; only with provision_failed."
+    )
+
+    def validate(self, data: dict) -> dict:
+        if data.get("provision_failed") and data["result"] != JobStatus.FAILED:
+            raise serializers.ValidationError(
+                {"provision_failed": ["A job whose provisioning failed has result failed."]}
+            )
+        if data.get("provision_seconds") is not None and not data.get("provision_failed"):
+            raise serializers.ValidationError(
+                {"provision_seconds": ["Only with provision_failed (or on start, with build)."]}
+            )
+        return data
 
 
 class JobAbortInputSerializer(serializers.Serializer):
@@ -441,6 +537,7 @@ class JobAttemptSerializer(serializers.Serializer):
     host_failed = serializers.BooleanField(
         source="lease.host_failed", help_text="It ended because its host failed under the job."
     )
+    provision_to = ProvisionToField(source="lease.provision_to")
     result = serializers.ChoiceField(
         choices=ATTEMPT_RESULTS,
         help_text="The job's status while this attempt holds it or when this attempt ended it; "
@@ -630,9 +727,13 @@ class RunnerJobSerializer(serializers.ModelSerializer):
         fields += ["max_retries", "timeout", "suite", "suite_name", "build"]
         read_only_fields = fields
 
-    @extend_schema_field(serializers.CharField(help_text="The suite's build, if any."))
+    @extend_schema_field(
+        serializers.CharField(
+            help_text="Its suite's build, or a standalone job's own; may be empty."
+        )
+    )
     def get_build(self, job: Job) -> str:
-        return job.suite.build if job.suite_id else ""
+        return job.build_to_test
 
 
 class RunnerLeaseSerializer(serializers.ModelSerializer):
@@ -649,11 +750,12 @@ class RunnerLeaseSerializer(serializers.ModelSerializer):
     kind = serializers.ChoiceField(source="job.kind", choices=JobKind.choices, read_only=True)
     runs_here = serializers.SerializerMethodField()
     hosts = serializers.SerializerMethodField()
+    provision_to = ProvisionToField()
 
     class Meta:
         model = Lease
         fields = ["id", "kind", "acquired_at", "expires_at", "heartbeat_at", "host", "job"]
-        fields += ["role", "slot", "runs_here", "hosts"]
+        fields += ["role", "slot", "runs_here", "hosts", "provision_to"]
         read_only_fields = fields
         extra_kwargs = {
             "role": {"help_text": "The job's role this lease's host plays; empty: a one-host job."},

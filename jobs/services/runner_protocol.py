@@ -15,7 +15,7 @@ from hosts import services as host_services
 from hosts.audit import Actor
 from hosts.choices import EventKind, HostStatus
 from hosts.models import Host, Worker
-from jobs import recovery, transitions
+from jobs import provisioning, recovery, transitions
 from jobs.choices import JobKind, JobStatus, ReleaseReason
 from jobs.models import Job, Lease
 from jobs.querysets import ACTIVE_LEASE_SQL
@@ -44,19 +44,35 @@ def job_start(*, job: Job, by: Actor, at: datetime | None = None) -> Job:
     return job
 
 
-def _start(lease: Lease, *, by: Actor, at: datetime) -> Job:
+def _start(
+    lease: Lease,
+    *,
+    by: Actor,
+    at: datetime,
+    build: str | None = None,
+    provision_seconds: float | None = None,
+) -> Job:
     """Move the lease's job to running; the lease first, as every call by lease does.
 
     A multi-host job is started once, through any of its leases: each of its hosts gets a
-    `started` event."""
+    `started` event. With `build`, the runner put that build on the attempt's hosts first:
+    they carry it from now (docs/api.md#provisioning), in the same transaction as the start."""
+    if build is not None:  # checked before anything changes: a 400 leaves all as it was
+        build = provisioning.check_build(build)
+        provision_seconds = provisioning.check_seconds(provision_seconds)
+    elif provision_seconds is not None:
+        raise InvalidInput("provision_seconds goes with build", field="provision_seconds")
     _extend(lease, at=at, unexpired=False)  # `start` counts as a heartbeat
     job = lease.job
     transitions.move_job(job, to=JobStatus.RUNNING, mover=Mover.RUNNER, at=at)
     said = f"job {job.name} started"
+    leases = attempt_leases(lease)
+    if build is not None:
+        provisioning.hosts_provisioned(leases, build=build, seconds=provision_seconds, by=by, at=at)
     audit.record_many(
         [
             transitions.lease_event(EventKind.STARTED, each, by=by, at=at, message=said)
-            for each in attempt_leases(lease)
+            for each in leases
         ]
     )
     return job
@@ -145,6 +161,8 @@ def _complete(
     message: str = "",
     host_ok: bool = True,
     hosts_ok: Mapping[str, bool] | None = None,
+    provision_failed: bool = False,
+    provision_seconds: float | None = None,
     at: datetime | None = None,
 ) -> Job:
     """Release the job's leases with its result, then act on what it says of the hosts.
@@ -162,6 +180,9 @@ def _complete(
     is_test = job.kind == JobKind.TEST
     leases = attempt_leases(lease)
     broken = _broken_hosts(leases, host_ok=host_ok, hosts_ok=hosts_ok) if is_test else []
+    unprovisioned = _provision_failures(
+        job, leases, broken, result=result, said=provision_failed, seconds=provision_seconds
+    )
     done = f"{'job' if is_test else job.kind + ' job'} {job.name} {result}"
     done += f": {message[:200]}" if message else ""
     # The leases first: their compare-and-set locks the rows before the job's, in the order the
@@ -173,6 +194,10 @@ def _complete(
         )  # fmt: skip
     except Conflict:
         raise _ended(lease) from None
+    if unprovisioned:
+        provisioning.hosts_provision_failed(
+            unprovisioned, message=message, seconds=provision_seconds, by=by, at=at
+        )
     if not (broken and result == JobStatus.FAILED):
         transitions.move_job(job, to=result, mover=Mover.RUNNER, at=at, message=message)
     if not is_test:
@@ -191,6 +216,42 @@ def _complete(
         for each in leases:
             recovery.check_failure_streak(each.host, by=by, at=at, lease=each)
     return job
+
+
+def _provision_failures(
+    job: Job,
+    leases: Sequence[Lease],
+    broken: Sequence[Lease],
+    *,
+    result: str,
+    said: bool,
+    seconds: float | None,
+) -> list[Lease]:
+    """The leases whose provisioning failed, by what the runner reports (docs/api.md#provisioning).
+
+    `said` (provision_failed): those of the hosts it found broken (all, if it named none), each
+    to its provision_to or the job's build; InvalidInput if the job had started or the result is
+    not failed. Unsaid: a test that never started, failed with its hosts broken, whose leases
+    asked to provision: provisioning is what it was doing.
+    """
+    if said:
+        if result != JobStatus.FAILED:
+            raise InvalidInput("provision_failed goes with result failed", field="provision_failed")
+        if job.status != JobStatus.LEASED:
+            raise InvalidInput(
+                f"provision_failed: job {job.pk} is {job.status}; provisioning comes before "
+                "the start",
+                field="provision_failed",
+            )
+        seconds = provisioning.check_seconds(seconds)
+        return list(broken or leases)
+    if seconds is not None:
+        raise InvalidInput(
+            "provision_seconds goes with provision_failed", field="provision_seconds"
+        )
+    if result != JobStatus.FAILED or job.status != JobStatus.LEASED:
+        return []
+    return [lease for lease in broken if lease.provision_to]
 
 
 # --- the runner protocol addressed by lease (what the REST API calls) -----------------------
@@ -279,9 +340,19 @@ def _lock_job_lease(lease: Lease) -> Lease:
 
 
 @atomic_retry
-def lease_job_start(*, lease: Lease, by: Actor, at: datetime | None = None) -> Job:
-    """Start the job of a lease the runner holds."""
-    return _start(lease, by=by, at=at or timezone.now())
+def lease_job_start(
+    *,
+    lease: Lease,
+    by: Actor,
+    at: datetime | None = None,
+    build: str | None = None,
+    provision_seconds: float | None = None,
+) -> Job:
+    """Start the job of a lease the runner holds; with `build`, the build it put on the host
+    (and how long that took), which the host carries from now."""
+    return _start(
+        lease, by=by, at=at or timezone.now(), build=build, provision_seconds=provision_seconds
+    )
 
 
 class Report(TypedDict, total=False):
@@ -291,6 +362,8 @@ class Report(TypedDict, total=False):
     message: str  # the output's tail
     host_ok: bool  # False: the runner found the host (a multi-host job: every host) broken
     hosts_ok: Mapping[str, bool] | None  # a multi-host job's hosts by hostname: False, broken
+    provision_failed: bool  # provisioning the host failed before the test started
+    provision_seconds: float | None  # how long the failed provisioning ran
     at: datetime | None
 
 

@@ -150,6 +150,7 @@ class Command(BaseCommand):
                 cmd += ["--host-broken-exit-code", str(demo.SIMULATED_BROKEN_EXIT)]
                 cmd += ["--verify-cmd", shlex.join(demo.SIMULATED_VERIFY)]
                 cmd += ["--repair-cmd", shlex.join(demo.SIMULATED_REPAIR)]
+                cmd += ["--provision-cmd", shlex.join(demo.SIMULATED_PROVISION_CMD)]
                 cmd += ["--", *demo.SIMULATED_TEST]
                 # The token travels in the environment, not on the command line (`ps`).
                 commands[f"runner {worker}"] = (cmd, {"SCHEDSITE_TOKEN": token})

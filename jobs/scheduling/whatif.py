@@ -489,8 +489,8 @@ def _reimages(result: WhatIf, job_ids: Iterable[int]) -> str:
     builds = [provisioning[j] for j in job_ids if j in provisioning]
     if not builds:
         return ""
-    them = "it" if len(job_ids) == 1 else f"{len(builds)} of them"
-    return f", {them} after a reimage to {' or '.join(sorted(set(builds)))}"
+    them = "" if len(job_ids) == 1 else f"{len(builds)} of them "
+    return f", {them}after a reimage to {' or '.join(sorted(set(builds)))}"
 
 
 def _count(n: int, word: str) -> str:

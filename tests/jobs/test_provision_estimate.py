@@ -1,8 +1,9 @@
 """Provisioning in a job's size estimate, and in what the what-if preview says.
 
 A job whose build no ready host of its board carries is expected to wait for a reimage first:
-its size grows by its board's median provisioning time (docs/scheduling.md#provisioning-in-
-the-size-estimate), so a size-ordered queue puts it behind a job that starts at once.
+its size grows by its board's median provisioning time
+(docs/scheduling.md#provisioning-in-the-size-estimate), so a size-ordered queue puts it behind
+a job that starts at once.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from django.http import HttpRequest
 
 from hosts import services
 from hosts.choices import HostStatus
-from hosts.models import HealthPolicy, Host, HostEvent, Label, Worker
+from hosts.models import HealthPolicy, Host, HostEvent, Label, Provision, Worker
 from schedsite.admin_base import GuardedDeleteAdmin, ViewOnlyAdmin
 from schedsite.errors import ServiceError
 
@@ -120,6 +120,17 @@ class HostEventAdmin(ViewOnlyAdmin):
     list_display = ["created_at", "subject", "kind", "old_status", "new_status", "actor", "message"]
     list_filter = ["kind", "actor"]
     search_fields = ["subject", "worker__name", "message", "actor"]  # a worker may be renamed
+    date_hierarchy = "created_at"
+
+
+@admin.register(Provision)
+class ProvisionAdmin(ViewOnlyAdmin):
+    """Each provisioning as its runner reported it: read here, written only by the services."""
+
+    # `hostname` still names the host after it is deleted.
+    list_display = ["created_at", "hostname", "board", "from_build", "build", "result", "seconds"]
+    list_filter = ["result", "board"]
+    search_fields = ["hostname", "build", "from_build"]
     date_hierarchy = "created_at"
 
 

@@ -245,7 +245,7 @@ def host_row(
         select=select,
         url=host.row_url,
         hostname=host.hostname,
-        build=markup('<div class="sub">{}</div>', host.current_build) if host.current_build else "",
+        build=_build_line(host, page.now),
         status=_status_cell(host),
         labels=host.row_labels or NONE,
         worker=_worker_cell(host, page.now),
@@ -261,6 +261,19 @@ def host_row(
             now=page.now,
         ),
         actions=actions,
+    )
+
+
+def _build_line(host: Host, now: datetime) -> SafeString | str:
+    """Its build under its name, and when a runner last provisioned it (docs/ui.md#hosts)."""
+    if not host.current_build:
+        return ""
+    if host.provisioned_at is None:
+        return markup('<div class="sub">{}</div>', host.current_build)
+    return markup(
+        '<div class="sub">{} · provisioned {}</div>',
+        host.current_build,
+        html.ago(host.provisioned_at, now),
     )
 
 

@@ -26,8 +26,8 @@ from prometheus_client.core import (
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from rest_framework.authtoken.models import Token
 
-from hosts.choices import HostStatus
-from hosts.models import Host, Worker
+from hosts.choices import HostStatus, ProvisionResult
+from hosts.models import Host, Provision, Worker
 from hosts.querysets import seen_online
 from jobs.choices import MAINTENANCE_KINDS, JobKind, JobStatus, ReleaseReason
 from jobs.models import Job, Lease, SchedulerTick
@@ -61,6 +61,8 @@ TICK_SECONDS_BUCKETS = (
     "5",
     "10",
 )
+# Provisioning takes minutes: a reimage over the network, a flash over USB.
+PROVISION_SECONDS_BUCKETS = ("30", "60", "120", "300", "600", "900", "1800", "3600")
 TICK_LEASES_BUCKETS = ("0", "1", "2", "5", "10", "20", "50", "100", "200", "500", "1000", "5000")
 
 
@@ -91,8 +93,8 @@ def _age(now: datetime, then: datetime | None) -> float:
 
 
 def collect(*, now: datetime | None = None) -> list[Metric]:
-    """Read every series from the database, from one snapshot (seven queries)."""
-    # One snapshot for all seven queries, so that the series agree with each other (hosts
+    """Read every series from the database, from one snapshot (eight queries)."""
+    # One snapshot for all eight queries, so that the series agree with each other (hosts
     # leased = active leases) even while the tick and runners write. Inside a caller's
     # transaction (a test's) the snapshot is the caller's.
     snapshot = connection.vendor == "postgresql" and not connection.in_atomic_block
@@ -107,6 +109,7 @@ def collect(*, now: datetime | None = None) -> list[Metric]:
             *_workers(now),
             *_leases(now),
             *_ticks(now),
+            *_provisions(),
         ]
 
 
@@ -353,6 +356,39 @@ def _ticks(now: datetime) -> list[Metric]:
             "last_tick_duration_seconds",
             "Duration of the last scheduler tick.",
             last[1] / 1000 if last else 0.0,
+        ),
+    ]
+
+
+def _provisions() -> list[Metric]:
+    # Provision rows are kept (a deleted host's too: their host link is set null), so these
+    # are lifetime counts that only go up, fit for rate().
+    timed = Q(seconds__isnull=False)
+    agg = Provision.objects.aggregate(
+        **{f"r_{result}": Count("id", filter=Q(result=result)) for result in ProvisionResult},
+        n=Count("id", filter=timed),
+        sum_s=Coalesce(Sum("seconds", filter=timed), 0.0),
+        **{
+            f"b{i}": Count("id", filter=Q(seconds__lte=float(le)))
+            for i, le in enumerate(PROVISION_SECONDS_BUCKETS)
+        },
+    )
+    total = _counter(
+        "provisions_total",
+        "Hosts provisioned (a build put on them before a test), by result.",
+        labels=["result"],
+    )
+    for result in ProvisionResult:
+        total.add_metric([result.value], agg[f"r_{result}"])
+    return [
+        total,
+        _histogram(
+            "provision_seconds",
+            "How long each provisioning took, as its runner reported (those that said).",
+            PROVISION_SECONDS_BUCKETS,
+            [agg[f"b{i}"] for i in range(len(PROVISION_SECONDS_BUCKETS))],
+            agg["n"],
+            agg["sum_s"],
         ),
     ]
 

@@ -6,7 +6,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db.models import (
     Count,
@@ -19,13 +19,14 @@ from django.db.models import (
     Q,
     QuerySet,
     Subquery,
+    Sum,
 )
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from hosts import rules
-from hosts.choices import AWAITING_MAINTENANCE, IN_MAINTENANCE, HostStatus
-from hosts.models import Host, Label, Worker
+from hosts.choices import AWAITING_MAINTENANCE, IN_MAINTENANCE, HostStatus, ProvisionResult
+from hosts.models import Host, Label, Provision, Worker
 from hosts.querysets import online_cutoff
 from jobs.choices import JobKind, JobStatus
 from jobs.models import Job, Lease, SchedulerSettings, SchedulerTick, Suite, WaitReasonClass
@@ -38,6 +39,23 @@ from jobs.scheduling import labstate, planner, snapshot
 def latest_tick() -> SchedulerTick | None:
     """The latest tick (its wait reasons are read per class by `wait_reasons_for`)."""
     return SchedulerTick.objects.order_by("-id").first()
+
+
+def tick_provisions(tick: SchedulerTick | None) -> Counter[str]:
+    """How many of the latest tick's job leases provision their host first, by build: those
+    still active, acquired since it started, with a `provision_to` (one query over the active
+    leases; none when it made no lease)."""
+    if tick is None or not tick.leases_made:
+        return Counter()
+    rows = (
+        Lease.objects.active()
+        .filter(acquired_at__gte=tick.started_at)
+        .exclude(provision_to="")
+        .order_by()
+        .values_list("provision_to")
+        .annotate(n=Count("id"))
+    )
+    return Counter(dict(rows))
 
 
 def current_holds(tick: SchedulerTick | None = None) -> dict[int, int]:
@@ -341,6 +359,38 @@ def dashboard_counts(*, now: datetime) -> dict[str, int]:
     counts["hosts_to_repair"] = counts["hosts_needs_repair"] + counts["hosts_repairing"]
     counts["jobs_active"] = counts["jobs_leased"] + counts["jobs_running"]
     return counts
+
+
+PROVISION_STATS_HOURS = 24
+
+
+@dataclass(frozen=True)
+class ProvisionStats:
+    """The hosts provisioned over the last PROVISION_STATS_HOURS: how often and for how long."""
+
+    total: int
+    failed: int
+    seconds: float  # time spent provisioning, of those whose runner said how long
+
+    @property
+    def per_hour(self) -> float:
+        return self.total / PROVISION_STATS_HOURS
+
+    @property
+    def hours(self) -> float:
+        return self.seconds / 3600
+
+
+def provision_stats(*, now: datetime) -> ProvisionStats:
+    """Provisionings (Provision rows) of the last PROVISION_STATS_HOURS, in one query."""
+    row = Provision.objects.filter(
+        created_at__gt=now - timedelta(hours=PROVISION_STATS_HOURS)
+    ).aggregate(
+        total=Count("id"),
+        failed=Count("id", filter=Q(result=ProvisionResult.FAILED)),
+        seconds=Coalesce(Sum("seconds"), 0.0),
+    )
+    return ProvisionStats(total=row["total"], failed=row["failed"], seconds=row["seconds"])
 
 
 def recent_ticks(*, limit: int = 120) -> list[SchedulerTick]:

@@ -84,6 +84,7 @@ def queue_context(request: HttpRequest, query: QueryDict, page_number: str | Non
     positions = selection.positions([job.pk for job in jobs])
     tick = selectors.latest_tick()
     reasons = selectors.wait_reasons_for(jobs, tick)
+    provisions = selectors.tick_provisions(tick)
     # Hosts the tick keeps free for a multi-host job (docs/scheduling.md#holds-and-backfill).
     holding = Counter(selectors.current_holds(tick).values()) if tick else Counter()
     # Each route reversed once per page, not once per row (schedsite/links.py).
@@ -120,6 +121,9 @@ def queue_context(request: HttpRequest, query: QueryDict, page_number: str | Non
         "matching": selection.ids.count(),
         "matching_estimated": selection.ids.row_count.estimated,
         "tick": tick,
+        # "2 of them after a reimage to R121" (docs/ui.md#pages).
+        "tick_provisions": sum(provisions.values()),
+        "tick_builds": " or ".join(sorted(provisions)),
         "now": timezone.now(),
         "refresh": refresh_seconds(),
         "live_url": live_url(reverse("jobs:queue"), query, page),

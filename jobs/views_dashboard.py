@@ -152,6 +152,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "charts": dashboard_charts(ticks),
         "last_tick": ticks[-1] if ticks else None,
         "waits": queue_waits(now, ticks[-1] if ticks else None) if counts["jobs_queued"] else None,
+        "provisions": selectors.provision_stats(now=now),
         "suite_rows": rows,
         "suites_total": suites_total,
         "live_url": request.path,

@@ -27,6 +27,16 @@ def _fast_password_hashing(request: pytest.FixtureRequest) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def _no_kept_provision_medians(request: pytest.FixtureRequest) -> None:
+    """Each test reads the provisioning medians afresh: a process keeps them for minutes."""
+    if not request.config.pluginmanager.hasplugin("django"):
+        return
+    from jobs.scheduling import provision_cost
+
+    provision_cost.forget()
+
+
 @pytest.fixture
 def sam(django_user_model):  # noqa: ANN001, ANN201
     """Sam, lab staff."""

@@ -111,6 +111,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "jobs.suite_body",
             "jobs.scheduling.snapshot",
             "jobs.scheduling.labstate",
+            "jobs.scheduling.provision_cost",
             "jobs.scheduling.queue",
             "hosts.inventory_files",
             "notifications.queue",

@@ -162,6 +162,9 @@ def _suite_changes(edits: list[dict]) -> list[SuiteChange]:
 class PlanHostSerializer(serializers.Serializer):
     role = serializers.CharField(help_text="The job's role the host would take.")
     hostname = serializers.CharField()
+    provision_to = serializers.CharField(
+        required=False, help_text="The build this host would be provisioned to, if any."
+    )
 
 
 class PlanJobSerializer(serializers.Serializer):
@@ -194,6 +197,11 @@ class PlanJobSerializer(serializers.Serializer):
         help_text="In `stranded`, a multi-host job's role no set of hosts could serve after the "
         "change.",
     )
+    provision_to = serializers.CharField(
+        required=False,
+        help_text="In `leases` and `would_start`, only for a job whose host would be "
+        "provisioned first: the build (the job's build differs from the host's current_build).",
+    )
 
 
 class PlanNewJobsSerializer(serializers.Serializer):
@@ -224,6 +232,9 @@ class PlanCountsSerializer(serializers.Serializer):
     would_lose = serializers.IntegerField()
     stranded = serializers.IntegerField()
     would_preempt = serializers.IntegerField()
+    provisions = serializers.IntegerField(
+        help_text="Hosts the plan with the change would provision before their test."
+    )
 
 
 class PlanResultSerializer(serializers.Serializer):
@@ -246,6 +257,7 @@ def plan_answer(result: WhatIf) -> dict[str, Any]:
     hosts = result.snapshot.hosts_by_id
     leased = result.leased_hosts()
     every = result.job_hosts()
+    provisioning = result.provisioning_jobs()
 
     def entry(job_id: int, *, host: bool = False, reason: bool = False) -> dict[str, Any]:
         index = new_job_index(job_id)
@@ -256,9 +268,17 @@ def plan_answer(result: WhatIf) -> dict[str, Any]:
         }
         if host:
             row["host"] = hosts[leased[job_id]].hostname
+            if job_id in provisioning:
+                row["provision_to"] = provisioning[job_id]
             if result.jobs[job_id].roles:
                 row["hosts"] = [
-                    {"role": a.role, "hostname": hosts[a.host_id].hostname} for a in every[job_id]
+                    {"role": a.role, "hostname": hosts[a.host_id].hostname}
+                    | (
+                        {"provision_to": result.provisions[job_id, a.host_id]}
+                        if (job_id, a.host_id) in result.provisions
+                        else {}
+                    )
+                    for a in every[job_id]
                 ]
         if reason:
             why = result.after.wait_reasons[job_id]
@@ -304,5 +324,6 @@ def plan_answer(result: WhatIf) -> dict[str, Any]:
             "would_lose": len(result.would_lose),
             "stranded": len(result.stranded),
             "would_preempt": len(result.preempted),
+            "provisions": len(result.provisions),
         },
     }

@@ -25,13 +25,14 @@ from heapq import heappop, heappush
 from operator import attrgetter
 
 from django.conf import settings
+from django.utils import timezone
 
 from hosts.choices import HostStatus
 from hosts.models import Host, Worker
 from hosts.querysets import seen_online, worker_capacity
 from jobs.choices import JobKind
 from jobs.models import Job, Lease, decode_labels
-from jobs.scheduling import planner, snapshot
+from jobs.scheduling import planner, provision_cost, snapshot
 from jobs.scheduling.planner.types import RoleNeed
 from jobs.scheduling.snapshot import (
     LabChanges,
@@ -455,10 +456,10 @@ class LabState:
             self._hosts_in_order = True
         jobs = list(self.jobs.values())
         sized = with_sizes or policy.ordering != "fifo"
-        if sized:
-            jobs = self._sized(jobs)
         suites = suite_states(self.suite_jobs, held=self.held)
         hosts = list(self.hosts.values())
+        if sized:
+            jobs = self._sized(jobs, now=now, policy=policy, suites=suites, hosts=hosts)
         return Snapshot(
             hosts=hosts,
             jobs=jobs,
@@ -507,10 +508,39 @@ class LabState:
             heappop(ids)
         return ids[0]
 
-    def _sized(self, jobs: list[planner.JobState]) -> list[planner.JobState]:
-        """The jobs with their expected run time: the estimate, else their name's median."""
+    def _sized(
+        self,
+        jobs: list[planner.JobState],
+        *,
+        now: datetime,
+        policy: planner.Policy,
+        suites: Iterable[planner.SuiteState] | None = None,
+        hosts: Iterable[planner.HostState] | None = None,
+    ) -> list[planner.JobState]:
+        """The jobs with their expected run time: the estimate, else their name's median; plus
+        their board's median provisioning time when no host of their board carries their build
+        (docs/scheduling.md#provisioning-in-the-size-estimate). Without `suites` or `hosts`
+        they are read."""
         medians = run_time_medians({j.name for j in jobs if j.id not in self.estimates})
-        return [replace(j, size_s=self.estimates.get(j.id, medians.get(j.name))) for j in jobs]
+        jobs = [replace(j, size_s=self.estimates.get(j.id, medians.get(j.name))) for j in jobs]
+        provisioning = provision_cost.provision_medians(now=now)
+        if not provisioning or not jobs:
+            return jobs
+        if suites is None:
+            suite_ids = {j.suite_id for j in jobs if j.suite_id is not None}
+            suites = suite_states(suite_ids, held={})
+        carried = (
+            provision_cost.carried_builds(hosts)
+            if hosts is not None
+            else provision_cost.read_carried_builds()
+        )
+        return provision_cost.with_provisioning(
+            jobs,
+            builds=provision_cost.job_builds(jobs, suites, provision_cost.standalone_builds()),
+            carried=carried,
+            medians=provisioning,
+            default_s=policy.default_duration_s,
+        )
 
 
 def queued_job_states(
@@ -526,13 +556,16 @@ def queued_job_states(
     leases them first (jobs/scheduling/maintenance.py). Under an ordering by size (or with
     `with_sizes`), each job's expected run time (`size_s`) is read too: its estimated_duration,
     else the median run time of the last 20 finished runs of jobs with its name
-    (`run_time_medians`; docs/scheduling.md#policies).
+    (`run_time_medians`; docs/scheduling.md#policies), with the provisioning time the tick would
+    add (docs/scheduling.md#provisioning-in-the-size-estimate).
     """
     state = LabState(with_last_used=False)
     state.avoid = failed_hosts_of_queued_jobs()
     state._read_jobs(None, now=ready_at or _END_OF_TIME)
     jobs = list(state.jobs.values())
-    return state._sized(jobs) if with_sizes or policy.ordering != "fifo" else jobs
+    if with_sizes or policy.ordering != "fifo":
+        return state._sized(jobs, now=ready_at or timezone.now(), policy=policy)
+    return jobs
 
 
 _END_OF_TIME = datetime.max.replace(tzinfo=UTC)  # every backoff has ended by then

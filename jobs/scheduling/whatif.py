@@ -14,7 +14,7 @@ from datetime import datetime
 
 from hosts.rules import job_fits_host
 from jobs.models import Job, SchedulerSettings, Suite
-from jobs.scheduling import planner
+from jobs.scheduling import planner, provision_cost
 from jobs.scheduling.labstate import scheduler_snapshot
 from jobs.scheduling.planner.preemption import Preemption, Victim, preemptions
 from jobs.scheduling.planner.types import RoleNeed
@@ -79,6 +79,14 @@ class WhatIf:
     new_waiting: list[int] = field(default_factory=list)
     # Running jobs the tick's preemption phase would stop after the plan (preemption on).
     preempted: list[Preemption] = field(default_factory=list)
+    # The plan's (job id, host id) with the change whose host would be provisioned first, to
+    # the build (provision_cost.plan_provisions: the rule a lease's provision_to follows).
+    provisions: dict[tuple[int, int], str] = field(default_factory=dict)
+
+    def provisioning_jobs(self) -> dict[int, str]:
+        """Job id -> the build, for the jobs of the plan with the change that would provision
+        (a multi-host job once, whichever of its hosts it is)."""
+        return {job_id: build for (job_id, _host), build in self.provisions.items()}
 
     def leased_hosts(self) -> dict[int, int]:
         """Job id -> host id for the plan with the change (a multi-host job's slot 0: the
@@ -109,7 +117,13 @@ def plan_change(change: Change, *, now: datetime) -> WhatIf:
         with_usage=new.fair_share,
     )
     victims, spare = candidates() if new.preemption else ([], {})
-    return compare(snapshot, change, victims=victims, spare=spare)
+    return compare(
+        snapshot,
+        change,
+        victims=victims,
+        spare=spare,
+        standalone=provision_cost.standalone_builds(),
+    )
 
 
 def compare(
@@ -118,9 +132,12 @@ def compare(
     *,
     victims: Sequence[Victim] = (),
     spare: Mapping[int, int] | None = None,
+    standalone: Mapping[int, str] | None = None,
 ) -> WhatIf:
     """Run the pure planner on the snapshot and on the snapshot with the change applied; with
-    `victims`, also what the preemption phase would stop after the changed plan."""
+    `victims`, also what the preemption phase would stop after the changed plan. `standalone`:
+    the builds of queued standalone jobs, by id (provision_cost.standalone_builds), to say
+    which leases would provision."""
     hosts, jobs, suites = apply(snapshot, change)
     policy = change.policy or snapshot.policy
     before = _plan(snapshot, snapshot.hosts, snapshot.jobs, snapshot.suites, snapshot.policy)
@@ -128,6 +145,11 @@ def compare(
     leased_before = {a.job_id for a in before.assignments}
     leased_after = {a.job_id for a in after.assignments}
     result = WhatIf(snapshot=snapshot, jobs={j.id: j for j in jobs}, before=before, after=after)
+    result.provisions = provision_cost.plan_provisions(
+        after.assignments,
+        hosts={h.id: h for h in hosts},
+        builds=provision_cost.job_builds(jobs, suites, standalone or {}),
+    )
     for job in jobs:
         index = new_job_index(job.id)
         if index is not None:
@@ -196,8 +218,19 @@ def apply(
         for job in snapshot.jobs
     ]
     if change.new_suite is not None:
-        sized = (change.policy or snapshot.policy).ordering != "fifo"
+        policy = change.policy or snapshot.policy
+        sized = policy.ordering != "fifo"
         suite, new = proposed(change.new_suite, change.new_jobs, sized=sized)
+        if sized and suite.build and snapshot.now is not None:
+            # As the tick would size them once saved (provision_cost.with_provisioning).
+            medians = provision_cost.provision_medians(now=snapshot.now)
+            new = provision_cost.with_provisioning(
+                new,
+                builds={job.id: suite.build for job in new},
+                carried=provision_cost.carried_builds(snapshot.hosts),
+                medians=medians,
+                default_s=policy.default_duration_s,
+            )
         suites.append(suite)
         jobs.extend(new)
     return hosts, jobs, suites
@@ -400,6 +433,7 @@ def summary(result: WhatIf) -> str:
     total = len(result.new_started) + len(result.new_waiting)
     if total:
         part = f"{len(result.new_started)} of your {_count(total, 'job')} would start now"
+        part += _reimages(result, [new_job_id(i) for i in result.new_started])
         if result.new_waiting:
             reasons = [result.after.wait_reasons[new_job_id(i)] for i in result.new_waiting]
             part += f"; {len(result.new_waiting)} wait: {_reasons(reasons)}"
@@ -422,7 +456,8 @@ def summary(result: WhatIf) -> str:
         n = len(result.would_lose)
         parts.append(f"{_count(n, 'job')} the next tick would start would wait instead")
     if result.would_start:
-        parts.append(f"{_count(len(result.would_start), 'other queued job')} would start")
+        part = f"{_count(len(result.would_start), 'other queued job')} would start"
+        parts.append(part + _reimages(result, result.would_start))
     if result.preempted:
         n = len(result.preempted)
         parts.append(f"{_count(n, 'running job')} would be preempted to make room")
@@ -445,6 +480,17 @@ def _multi_host_starts(result: WhatIf) -> list[str]:
             on = ", ".join(f"{hosts[a.host_id].hostname} ({a.role})" for a in every[job.id])
             lines.append(f"{job.name} would run on {on}")
     return lines
+
+
+def _reimages(result: WhatIf, job_ids: Iterable[int]) -> str:
+    """', 2 of them after a reimage to R121' for the jobs whose host would be provisioned
+    first; '' when none would."""
+    provisioning, job_ids = result.provisioning_jobs(), list(job_ids)
+    builds = [provisioning[j] for j in job_ids if j in provisioning]
+    if not builds:
+        return ""
+    them = "" if len(job_ids) == 1 else f"{len(builds)} of them "
+    return f", {them}after a reimage to {' or '.join(sorted(set(builds)))}"
 
 
 def _count(n: int, word: str) -> str:

@@ -68,6 +68,9 @@ TONES: dict[str, dict[str, str]] = {
         "created": "slate",
         "updated": "slate",
         "deleted": "red",
+        # A failed provisioning shows as "Provisioning failed" in the job's red
+        # (hosts.views_timeline.provision_outcomes).
+        "provisioned": "green",
     },
 }
 

@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from rest_framework.authtoken.models import Token
 
 from hosts import services as host_services
+from hosts.models import Provision
 from jobs import services
 from jobs.choices import JobKind
 from jobs.models import Job, Lease, SchedulerTick
@@ -216,6 +217,8 @@ FAMILIES = {
     "schedsite_last_tick_age_seconds": ("gauge", set()),
     "schedsite_last_tick_duration_seconds": ("gauge", set()),
     "schedsite_metrics_scrape_duration_seconds": ("gauge", set()),
+    "schedsite_provisions": ("counter", {"result"}),
+    "schedsite_provision_seconds": ("histogram", {"le"}),
 }
 
 
@@ -295,6 +298,26 @@ def test_it_counts_maintenance_results_host_failures_and_expired_jobs(client, sa
     assert value(s, "schedsite_jobs", status="expired") == 1
 
 
+def test_it_counts_provisionings_by_result_and_how_long_they_took(client, sam) -> None:  # noqa: ANN001
+    h = f.host("h", ["board:x"])
+    for seconds, result in [(45, "ok"), (280, "ok"), (310, "ok"), (None, "ok"), (700, "failed")]:
+        Provision.objects.create(
+            host=h, hostname="h", board="board:x", build="R121", result=result, seconds=seconds
+        )
+    client.force_login(sam)
+    s = scrape(client)
+
+    assert value(s, "schedsite_provisions_total", result="ok") == 4
+    assert value(s, "schedsite_provisions_total", result="failed") == 1
+    # The histogram holds those whose runner said how long: 45, 280, 310 and 700 s.
+    assert value(s, "schedsite_provision_seconds_bucket", le="60") == 1
+    assert value(s, "schedsite_provision_seconds_bucket", le="300") == 2
+    assert value(s, "schedsite_provision_seconds_bucket", le="600") == 3
+    assert value(s, "schedsite_provision_seconds_bucket", le="+Inf") == 4
+    assert value(s, "schedsite_provision_seconds_count") == 4
+    assert value(s, "schedsite_provision_seconds_sum") == 45 + 280 + 310 + 700
+
+
 def test_an_empty_lab_scrapes_cleanly(client, sam) -> None:  # noqa: ANN001
     client.force_login(sam)
     s = scrape(client)
@@ -318,7 +341,8 @@ def test_a_scrape_costs_the_same_few_queries_whatever_the_size_of_the_lab(client
     services.scheduler_tick()
     with CaptureQueriesContext(connection) as big:
         scrape(client, **headers)
-    assert len(big) == len(small) <= 10, [q["sql"][:80] for q in big.captured_queries]
+    # Eight reads (the provisioning families' one aggregate the last) and the transaction's.
+    assert len(big) == len(small) <= 11, [q["sql"][:80] for q in big.captured_queries]
 
 
 def test_staff_and_the_metrics_token_may_scrape_nobody_else(

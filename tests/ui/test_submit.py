@@ -71,7 +71,8 @@ def test_preview_says_what_the_next_tick_would_do_and_saves_nothing(alice_client
     assert response.status_code == 200
     html = response.content.decode()
     assert 'id="suite-preview"' in html
-    assert "1 of your 2 jobs would start now; 1 wait:" in html
+    # The lab's hosts carry no build yet: the one that starts is reimaged to the suite's first.
+    assert "1 of your 2 jobs would start now, after a reimage to R120-1.0; 1 wait:" in html
     assert "locked" in html  # why login_Smoke waits
     assert 'value="bvt-inline R120"' in html  # the form is kept, to submit as it is
     assert not Suite.objects.exists() and not Job.objects.exists()

@@ -190,3 +190,16 @@ def test_the_query_count_does_not_grow_with_the_lab(broken_twice, test_runs, ali
         run(job, JobStatus.FAILED, host_ok=i % 2 == 0)
 
     assert (queries("/api/stats/hosts/?range=30d"), queries("/api/stats/tests/?range=7d")) == small
+
+
+def test_a_retired_host_is_listed_only_for_a_range_it_was_in_use_in(broken_twice, alice):
+    Host.objects.filter(hostname="h2").update(
+        status=HostStatus.RETIRED, updated_at=timezone.now() - timedelta(days=2)
+    )
+    client = token_client(alice)
+
+    week = client.get("/api/stats/hosts/?range=7d").json()["results"]
+    day = client.get("/api/stats/hosts/?range=24h").json()["results"]
+
+    assert [row["hostname"] for row in week] == ["h1", "h2"]
+    assert [row["hostname"] for row in day] == ["h1"]

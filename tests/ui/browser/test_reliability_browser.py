@@ -51,3 +51,20 @@ def test_a_tester_finds_the_host_that_broke_most_and_the_flaky_test(page, alice)
     expect(flaky.locator('[data-label="Flaky"]')).to_have_text("flaky")
     expect(flaky.get_by_role("link", name="h2")).to_be_visible()
     screenshot(page, "reliability-tests")
+
+
+@pytest.mark.usefixtures("broken_twice", "test_runs")
+def test_on_a_phone_each_row_is_a_card_within_the_screen(page, alice):  # noqa: ANN001
+    page.set_viewport_size({"width": 390, "height": 844})
+    sign_in(page, "alice", "alice-pass")
+    for path, first in (
+        ("/reliability/hosts/", "h1"),
+        ("/reliability/tests/?ordering=name", "boot"),
+    ):
+        page.goto(path)
+        expect(page.locator("#reliability-table tbody th").first).to_contain_text(first)
+        rate = page.locator('#reliability-table [data-label="Pass rate"]').first
+        box = rate.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    screenshot(page, "reliability-tests-390", full_page=True)

@@ -77,6 +77,7 @@ INSTALLED_APPS = [
     "hosts",
     "jobs",
     "notifications",
+    "stats",
 ]
 
 MIDDLEWARE = [

@@ -32,6 +32,7 @@ SHOWN = {
     "profile-notifications.png": "profile-notifications-debug0",  # test_notifications_browser.py
     "delivery-log.png": "delivery-log-debug0",
     "suite-template.png": "suite-template",  # test_templates_browser.py
+    "reliability-hosts.png": "reliability-hosts",  # test_reliability_browser.py
     "scheduler-settings.png": "scheduler-settings-prod",  # test_settings_browser.py
     "multihost-form.png": "multihost-form-refused-prod",  # test_multihost_browser.py
     "multihost-job.png": "multihost-job-prod",

@@ -20,7 +20,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("runner", "schedsite", "hosts", "jobs", "notifications", "web")
+PACKAGES = ("runner", "schedsite", "hosts", "jobs", "notifications", "stats", "web")
 
 # The floors, bottom first: a package imports only packages on a floor below its own, never one
 # above and never one beside it. The same table as docs/architecture.md's (a test holds them).
@@ -30,12 +30,13 @@ FLOORS: dict[str, int] = {
     "hosts": 2,
     "jobs": 3,
     "notifications": 4,
+    "stats": 4,
     "web": 5,
 }
 
 # Within the apps, the layers, top first: a module imports only modules of its own layer or a
 # lower one (in its app or one below it). The first pattern a module matches gives its layer.
-APPS = ("hosts", "jobs", "notifications")
+APPS = ("hosts", "jobs", "notifications", "stats")
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     (
         "interfaces",
@@ -115,6 +116,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "jobs.scheduling.queue",
             "hosts.inventory_files",
             "notifications.queue",
+            "stats.ranges",
         ),
     ),
     # The querysets are the models' managers (models.py imports them): they stand with them.

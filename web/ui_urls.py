@@ -14,4 +14,5 @@ urlpatterns = [
     path("", include("jobs.host_urls")),
     path("", include("jobs.urls")),
     path("", include("notifications.urls")),
+    path("", include("stats.urls")),
 ]

@@ -54,6 +54,8 @@ SECTIONS = {
     "jobs:template_list": "templates",
     "jobs:template_detail": "templates",
     "notifications:delivery_list": "deliveries",
+    "stats:host_reliability": "reliability",
+    "stats:test_reliability": "reliability",
 }
 
 

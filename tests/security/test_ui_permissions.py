@@ -210,6 +210,8 @@ PAGES: dict[str, Callable[[SimpleNamespace], str]] = {
     "jobs:template_detail": lambda lab: f"/templates/{lab.template.pk}/",
     "jobs:scheduler_settings": lambda lab: "/scheduler/settings/",
     "hosts:host_export": lambda lab: "/hosts/export.csv",
+    "stats:host_reliability": lambda lab: "/reliability/hosts/?range=7d",
+    "stats:test_reliability": lambda lab: "/reliability/tests/?range=24h",
 }
 
 # Pages only lab staff open; everyone else is refused.

@@ -204,6 +204,7 @@ def _list_schema(
             (200, "application/json"): page,
             (200, "text/csv"): OpenApiTypes.STR,
             400: OpenApiTypes.OBJECT,
+            404: OpenApiTypes.OBJECT,  # a page past the end
         },
     )
 

@@ -6,16 +6,20 @@ import csv
 import io
 from typing import Any
 
+from django.core.paginator import Paginator
+from django.http import Http404
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hosts.inventory_files import FORMULA_START
+from schedsite.api_pagination import PageNumberPagination
 from stats import selectors
 from stats.ranges import RANGES, TimeRange, time_range
 
@@ -92,6 +96,10 @@ def _csv_fields_of_test(row: selectors.TestReliability) -> dict[str, Any]:
     return entry
 
 
+PAGE_HELP = (
+    f"Rows per page (JSON), default {PageNumberPagination.page_size}; above "
+    f"{PageNumberPagination.max_page_size} the page holds {PageNumberPagination.max_page_size}."
+)
 RANGE_PARAMETER = OpenApiParameter(
     "range", str, enum=list(RANGES), description="The time the figures cover, ending now."
 )
@@ -126,19 +134,29 @@ class ReliabilityView(APIView):
             columns=self.columns,
             default=self.default_ordering,
         )
+        paginator = self.settings.DEFAULT_PAGINATION_CLASS()
+        # A malformed page or page size is a 400 whatever the format, though CSV has no pages.
+        paginator.get_page_size(request)
+        paginator.get_page_number(request, Paginator([], 1))
         if request.accepted_renderer.format == "csv":
             filename = f"{self.csv_name}-{window.name}.csv"
             return Response(
                 [self.entry(row, csv=True) for row in rows],
                 headers={"Content-Disposition": f'attachment; filename="{filename}"'},
             )
-        paginator = self.settings.DEFAULT_PAGINATION_CLASS()
         page = paginator.paginate_queryset(rows, request, view=self)
         response = paginator.get_paginated_response([self.entry(row, csv=False) for row in page])
         response.data["range"] = window.name
         response.data["from"] = window.start.isoformat()
         response.data["to"] = window.end.isoformat()
         return response
+
+    def perform_content_negotiation(self, request: Request, force: bool = False) -> tuple:
+        try:
+            return super().perform_content_negotiation(request, force)
+        except Http404:
+            # DRF answers an unknown ?format= with a 404, as if the list were not there.
+            raise ValidationError({"format": ["format must be json or csv"]}) from None
 
     def finalize_response(
         self, request: Request, response: Response, *args: Any, **kwargs: Any
@@ -151,15 +169,43 @@ class ReliabilityView(APIView):
         return super().finalize_response(request, response, *args, **kwargs)
 
 
-def _list_schema(name: str, fields: dict[str, serializers.Field], summary: str) -> Any:
+def _list_schema(
+    name: str, fields: dict[str, serializers.Field], summary: str, columns: tuple[str, ...]
+) -> Any:
+    """The list's documentation: a page of rows with the range as JSON, or every row as CSV."""
+    page = inline_serializer(
+        f"{name}Page",
+        {
+            "count": serializers.IntegerField(),
+            "count_estimated": serializers.BooleanField(),
+            "next": serializers.URLField(allow_null=True),
+            "previous": serializers.URLField(allow_null=True),
+            "results": inline_serializer(name, fields, many=True),
+            "range": serializers.ChoiceField(choices=list(RANGES)),
+            "from": serializers.DateTimeField(),
+            "to": serializers.DateTimeField(),
+        },
+    )
     return extend_schema(
         summary=summary,
         parameters=[
             RANGE_PARAMETER,
-            OpenApiParameter("ordering", str, description=ORDERING_HELP),
+            OpenApiParameter(
+                "ordering",
+                str,
+                enum=[*columns, *(f"-{column}" for column in columns)],
+                description=ORDERING_HELP,
+            ),
+            OpenApiParameter("page", {"type": "integer", "minimum": 1}),
+            OpenApiParameter("page_size", {"type": "integer", "minimum": 1}, description=PAGE_HELP),
             FORMAT_PARAMETER,
         ],
-        responses={200: inline_serializer(name, fields, many=True), 400: OpenApiTypes.OBJECT},
+        responses={
+            (200, "application/json"): page,
+            (200, "text/csv"): OpenApiTypes.STR,
+            400: OpenApiTypes.OBJECT,
+            404: OpenApiTypes.OBJECT,  # a page past the end
+        },
     )
 
 
@@ -192,6 +238,7 @@ class HostStatsView(ReliabilityView):
             "pass_rate": serializers.FloatField(allow_null=True),
         },
         "Each host's breaks, repairs, outage and jobs over a range",
+        selectors.HOST_ORDERINGS,
     )
     def get(self, request: Request) -> Response:
         return super().get(request)
@@ -227,6 +274,7 @@ class TestStatsView(ReliabilityView):
             "last_run": serializers.DateTimeField(),
         },
         "Each test's runs, pass rate, flakiness and the hosts it failed on over a range",
+        selectors.TEST_ORDERINGS,
     )
     def get(self, request: Request) -> Response:
         return super().get(request)

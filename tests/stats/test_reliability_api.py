@@ -203,3 +203,17 @@ def test_a_retired_host_is_listed_only_for_a_range_it_was_in_use_in(broken_twice
 
     assert [row["hostname"] for row in week] == ["h1", "h2"]
     assert [row["hostname"] for row in day] == ["h1"]
+
+
+def test_an_unknown_format_is_a_400_naming_the_two(alice):
+    response = token_client(alice).get("/api/stats/tests/?format=xlsx")
+
+    assert response.status_code == 400
+    assert response.json() == {"format": ["format must be json or csv"]}
+
+
+def test_a_malformed_page_size_is_a_400_in_csv_too(alice):
+    response = token_client(alice).get("/api/stats/hosts/?format=csv&page_size=-2")
+
+    assert response.status_code == 400
+    assert response.json() == {"page_size": ["A page size is a whole number ≥ 1."]}

@@ -44,7 +44,12 @@ def listed(client, worker: str) -> list[dict]:  # noqa: ANN001
 
 def hosts_of(job: Job) -> list[dict]:
     return [
-        {"role": lease.role, "hostname": lease.host.hostname, "lease": lease.pk}
+        {
+            "role": lease.role,
+            "hostname": lease.host.hostname,
+            "lease": lease.pk,
+            "provision_to": lease.provision_to or None,
+        }
         for lease in attempt(job)
     ]
 
@@ -60,8 +65,8 @@ def test_the_slot_0_workers_list_shows_the_job_once_with_all_its_hosts(
     assert (mine["id"], mine["role"], mine["slot"], mine["runs_here"]) == (dut.pk, "dut", 0, True)
     assert mine["host"]["hostname"] == "dut.lab"
     assert mine["hosts"] == [
-        {"role": "dut", "hostname": "dut.lab", "lease": dut.pk},
-        {"role": "peer", "hostname": "peer.lab", "lease": peer.pk},
+        {"role": "dut", "hostname": "dut.lab", "lease": dut.pk, "provision_to": None},
+        {"role": "peer", "hostname": "peer.lab", "lease": peer.pk, "provision_to": None},
     ]
     # w2's runner sees its host held for a job it does not run.
     assert (theirs["id"], theirs["runs_here"], theirs["slot"]) == (peer.pk, False, 1)
@@ -168,7 +173,9 @@ def test_a_one_host_job_shows_its_one_host(lab, alice_client):
 
     assert body["roles"] == [] and body["together_by"] == ""
     lease = Lease.objects.get(job=lab.leased, released_at=None)
-    assert body["hosts"] == [{"role": "", "hostname": lease.host.hostname, "lease": lease.pk}]
+    assert body["hosts"] == [
+        {"role": "", "hostname": lease.host.hostname, "lease": lease.pk, "provision_to": None}
+    ]
     assert alice_client.get(f"/api/jobs/{lab.queued.pk}/").json()["hosts"] == []
 
 

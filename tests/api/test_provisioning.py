@@ -15,6 +15,7 @@ from hosts.models import Host, HostEvent, Provision
 from jobs import services
 from jobs.models import Job, Lease
 from tests import factories as f
+from tests.multihost import attempt, lease_hosts, multihost_job, role
 
 pytestmark = pytest.mark.django_db
 
@@ -265,3 +266,29 @@ def test_the_next_lease_of_a_provisioned_host_needs_no_provisioning(rack, runner
     second = suite_job("R121", pinned="eve1")
     f.tick(now + timedelta(seconds=5), rack)
     assert leased(second).provision_to == ""
+
+
+def test_each_host_of_a_multi_host_job_decides_its_own_and_start_provisions_them_all(
+    rack, runner_client
+):
+    dut, peer = Host.objects.get(hostname="eve1"), Host.objects.get(hostname="eve2")
+    job = multihost_job("bt_Pair", [role("dut", ["pool:cq"]), role("peer")], owner="alice")
+    Job.objects.filter(pk=job.pk).update(build="R121")  # a standalone job's own build
+    lease_hosts(job, [("dut", dut), ("peer", peer)])
+    first, second = attempt(job)
+    assert (first.provision_to, second.provision_to) == ("R121", "")  # eve2 carries R121
+
+    (row,) = runner_client.get("/api/workers/w1/leases/").json()["results"]
+    assert [h["provision_to"] for h in row["hosts"]] == ["R121", None]
+    body = {"lease": first.pk, "build": "R121", "provision_seconds": 42}
+    response = runner_client.post(f"/api/jobs/{job.pk}/start/", body, format="json")
+
+    assert response.status_code == 200, response.json()
+    assert list(Host.objects.values_list("hostname", "current_build")) == [
+        ("eve1", "R121"),
+        ("eve2", "R121"),
+    ]
+    # Only the host that was asked to provision (and carried another build) has a record.
+    assert list(Provision.objects.values_list("hostname", "from_build", "lease_id")) == [
+        ("eve1", "R119", first.pk)
+    ]

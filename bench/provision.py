@@ -245,18 +245,13 @@ def submit(sim: Sim, planned: PlannedSuite, *, number: int, at: datetime) -> Non
         sim.minutes[job_id] = minutes
 
 
-def provisioned_start(lease, *, build: str, at: datetime) -> None:  # noqa: ANN001
-    """The runner has put `build` on the lease's host: the host now carries it; start the test.
-
-    The runner protocol's `start` with a `build` does both in one call; until the branch that
-    adds it is in, the host's build is written through the inventory service (an audited
-    `updated` event) and the job started with the plain `start`.
-    """
-    from hosts import services as host_services
+def provisioned_start(lease, *, build: str, at: datetime, seconds: float) -> None:  # noqa: ANN001
+    """The runner has put `build` on the lease's host: `start` with the build, as the reference
+    runner's --provision-cmd does (the host carries it from now; a `provisioned` event and a
+    Provision row with how long it took)."""
     from jobs import services
 
-    host_services.host_update(host=lease.host, by=RUNNER, current_build=build)
-    services.lease_job_start(lease=lease, by=RUNNER, at=at)
+    services.lease_job_start(lease=lease, by=RUNNER, at=at, build=build, provision_seconds=seconds)
 
 
 def take_up(sim: Sim, lease, *, at: datetime) -> Run:  # noqa: ANN001
@@ -313,7 +308,9 @@ def runners_act(sim: Sim, *, at: datetime, new: bool) -> None:
             run = sim.runs[lease.pk] = take_up(sim, lease, at=at)
         if not run.started and at >= run.tested_from:
             sim.provisions_done += 1
-            provisioned_start(lease, build=run.provision_to, at=at)
+            provisioned_start(
+                lease, build=run.provision_to, at=at, seconds=sim.shape.provision_minutes * 60
+            )
             run.started = True
         if run.started and at >= run.ends_at:
             services.lease_job_complete(

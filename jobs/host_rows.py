@@ -265,7 +265,7 @@ def host_row(
 
 
 def _build_line(host: Host, now: datetime) -> SafeString | str:
-    """Its build under its name, and when a runner last provisioned it (docs/ui.md#hosts)."""
+    """Its build under its name, and when a runner last provisioned it (docs/ui.md#pages)."""
     if not host.current_build:
         return ""
     if host.provisioned_at is None:

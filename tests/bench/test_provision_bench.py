@@ -18,7 +18,7 @@ from bench.provision import (
     submissions,
 )
 from hosts.choices import EventKind
-from hosts.models import Host, HostEvent, Worker
+from hosts.models import Host, HostEvent, Provision, Worker
 from jobs.choices import JobStatus
 from jobs.models import Job, Lease, Suite
 from jobs.scheduler_models import SchedulerSettings
@@ -82,10 +82,12 @@ def test_a_day_reports_its_figures_and_every_provision_writes_the_hosts_build():
     assert report["leases_lost"] == 0
     # The runner wrote the host's build once per provision that ended, and a test only ever
     # runs on a host that carries its build.
-    writes = HostEvent.objects.filter(
-        actor="provision-runner", kind__in=[EventKind.UPDATED, EventKind.PROVISIONED]
-    )
-    assert writes.count() == report["provisions_done"]
+    # ... through `start` with the build: a provisioned event and a Provision row each, and
+    # every lease that provisioned said so (provision_to) when the tick made it.
+    writes = HostEvent.objects.filter(actor="provision-runner", kind=EventKind.PROVISIONED)
+    assert writes.count() == report["provisions_done"] == Provision.objects.count()
+    assert report["provision_to_disagrees"] == 0
+    assert report["leases_with_provision_to"] == report["provisions"]
     leases = Lease.objects.active().filter(job__status=JobStatus.RUNNING)
     running = list(leases.select_related("job__suite", "host"))
     assert running

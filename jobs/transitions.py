@@ -395,13 +395,15 @@ def _insert_leases(
         "'scheduled', a, a + %s, '', '' FROM ("
         f"SELECT h, j, r, s, jj.{attempts} AS n, GREATEST(%s, late.t) AS a, "
         f"CASE WHEN jj.{suite} IS NULL THEN jj.{job_build} ELSE ss.{suite_build} END AS b, "
-        f"hh.{host_build} AS hb "
-        "FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::int[]) AS u(h, j, r, s) "
+        f"hh.{host_build} AS hb, u.o "
+        "FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::int[]) "
+        "WITH ORDINALITY AS u(h, j, r, s, o) "
         f"JOIN {jobs} AS jj ON jj.id = u.j "
         f"JOIN {host_table} AS hh ON hh.id = u.h "
         f"LEFT JOIN {suites} AS ss ON ss.id = jj.{suite} "
         "LEFT JOIN unnest(%s::bigint[], %s::timestamptz[]) AS late(lh, t) ON late.lh = u.h"
-        ") AS v "
+        # The leases' ids in the order of the pairs, whatever order the joins give the rows.
+        ") AS v ORDER BY o "
         f"RETURNING {_columns(Lease, 'host', 'id', 'acquired_at')}"
     )
     params = [ttl, at, hosts, job_ids, text_array(roles), bigint_array(slots)]

@@ -120,11 +120,11 @@ def test_the_dashboard_counts_provisions_per_hour_and_hours_spent(alice_client, 
 
 
 def test_the_queue_says_how_many_of_the_last_ticks_leases_reimage(alice_client, lab):
+    Host.objects.filter(pk=lab.h2.pk).update(current_build="R121")  # h1 carries no build
     f.suite("nightly", 2, labels=["board:eve"], build="R121")
     f.job("waits", ["board:none"])
-    services.scheduler_tick()
-    # The runner protocol sets provision_to as the lease is made; here it is set by hand.
-    Lease.objects.filter(job__suite__name="nightly", host=lab.h1).update(provision_to="R121")
+    services.scheduler_tick()  # leases h1 (provision_to R121) and h2 (already on R121)
+    assert Lease.objects.get(host=lab.h1).provision_to == "R121"
 
     html = alice_client.get("/queue/").content.decode()
 
@@ -132,6 +132,7 @@ def test_the_queue_says_how_many_of_the_last_ticks_leases_reimage(alice_client, 
 
 
 def test_the_queue_names_no_reimage_when_no_lease_provisions(alice_client, lab):
+    Host.objects.filter(pk__in=[lab.h1.pk, lab.h2.pk]).update(current_build="R121")
     f.suite("nightly", 2, labels=["board:eve"], build="R121")
     f.job("waits", ["board:none"])
     services.scheduler_tick()

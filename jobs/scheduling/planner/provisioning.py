@@ -74,12 +74,7 @@ def fewest_provisions(
     moved = problem.solve(costs)
     if moved is None:
         return first_fit  # no feasible routing found: cannot happen, first-fit is one
-    chosen = [moved.get(u, h) for u, h in enumerate(first_fit)]
-    # The flow's counts are optimal, but handing out concrete hosts can still, in rare labs,
-    # put a retried job back on a host it failed on where first-fit did not: never answer
-    # worse than first-fit (tests/scheduler/test_provisioning.py found one such lab).
-    cost = sum(_cost(unit, hosts_by_id[h], big) for unit, h in zip(units, chosen, strict=True))
-    return chosen if cost <= sum(costs) else first_fit
+    return [moved.get(u, h) for u, h in enumerate(first_fit)]
 
 
 def _cost(unit: Unit, host: HostState, big: int) -> int:

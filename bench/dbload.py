@@ -204,3 +204,44 @@ def _aware(dt: datetime) -> datetime:
     from datetime import UTC
 
     return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt
+
+
+def run_children(
+    module: str,
+    flag: str,
+    variants: list[str],
+    seeds: list[int],
+    *,
+    db: str,
+    parallel: int,
+    argv: list[str],
+) -> list[dict]:
+    """Each variant x seed of a simulation (`python -m <module>`) in a process of its own,
+    `parallel` at once, each on a database of its own slot (`<db>_<slot>`, created and dropped
+    by it); their runs, from each child's `--json` line. `flag` names the variant's option."""
+    import json
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+    from queue import SimpleQueue
+
+    base = [a for a in argv if a != "--json"]
+    slots: SimpleQueue[int] = SimpleQueue()
+    for slot in range(parallel):
+        slots.put(slot)
+
+    def child(seed: int, variant: str) -> list[dict]:
+        slot = slots.get()
+        try:
+            cmd = [sys.executable, "-m", module, *base, "--parallel", "1"]
+            cmd += ["--db", f"{db}_{slot}", "--seeds", str(seed), flag, variant, "--json"]
+            done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=False)
+        finally:
+            slots.put(slot)
+        if done.returncode:
+            raise SystemExit(f"{variant} seed {seed} failed ({done.returncode})")
+        print(f"  {variant} seed {seed}: done", file=sys.stderr)
+        return json.loads(done.stdout.strip().splitlines()[-1])["runs"]
+
+    tasks = [(seed, variant) for seed in seeds for variant in variants]
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        return [run for runs in pool.map(lambda t: child(*t), tasks) for run in runs]

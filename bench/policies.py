@@ -20,7 +20,6 @@ import math
 import os
 import random
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -309,33 +308,18 @@ def table(rows: list[dict[str, object]]) -> str:
 
 
 def run_children(args: argparse.Namespace, argv: list[str]) -> list[dict]:
-    """Each policy × seed in a process of its own, `args.parallel` at once, each process on a
-    database of its own slot (`<db>_<slot>`, created and dropped by it); their runs."""
-    from concurrent.futures import ThreadPoolExecutor
-    from queue import SimpleQueue
+    """Each policy x seed in a process of its own (bench.dbload.run_children)."""
+    from bench import dbload
 
-    base = [a for a in argv if a != "--json"]
-    slots: SimpleQueue[int] = SimpleQueue()
-    for slot in range(args.parallel):
-        slots.put(slot)
-
-    def child(seed: int, policy: str) -> list[dict]:
-        slot = slots.get()
-        try:
-            cmd = [sys.executable, "-m", "bench.policies", *base, "--parallel", "1"]
-            cmd += ["--db", f"{args.db}_{slot}", "--seeds", str(seed)]
-            cmd += ["--policies", policy, "--json"]
-            done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=False)
-        finally:
-            slots.put(slot)
-        if done.returncode:
-            raise SystemExit(f"{policy} seed {seed} failed ({done.returncode})")
-        print(f"  {policy} seed {seed}: done", file=sys.stderr)
-        return json.loads(done.stdout.strip().splitlines()[-1])["runs"]
-
-    tasks = [(seed, policy) for seed in args.seeds for policy in args.policies]
-    with ThreadPoolExecutor(max_workers=args.parallel) as pool:
-        return [run for runs in pool.map(lambda t: child(*t), tasks) for run in runs]
+    return dbload.run_children(
+        "bench.policies",
+        "--policies",
+        args.policies,
+        args.seeds,
+        db=args.db,
+        parallel=args.parallel,
+        argv=argv,
+    )
 
 
 def run_here(shape: Shape, args: argparse.Namespace) -> list[dict]:

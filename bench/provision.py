@@ -36,7 +36,6 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -502,33 +501,18 @@ SPAN_OPTIONS = (
 
 
 def run_children(args: argparse.Namespace, argv: list[str]) -> list[dict]:
-    """Each strategy × seed in a process of its own, `args.parallel` at once, each process on
-    a database of its own slot (`<db>_<slot>`, created and dropped by it); their runs."""
-    from concurrent.futures import ThreadPoolExecutor
-    from queue import SimpleQueue
+    """Each strategy x seed in a process of its own (bench.dbload.run_children)."""
+    from bench import dbload
 
-    base = [a for a in argv if a != "--json"]
-    slots: SimpleQueue[int] = SimpleQueue()
-    for slot in range(args.parallel):
-        slots.put(slot)
-
-    def child(seed: int, strategy: str) -> list[dict]:
-        slot = slots.get()
-        try:
-            cmd = [sys.executable, "-m", "bench.provision", *base, "--parallel", "1"]
-            cmd += ["--db", f"{args.db}_{slot}", "--seeds", str(seed)]
-            cmd += ["--strategies", strategy, "--json"]
-            done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=False)
-        finally:
-            slots.put(slot)
-        if done.returncode:
-            raise SystemExit(f"{strategy} seed {seed} failed ({done.returncode})")
-        print(f"  {strategy} seed {seed}: done", file=sys.stderr)
-        return json.loads(done.stdout.strip().splitlines()[-1])["runs"]
-
-    tasks = [(seed, strategy) for seed in args.seeds for strategy in args.strategies]
-    with ThreadPoolExecutor(max_workers=args.parallel) as pool:
-        return [run for runs in pool.map(lambda t: child(*t), tasks) for run in runs]
+    return dbload.run_children(
+        "bench.provision",
+        "--strategies",
+        args.strategies,
+        args.seeds,
+        db=args.db,
+        parallel=args.parallel,
+        argv=argv,
+    )
 
 
 def run_here(shape: Shape, args: argparse.Namespace) -> list[dict]:

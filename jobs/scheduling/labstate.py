@@ -536,7 +536,7 @@ class LabState:
         )
         return provision_cost.with_provisioning(
             jobs,
-            builds=provision_cost.job_builds(jobs, suites, provision_cost.standalone_builds()),
+            builds=provision_cost.job_builds(jobs, suites),
             carried=carried,
             medians=provisioning,
             default_s=policy.default_duration_s,

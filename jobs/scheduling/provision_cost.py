@@ -19,8 +19,6 @@ from django.db.models.functions import RowNumber
 
 from hosts.choices import HostStatus, ProvisionResult
 from hosts.models import Host, Provision
-from jobs.choices import JobKind
-from jobs.models import Job
 from jobs.scheduling import planner
 
 BOARD_PREFIX = "board:"
@@ -77,29 +75,12 @@ def needs_provision(labels: Iterable[str], build: str, carried: Carried) -> bool
     return bool(build) and (board_of(labels), build) not in carried
 
 
-def standalone_builds() -> dict[int, str]:
-    """Queued standalone test jobs with a build of their own, by id (one query)."""
-    rows = (
-        Job.objects.queued()
-        .filter(kind=JobKind.TEST, suite__isnull=True)
-        .exclude(build="")
-        .order_by()
-        .values_list("id", "build")
-    )
-    return dict(rows)
-
-
 def job_builds(
-    jobs: Iterable[planner.JobState],
-    suites: Iterable[planner.SuiteState],
-    standalone: Mapping[int, str],
+    jobs: Iterable[planner.JobState], suites: Iterable[planner.SuiteState]
 ) -> dict[int, str]:
     """Each job's build to test: its suite's, or its own for a standalone job ("" none)."""
     suite_build = {s.id: s.build for s in suites}
-    return {
-        j.id: standalone.get(j.id, "") if j.suite_id is None else suite_build.get(j.suite_id, "")
-        for j in jobs
-    }
+    return {j.id: j.build if j.suite_id is None else suite_build.get(j.suite_id, "") for j in jobs}
 
 
 # --- the medians, kept per process ------------------------------------------------------------
@@ -195,25 +176,4 @@ def with_provisioning(
             continue
         size = job.size_s if job.size_s is not None and job.size_s > 0 else default_s
         out.append(replace(job, size_s=size + extra))
-    return out
-
-
-# --- which leases of a plan provision -----------------------------------------------------------
-
-
-def plan_provisions(
-    assignments: Iterable[planner.Assignment],
-    *,
-    hosts: Mapping[int, planner.HostState],
-    builds: Mapping[int, str],
-) -> dict[tuple[int, int], str]:
-    """The assignments whose host must be provisioned first, (job id, host id) -> the build:
-    the job has a build and the host carries another (the rule a lease's `provision_to`
-    follows)."""
-    out = {}
-    for a in assignments:
-        build = builds.get(a.job_id, "")
-        host = hosts.get(a.host_id)
-        if build and host is not None and host.current_build != build:
-            out[a.job_id, a.host_id] = build
     return out

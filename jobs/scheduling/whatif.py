@@ -80,7 +80,7 @@ class WhatIf:
     # Running jobs the tick's preemption phase would stop after the plan (preemption on).
     preempted: list[Preemption] = field(default_factory=list)
     # The plan's (job id, host id) with the change whose host would be provisioned first, to
-    # the build (provision_cost.plan_provisions: the rule a lease's provision_to follows).
+    # the build (the planner's Plan.provisions: the rule a lease's provision_to follows).
     provisions: dict[tuple[int, int], str] = field(default_factory=dict)
 
     def provisioning_jobs(self) -> dict[int, str]:
@@ -122,7 +122,6 @@ def plan_change(change: Change, *, now: datetime) -> WhatIf:
         change,
         victims=victims,
         spare=spare,
-        standalone=provision_cost.standalone_builds(),
     )
 
 
@@ -132,12 +131,9 @@ def compare(
     *,
     victims: Sequence[Victim] = (),
     spare: Mapping[int, int] | None = None,
-    standalone: Mapping[int, str] | None = None,
 ) -> WhatIf:
     """Run the pure planner on the snapshot and on the snapshot with the change applied; with
-    `victims`, also what the preemption phase would stop after the changed plan. `standalone`:
-    the builds of queued standalone jobs, by id (provision_cost.standalone_builds), to say
-    which leases would provision."""
+    `victims`, also what the preemption phase would stop after the changed plan."""
     hosts, jobs, suites = apply(snapshot, change)
     policy = change.policy or snapshot.policy
     before = _plan(snapshot, snapshot.hosts, snapshot.jobs, snapshot.suites, snapshot.policy)
@@ -145,11 +141,11 @@ def compare(
     leased_before = {a.job_id for a in before.assignments}
     leased_after = {a.job_id for a in after.assignments}
     result = WhatIf(snapshot=snapshot, jobs={j.id: j for j in jobs}, before=before, after=after)
-    result.provisions = provision_cost.plan_provisions(
-        after.assignments,
-        hosts={h.id: h for h in hosts},
-        builds=provision_cost.job_builds(jobs, suites, standalone or {}),
-    )
+    result.provisions = {
+        (a.job_id, a.host_id): after.provisions[a.host_id]
+        for a in after.assignments
+        if a.host_id in after.provisions
+    }
     for job in jobs:
         index = new_job_index(job.id)
         if index is not None:

@@ -293,9 +293,9 @@ def test_the_preview_reads_the_lab_in_a_bounded_number_of_queries(
         "suite_changes": [{"suite": Suite.objects.first().pk, "priority": 80}],
     }
     # Authentication and the throttle (7), the names of the change (5), the scheduler settings
-    # (1), the snapshot (7, once), the boards' provisioning medians (1, kept for 5 minutes):
+    # (1), the snapshot (7, once, the boards' provisioning medians among them, kept 5 minutes):
     # none of them grows with the lab, the queue or the proposed suite.
-    with django_assert_max_num_queries(22):
+    with django_assert_max_num_queries(21):
         response = staff_client.post(URL, payload, format="json")
     assert response.status_code == 200
 

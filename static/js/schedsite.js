@@ -22,6 +22,28 @@
     }
   });
 
+  // The phone's menu button shows and hides the navigation; the "Lab setup" drop-down closes
+  // when one clicks elsewhere or presses Escape, as a menu does.
+  document.addEventListener("click", function (evt) {
+    var toggle = evt.target.closest(".nav-toggle");
+    if (toggle) {
+      var bar = toggle.closest(".topbar");
+      var open = bar.classList.toggle("nav-open");
+      toggle.setAttribute("aria-expanded", open ? "true" : "false");
+      return;
+    }
+    document.querySelectorAll(".nav-more details[open]").forEach(function (menu) {
+      if (!menu.contains(evt.target)) menu.removeAttribute("open");
+    });
+  });
+  document.addEventListener("keydown", function (evt) {
+    if (evt.key !== "Escape") return;
+    document.querySelectorAll(".nav-more details[open]").forEach(function (menu) {
+      menu.removeAttribute("open");
+      menu.querySelector("summary").focus();
+    });
+  });
+
   // How long an action's result stays in its row before live updates may replace it.
   var FLASH_MS = 4000;
   document.addEventListener("htmx:afterSettle", function () {

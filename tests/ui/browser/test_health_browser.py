@@ -93,6 +93,7 @@ def test_staff_filter_the_hosts_list_by_repair_failed(page, sam, lab):
 
 def test_staff_add_a_policy_after_fixing_a_bad_value(page, sam, lab):
     sign_in(page, "sam", "sam-pass")
+    page.get_by_text("Lab setup").click()  # the navigation's drop-down
     page.get_by_role("link", name="Health policies").click()
     expect(page.get_by_role("heading", name="Health policies")).to_be_visible()
     mark_page(page)

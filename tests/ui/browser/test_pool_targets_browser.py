@@ -38,7 +38,9 @@ def cq(db):  # noqa: ANN001, ANN201
 def test_staff_add_a_pool_target_and_see_it_short_with_its_warning(page, sam, cq):  # noqa: ANN001
     sign_in(page, "sam", "sam-pass")
 
-    page.get_by_role("navigation", name="Main").get_by_role("link", name="Pool targets").click()
+    nav = page.get_by_role("navigation", name="Main")
+    nav.get_by_text("Lab setup").click()
+    nav.get_by_role("link", name="Pool targets").click()
     expect(page.get_by_role("heading", name="Pool targets", level=1)).to_be_visible()
     mark_page(page)
     form = page.locator("#pool-form")

@@ -19,11 +19,14 @@ planner's internal switch `Policy.builds`:
   queue order.
 - `min-cost`: what the tick does: among the assignments that lease the same jobs, one that
   needs the fewest provisions.
+- `same-build-first`: min-cost with the scheduler setting `same_build_first_minutes`
+  (`--same-build-first-minutes`, 30 by default): within a priority, jobs a free host already
+  carries the build of go first (docs/scheduling.md#same-build-first).
 
 The report gives, per strategy and seed, the provisions per 1,000 jobs started, the host-hours
-spent provisioning and the jobs finished per hour, and their means over the seeds. The goal:
-min-cost provisions fewer times than first-fit on the mean and finishes at least as many jobs
-per hour.
+spent provisioning and the jobs finished per hour, and their means over the seeds. The goals:
+the tick (min-cost, and min-cost with same-build-first) provisions fewer times than first-fit on
+the mean and finishes at least as many jobs per hour.
 
     python -m bench.provision --seeds 1 2 3 4 5 --json
 """
@@ -45,7 +48,7 @@ from datetime import datetime, timedelta
 
 from bench.cli import add_shape_options, print_result, shape_from_options
 
-STRATEGIES = ("none", "first-fit", "min-cost")
+STRATEGIES = ("none", "first-fit", "min-cost", "same-build-first")
 BOARDS = ("eve", "kevin", "octopus", "hatch")
 # The label sets a suite's jobs ask for, besides the suite's board ("" stands for it alone):
 # each spans several host classes (pools, chameleons), which is where the strategies differ.
@@ -68,6 +71,8 @@ class Shape:
     test_minutes: tuple[float, float] = (1, 10)
     # The builds testers test at a time; a new one appears this often and the oldest fades.
     builds_in_flight: int = 4
+    # The scheduler setting under the strategy same-build-first (min-cost with it on).
+    same_build_first_minutes: int = 30
     new_build_every_minutes: float = 30
     suite_jobs: tuple[int, int] = (5, 40)
     # A suite this often on average (Poisson). 200 hosts at a mean test of 5.5 min finish 36
@@ -133,7 +138,7 @@ def host_labels(i: int) -> list[str]:
 
 
 @contextmanager
-def builds_policy(builds: str) -> Iterator[None]:
+def builds_policy(builds: str, same_build_first_minutes: int = 30) -> Iterator[None]:
     """Plan every tick inside with the planner's `Policy.builds` set to `builds`.
 
     The switch is planner-internal, no scheduler setting a user could change: the tick reads its
@@ -146,6 +151,10 @@ def builds_policy(builds: str) -> Iterator[None]:
     original = SchedulerSettings.policy
 
     def policy(self: SchedulerSettings):  # noqa: ANN202 - the planner's Policy
+        if builds == "same-build-first":
+            return dataclasses.replace(
+                original(self), builds="min-cost", same_build_first_minutes=same_build_first_minutes
+            )
         return dataclasses.replace(original(self), builds=builds)
 
     SchedulerSettings.policy = policy  # type: ignore[method-assign]
@@ -351,7 +360,7 @@ def simulate(
     from hosts.models import Worker
     from jobs import services
 
-    with builds_policy(strategy):
+    with builds_policy(strategy, shape.same_build_first_minutes):
         sim = build_lab(shape, seed=seed)
         workers = list(Worker.objects.order_by("pk"))
         step = timedelta(seconds=shape.step)
@@ -449,14 +458,19 @@ def means(runs: list[dict]) -> dict[str, dict[str, float]]:
 
 
 def goals(mean: dict[str, dict[str, float]]) -> dict[str, bool | None]:
-    """Whether min-cost provisions less than first-fit and finishes at least as many jobs."""
-    cost, first = mean.get("min-cost"), mean.get("first-fit")
-    if not cost or not first:
-        return {"fewer_provisions": None, "as_many_jobs_per_hour": None}
-    return {
-        "fewer_provisions": cost["provisions_per_1000_jobs"] < first["provisions_per_1000_jobs"],
-        "as_many_jobs_per_hour": cost["jobs_finished_per_hour"] >= first["jobs_finished_per_hour"],
-    }
+    """Whether min-cost (and min-cost with same-build-first) provisions less than first-fit and
+    finishes at least as many jobs per hour."""
+    first = mean.get("first-fit")
+    out: dict[str, bool | None] = {}
+    for strategy, prefix in (("min-cost", ""), ("same-build-first", "same_build_first_")):
+        tick = mean.get(strategy)
+        fewer = as_many = None
+        if tick and first:
+            fewer = tick["provisions_per_1000_jobs"] < first["provisions_per_1000_jobs"]
+            as_many = tick["jobs_finished_per_hour"] >= first["jobs_finished_per_hour"]
+        out[prefix + "fewer_provisions"] = fewer
+        out[prefix + "as_many_jobs_per_hour"] = as_many
+    return out
 
 
 def table(runs: list[dict], mean: dict[str, dict[str, float]]) -> str:
@@ -493,6 +507,7 @@ SHAPE_OPTIONS = (
     ("new_build_every_minutes", float, "a new build appears this often (0: never)"),
     ("suite_every_minutes", float, "a suite this often on average: the load"),
     ("any_board_share", float, "of the suites, those asking for a pool on any board"),
+    ("same_build_first_minutes", int, "the setting under the strategy same-build-first"),
 )
 SPAN_OPTIONS = (
     ("test_minutes", float, "minutes a test runs (uniform)"),

@@ -481,7 +481,7 @@ class SchedulerSettingsForm(forms.Form):
     default_duration = forms.IntegerField(
         label="Default duration (seconds)", help_text=_help("default_duration")
     )
-    # The four below are optional: a form opened before they existed still saves the others.
+    # The five below are optional: a form opened before they existed still saves the others.
     preemption = _on_off("Preemption", "preemption")
     preempt_margin = forms.IntegerField(
         required=False, label="Preempt margin (priority levels)", help_text=_help("preempt_margin")
@@ -491,6 +491,11 @@ class SchedulerSettingsForm(forms.Form):
         required=False,
         label="Fair share half-life (hours)",
         help_text=_help("fair_share_half_life_hours"),
+    )
+    same_build_first_minutes = forms.IntegerField(
+        required=False,
+        label="Same build first (minutes)",
+        help_text=_help("same_build_first_minutes"),
     )
     version = forms.IntegerField(required=False, widget=forms.HiddenInput)
     reason = forms.CharField(required=False, label="Reason")  # the service checks it

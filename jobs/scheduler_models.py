@@ -148,6 +148,13 @@ class SchedulerSettings(models.Model):
         help_text="How fast past use is forgotten for fair share: it counts half after this "
         "many hours (1–8760).",
     )
+    same_build_first_minutes = models.PositiveIntegerField(
+        default=0,
+        validators=[MaxValueValidator(10080)],
+        help_text="Within a priority, jobs a free host already carries the build of go before "
+        "jobs that would need a reimage, until those have waited this many minutes; "
+        "0 = off (0–10080).",
+    )
     version = models.PositiveIntegerField(default=0)  # bumped by every change
     updated_at = models.DateTimeField(default=timezone.now)
     updated_by = models.CharField(max_length=150, blank=True)  # a username; "" for the defaults
@@ -181,6 +188,10 @@ class SchedulerSettings(models.Model):
                 ),
                 name="scheduler_settings_half_life_range",
             ),
+            models.CheckConstraint(
+                condition=Q(same_build_first_minutes__lte=10080),
+                name="scheduler_settings_same_build_first_range",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -206,6 +217,7 @@ class SchedulerSettings(models.Model):
             preempt_margin=self.preempt_margin,
             fair_share=self.fair_share,
             fair_share_half_life_hours=self.fair_share_half_life_hours,
+            same_build_first_minutes=self.same_build_first_minutes,
         )
 
 

@@ -438,10 +438,12 @@ def queue_order_ids(
         if policy.fair_share
         else {}
     )
+    # Same-build-first orders by the builds of the free hosts: read them as the tick does.
+    free = labstate.free_host_states(now=now) if policy.same_build_first_minutes > 0 else []
     return QueueOrder(
         ids=[
             *maintenance.values_list("id", flat=True),
-            *planner.consideration_order(**order, usage=usage),
+            *planner.consideration_order(**order, usage=usage, free=free),
         ],
         quota_ids=frozenset(planner.quota_candidates(**order)),
     )

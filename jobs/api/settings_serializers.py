@@ -16,6 +16,7 @@ from jobs.services.scheduler_settings import (
     DEFAULT_DURATION_MAX,
     HALF_LIFE_HOURS_MAX,
     PREEMPT_MARGIN_MAX,
+    SAME_BUILD_FIRST_MAX,
     SETTINGS_FIELDS,
 )
 from schedsite.api_fields import StrictBooleanField, StrictCharField, StrictIntegerField
@@ -77,6 +78,12 @@ class SchedulerSettingsInputSerializer(serializers.Serializer):
         max_value=HALF_LIFE_HOURS_MAX,
         required=False,
         help_text=_help("fair_share_half_life_hours"),
+    )
+    same_build_first_minutes = StrictIntegerField(
+        min_value=0,
+        max_value=SAME_BUILD_FIRST_MAX,
+        required=False,
+        help_text=_help("same_build_first_minutes"),
     )
     version = StrictIntegerField(
         min_value=0,

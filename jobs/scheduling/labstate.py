@@ -568,6 +568,15 @@ def queued_job_states(
     return jobs
 
 
+def free_host_states(*, now: datetime) -> list[planner.HostState]:
+    """The hosts a tick at `now` could lease (schedulable, unleased, worker up), as the tick
+    reads them: for ordering the queue page under same-build-first without planning."""
+    state = LabState(with_last_used=False)
+    state._read_workers(now)
+    state._read_hosts(None)
+    return list(state.index.free.values())
+
+
 _END_OF_TIME = datetime.max.replace(tzinfo=UTC)  # every backoff has ended by then
 
 

@@ -25,9 +25,11 @@ SETTINGS_FIELDS = (
     "preempt_margin",
     "fair_share",
     "fair_share_half_life_hours",
+    "same_build_first_minutes",
 )
 PREEMPT_MARGIN_MAX = 100
 HALF_LIFE_HOURS_MAX = 8760  # a year
+SAME_BUILD_FIRST_MAX = 10080  # a week of minutes
 AGING_CAP_MAX = 100  # the priority range: aging can at most lift a job from 0 to the top
 AGING_MINUTES_MAX = 2**31 - 1  # the column's range
 # An estimate for a job no one estimated: a week is already far past any test job.
@@ -101,6 +103,11 @@ def scheduler_settings_clean(fields: Mapping[str, object]) -> dict[str, object]:
         value = fields["fair_share_half_life_hours"]
         out["fair_share_half_life_hours"] = _whole(
             "fair_share_half_life_hours", value, least=1, most=HALF_LIFE_HOURS_MAX
+        )
+    if "same_build_first_minutes" in fields:
+        value = fields["same_build_first_minutes"]
+        out["same_build_first_minutes"] = _whole(
+            "same_build_first_minutes", value, least=0, most=SAME_BUILD_FIRST_MAX
         )
     return out
 

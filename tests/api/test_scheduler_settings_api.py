@@ -20,6 +20,7 @@ DEFAULTS = {
     "preempt_margin": 20,
     "fair_share": False,
     "fair_share_half_life_hours": 24,
+    "same_build_first_minutes": 0,
     "version": 0,
     "updated_by": "",
 }
@@ -78,6 +79,9 @@ def test_a_tester_may_not_change_them(alice_client):
         ({"aging_minutes": "5"}, "aging_minutes"),  # JSON says what it means: a string is not 5
         ({"host_choice": "nearest"}, "host_choice"),
         ({"default_duration": 0}, "default_duration"),
+        ({"same_build_first_minutes": -1}, "same_build_first_minutes"),
+        ({"same_build_first_minutes": 10081}, "same_build_first_minutes"),
+        ({"same_build_first_minutes": True}, "same_build_first_minutes"),
         ({"colour": "blue"}, "colour"),
     ],
 )

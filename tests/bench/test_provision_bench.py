@@ -115,6 +115,10 @@ def test_the_strategy_is_the_ticks_policy_inside_the_block_only():
     with pytest.raises(RuntimeError), builds_policy("first-fit"):
         raise RuntimeError
     assert SchedulerSettings.load().policy().builds == "min-cost"
+    with builds_policy("same-build-first", 45):
+        policy = SchedulerSettings.load().policy()
+        assert (policy.builds, policy.same_build_first_minutes) == ("min-cost", 45)
+    assert SchedulerSettings.load().policy().same_build_first_minutes == 0
     with pytest.raises(ValueError), builds_policy("cheapest"):
         pass
 
@@ -148,14 +152,29 @@ def test_the_means_and_the_goal_compare_min_cost_with_first_fit():
         run("min-cost", 1, 350, 880),
         run("min-cost", 2, 350, 830),
     ]
+    none = {
+        "same_build_first_fewer_provisions": None,
+        "same_build_first_as_many_jobs_per_hour": None,
+    }
     mean = means(runs)
     assert set(mean) == {"first-fit", "min-cost"}
     assert mean["first-fit"] == {"seeds": 2, **dict(zip(FIGURES, (400, 4, 850), strict=True))}
-    assert goals(mean) == {"fewer_provisions": True, "as_many_jobs_per_hour": True}
+    assert goals(mean) == {"fewer_provisions": True, "as_many_jobs_per_hour": True, **none}
     runs[3]["jobs_finished_per_hour"] = 810
-    assert goals(means(runs)) == {"fewer_provisions": True, "as_many_jobs_per_hour": False}
-    assert goals(means(runs[:2])) == {"fewer_provisions": None, "as_many_jobs_per_hour": None}
-    assert STRATEGIES == ("none", "first-fit", "min-cost")
+    assert goals(means(runs)) == {"fewer_provisions": True, "as_many_jobs_per_hour": False, **none}
+    assert goals(means(runs[:2])) == {
+        "fewer_provisions": None,
+        "as_many_jobs_per_hour": None,
+        **none,
+    }
+    runs += [run("same-build-first", 1, 420, 900), run("same-build-first", 2, 300, 800)]
+    assert goals(means(runs)) == {
+        "fewer_provisions": True,
+        "as_many_jobs_per_hour": False,
+        "same_build_first_fewer_provisions": True,  # 360 < 400
+        "same_build_first_as_many_jobs_per_hour": True,  # 850 >= 850
+    }
+    assert STRATEGIES == ("none", "first-fit", "min-cost", "same-build-first")
 
 
 @pytest.mark.parametrize(

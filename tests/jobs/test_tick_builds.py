@@ -37,3 +37,22 @@ def test_two_suites_exchange_no_hosts_they_need_not_reimage() -> None:
     f.suite("b", 1, labels=["board:x", "pool:p"], build="R1", priority=40)
     f.tick(timezone.now())
     assert leased() == {"a-t0": "dut2", "b-t0": "dut1"}
+
+
+def test_same_build_first_leases_the_later_suite_whose_build_the_free_host_carries(sam) -> None:
+    """With the setting on, the queue page lists, and the tick leases, suite b (on the free
+    host's build) before the earlier suite a of the same priority; off, a goes first."""
+    from jobs import services
+    from jobs.selectors import queue_order_ids
+
+    f.host("dut1", ["board:x"], build="R1")
+    a = f.suite("a", 1, labels=["board:x"], build="R2")
+    b = f.suite("b", 1, labels=["board:x"], build="R1")
+    first_a, first_b = a.jobs.get().pk, b.jobs.get().pk
+    assert queue_order_ids().ids == [first_a, first_b]
+
+    services.update_scheduler_settings(sam, same_build_first_minutes=30)
+    assert queue_order_ids().ids == [first_b, first_a]
+    f.tick(timezone.now())
+    assert leased() == {"b-t0": "dut1"}
+    assert Lease.objects.get(job_id=first_b).provision_to == ""  # nothing to reimage

@@ -21,6 +21,7 @@ FORM = {
     "preempt_margin": "20",
     "fair_share": "off",
     "fair_share_half_life_hours": "24",
+    "same_build_first_minutes": "0",
     "version": "0",
     "reason": "",
 }

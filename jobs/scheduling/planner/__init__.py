@@ -44,9 +44,11 @@ from jobs.scheduling.planner.ordering import (
     jobs_by_suite,
     labels_key_of,
     main_phase_order,
+    on_a_free_host_of_its_build,
     quota_candidates,
     quota_suites,
     reason_keys,
+    same_build_first,
 )
 from jobs.scheduling.planner.provisioning import fewest_provisions, provisions_of
 from jobs.scheduling.planner.types import (
@@ -176,7 +178,7 @@ def plan(
     if groups is not None and is_plain(policy):
         order: Iterable[JobState] = _merged(groups, class_ids, leaser)
     else:
-        order = main_phase_order(jobs, policy, now, usage)
+        order = _main_order(jobs, policy, now, usage, free, build_of)
     specs = [leaser.multi.spec(g[0]) for g in multi_groups.values()]
     _main_phase(order, matching, class_ids, leaser, specs)
     leased_ids = leaser.leased_ids
@@ -218,6 +220,22 @@ def plan(
         holds=holds,
         provisions=provisions_of(units, host_ids[: len(units)], hosts_by_id),
     )
+
+
+def _main_order(
+    jobs: list[JobState],
+    policy: Policy,
+    now: datetime | None,
+    usage: Mapping[int, float] | None,
+    free: list[HostState],
+    build_of: Mapping[int, str],
+) -> list[JobState]:
+    """The main phase's order (main_phase_order), then same-build-first where it is on."""
+    order = main_phase_order(jobs, policy, now, usage)
+    if policy.same_build_first_minutes > 0 and now is not None:
+        on_its_build = on_a_free_host_of_its_build(free, build_of)
+        order = same_build_first(order, on_its_build, policy, now)
+    return order
 
 
 def _main_phase(

@@ -6,10 +6,10 @@ import functools
 import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from operator import attrgetter
 
-from jobs.scheduling.planner.types import JobState, Policy, SuiteState
+from jobs.scheduling.planner.types import HostState, JobState, Policy, SuiteState
 
 DEFAULT_POLICY = Policy()
 
@@ -57,7 +57,12 @@ def job_order_key(job: JobState) -> tuple[int, datetime, int]:
 
 def is_plain(policy: Policy) -> bool:
     """Whether the main phase orders jobs by priority, submission and id alone."""
-    return policy.ordering == "fifo" and policy.aging_minutes <= 0 and not policy.fair_share
+    return (
+        policy.ordering == "fifo"
+        and policy.aging_minutes <= 0
+        and not policy.fair_share
+        and policy.same_build_first_minutes <= 0
+    )
 
 
 def group_key(job: JobState) -> JobGroupKey:
@@ -119,21 +124,89 @@ def main_phase_order(
             return size
 
         ordered.sort(key=size_key)
-    priority_key: Callable[[JobState], int] = attrgetter("priority")
-    if policy.aging_minutes > 0:
-        bonus: dict[datetime, int] = {}
-
-        def priority_key(job: JobState) -> int:
-            extra = bonus.get(job.submitted_at)
-            if extra is None:
-                waited = (now - job.submitted_at).total_seconds()
-                extra = bonus[job.submitted_at] = aging_bonus(policy, waited)
-            return job.priority + extra
-
+    priority_key = effective_priority_key(policy, now)
     ordered.sort(key=priority_key, reverse=True)
     if policy.fair_share:
         ordered = _fair_share(ordered, priority_key, policy, usage or {})
     return ordered
+
+
+def effective_priority_key(policy: Policy, now: datetime) -> Callable[[JobState], int]:
+    """A job's effective priority (its own, raised by aging), computed once per submission
+    time."""
+    if policy.aging_minutes <= 0:
+        return _PRIORITY
+    bonus: dict[datetime, int] = {}
+
+    def priority_key(job: JobState) -> int:
+        extra = bonus.get(job.submitted_at)
+        if extra is None:
+            waited = (now - job.submitted_at).total_seconds()
+            extra = bonus[job.submitted_at] = aging_bonus(policy, waited)
+        return job.priority + extra
+
+    return priority_key
+
+
+def on_a_free_host_of_its_build(
+    free: Iterable[HostState], build_of: Mapping[int, str]
+) -> Callable[[JobState], bool]:
+    """Whether one of the free hosts a job fits already carries its build (a job with no build:
+    True). `build_of`: suite id -> its build; a standalone job's is its own. Decided once per
+    distinct (labels, pin, build), against the free hosts' distinct label sets on each build."""
+    label_sets: dict[str, set[frozenset[str]]] = defaultdict(set)
+    by_id: dict[int, HostState] = {}
+    for host in free:
+        label_sets[host.current_build].add(host.labels)
+        by_id[host.id] = host
+    known: dict[tuple[frozenset[str], int | None, str], bool] = {}
+
+    def on_its_build(job: JobState) -> bool:
+        build = build_of.get(job.suite_id, "") if job.suite_id is not None else job.build
+        if not build:
+            return True
+        key = (job.labels, job.pinned_host_id, build)
+        answer = known.get(key)
+        if answer is None:
+            if job.pinned_host_id is not None:
+                host = by_id.get(job.pinned_host_id)
+                answer = host is not None and host.current_build == build
+                answer = answer and job.labels <= host.labels  # type: ignore[union-attr]
+            else:
+                answer = any(job.labels <= labels for labels in label_sets.get(build, ()))
+            known[key] = answer
+        return answer
+
+    return on_its_build
+
+
+def same_build_first(
+    ordered: list[JobState],
+    on_its_build: Callable[[JobState], bool],
+    policy: Policy,
+    now: datetime,
+) -> list[JobState]:
+    """Within each effective priority, the jobs that need no reimage go first: those a free
+    host they fit already carries the build of (`on_its_build`), those with no build, and
+    those that have waited `same_build_first_minutes` or longer; the others after them. Each
+    part keeps its order (docs/scheduling.md#same-build-first)."""
+    priority_key = effective_priority_key(policy, now)
+    patience = timedelta(minutes=policy.same_build_first_minutes)
+    result: list[JobState] = []
+    later: list[JobState] = []
+    level = None
+    for job in ordered:
+        p = priority_key(job)
+        if p != level:
+            result.extend(later)
+            later.clear()
+            level = p
+        if job.roles or now - job.submitted_at >= patience or on_its_build(job):
+            result.append(job)
+        else:
+            later.append(job)
+    result.extend(later)
+    return result
 
 
 def _fair_share(
@@ -236,20 +309,25 @@ def consideration_order(
     policy: Policy = DEFAULT_POLICY,
     now: datetime | None = None,
     usage: Mapping[int, float] | None = None,
+    free: Iterable[HostState] = (),
 ) -> list[int]:
     """Return every queued job id in the order a tick takes them, for the queue page.
 
     First the quota-phase candidates (`quota_candidates`), then every other job in main-phase
-    order (priority desc, submission time, id). A candidate that turns out unsatisfiable makes
-    the real tick try the suite's next job instead; that needs the hosts, so it is not
-    predicted here.
+    order (priority desc, submission time, id; under `same_build_first_minutes`, the jobs a
+    host in `free` carries the build of first within a priority, as `plan` does). A candidate
+    that turns out unsatisfiable makes the real tick try the suite's next job instead; that
+    needs the hosts, so it is not predicted here.
     """
-    jobs = list(jobs)
+    jobs, suites = list(jobs), list(suites)
     order = quota_candidates(jobs=jobs, suites=suites, policy=policy, now=now)
     first = set(order)
-    order.extend(
-        job.id for job in main_phase_order(jobs, policy, now, usage) if job.id not in first
-    )
+    main = main_phase_order(jobs, policy, now, usage)
+    if policy.same_build_first_minutes > 0:
+        build_of = {suite.id: suite.build for suite in suites}
+        on_its_build = on_a_free_host_of_its_build(free, build_of)
+        main = same_build_first(main, on_its_build, policy, now)  # type: ignore[arg-type]
+    order.extend(job.id for job in main if job.id not in first)
     return order
 
 

@@ -145,6 +145,9 @@ class Policy:
     preempt_margin: int = 20
     fair_share: bool = False  # within a priority, owners who used fewer host-seconds first
     fair_share_half_life_hours: int = 24
+    # Within a priority, jobs a free host already carries the build of go before jobs that
+    # would need a reimage, until those have waited this long; 0: off (same-build first).
+    same_build_first_minutes: int = 0
     # Planner-internal switches, no scheduler setting: bench/multihost.py turns them off to
     # measure what holds and backfill buy (docs/scheduling.md#holds-and-backfill).
     holds: bool = True  # the highest-ranked waiting multi-host job holds free hosts

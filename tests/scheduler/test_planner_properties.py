@@ -71,6 +71,8 @@ policies = st.builds(
     host_choice=st.sampled_from(HOST_CHOICES),
     default_duration_s=st.sampled_from([60.0, 600.0]),
     fair_share=st.booleans(),
+    # Jobs submitted at MOMENTS have waited 3-5 minutes at NOW: 4 passes over some, not others.
+    same_build_first_minutes=st.sampled_from([0, 0, 4, 10]),
 )
 usages = st.dictionaries(st.sampled_from([1, 2, 3]), st.sampled_from([0.0, 60.0, 500.0, 5000.0]))
 loads = st.dictionaries(
@@ -285,6 +287,7 @@ def ordered_greedy(lab: Lab, keep: Keep) -> list[JobState]:
         lab.jobs,
         key=lambda j: (
             -aged(j.priority, j.submitted_at, policy),
+            needs_reimage_first(lab, j),
             virtual[j.id],
             size_order(j, policy),
             j.submitted_at,
@@ -293,6 +296,18 @@ def ordered_greedy(lab: Lab, keep: Keep) -> list[JobState]:
     ):
         consider(job)
     return kept
+
+
+def needs_reimage_first(lab: Lab, job: JobState) -> bool:
+    """The documented same-build-first key: True (after the others of its priority) for a job
+    with a build no free host it fits carries, that has waited less than the setting."""
+    minutes = lab.policy.same_build_first_minutes
+    build = next((s.build for s in lab.suites if s.id == job.suite_id), job.build)
+    if not minutes or not build or job.roles:
+        return False
+    if NOW - job.submitted_at >= timedelta(minutes=minutes):
+        return False
+    return not any(fits(job, h) and h.current_build == build for h in lab.hosts)
 
 
 def fair_share_keys(lab: Lab) -> dict[int, float]:

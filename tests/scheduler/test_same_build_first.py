@@ -17,6 +17,8 @@ from jobs.scheduling.planner import (
     plan,
 )
 from tests.scheduler.lab import T0, host, job, leases, suite
+from tests.scheduler.test_planner_properties import labs as planner_labs
+from tests.scheduler.test_planner_properties import matroid_keep, ordered_greedy, plan_result
 
 SBF = Policy(same_build_first_minutes=30)
 
@@ -150,3 +152,16 @@ def test_it_leases_as_many_jobs_of_each_priority(lab):
         return out
 
     assert per_priority(grouped) == per_priority(strict)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    planner_labs().map(
+        lambda lab: replace(lab, policy=replace(lab.policy, same_build_first_minutes=4))
+    )
+)
+def test_the_leased_set_is_the_documented_orders_greedy(lab):
+    """Against the independent reference of the planner's property tests (Kuhn's matching on
+    concrete hosts, jobs taken in the documented order, same-build-first included)."""
+    expected = ordered_greedy(lab, matroid_keep(lab))
+    assert {a.job_id for a in plan_result(lab).assignments} == {j.id for j in expected}

@@ -55,3 +55,26 @@ def test_a_preview_of_a_standalone_job_reads_its_own_build(staff_client) -> None
     assert answer["leases"] == [
         {"job": alone.pk, "new_job": None, "name": "alone", "host": "x0", "provision_to": "R121"}
     ]
+
+
+def test_a_what_if_with_same_build_first_shows_the_later_suite_taking_the_host(staff_client):
+    """The proposed setting changes which job of a priority gets the free host: the what-if
+    plans it as the tick would, and changes nothing."""
+    f.host("x0", ["board:x"], build="R1")
+    f.suite("a", 1, labels=["board:x"], build="R2")
+    b = f.suite("b", 1, labels=["board:x"], build="R1")
+
+    now = staff_client.post(
+        PLAN, {"settings": {"same_build_first_minutes": 0}}, format="json"
+    ).json()
+    proposed = staff_client.post(
+        PLAN, {"settings": {"same_build_first_minutes": 30}}, format="json"
+    ).json()
+
+    assert [row["name"] for row in now["leases"]] == ["a-t0"]
+    assert now["leases"][0]["provision_to"] == "R2"
+    assert proposed["leases"] == [
+        {"job": b.jobs.get().pk, "new_job": None, "name": "b-t0", "host": "x0"}
+    ]
+    bad = staff_client.post(PLAN, {"settings": {"same_build_first_minutes": -5}}, format="json")
+    assert bad.status_code == 400 and "same_build_first_minutes" in bad.json()["settings"]

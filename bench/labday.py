@@ -22,6 +22,11 @@ Its report checks what a lab must do alone: the repairable hosts back in service
 every job an infrastructure failure hit with a try left retried, and the hopeless hosts
 `repair_failed` (with their next automatic try) at the end.
 
+The day starts at a fixed instant (`--start`), so a seed is the same day whenever it runs
+(`--trace FILE` writes a digest a step, to compare two runs). The figures are taken at the
+fixed hour; a lab still testing then runs on until its queue drains (at most
+`--after-drain-cap-minutes`) and is measured again, reported apart.
+
     python -m bench.labday --hosts 60 --workers 4 --hours 24 --drain-minutes 60 \
         --staff-rounds-hours 8 --repair-fixes 0.7 --seeds 1
     python -m bench.labday --profile harsh --seeds 1 2 3

@@ -22,6 +22,11 @@ Its report checks what a lab must do alone: the repairable hosts back in service
 every job an infrastructure failure hit with a try left retried, and the hopeless hosts
 `repair_failed` (with their next automatic try) at the end.
 
+The day starts at a fixed instant (`--start`), so a seed is the same day whenever it runs
+(`--trace FILE` writes a digest a step, to compare two runs). The figures are taken at the
+fixed hour; a lab still testing then runs on until its queue drains (at most
+`--after-drain-cap-minutes`) and is measured again, reported apart.
+
     python -m bench.labday --hosts 60 --workers 4 --hours 24 --drain-minutes 60 \
         --staff-rounds-hours 8 --repair-fixes 0.7 --seeds 1
     python -m bench.labday --profile harsh --seeds 1 2 3
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import math
 import random
 import statistics
@@ -38,11 +44,16 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from typing import TextIO
 
 from bench.cli import add_shape_options, print_result
 
 BOARDS = ["eve", "kevin", "octopus", "hatch"]
+# The simulated day starts here, not at the wall clock's now: a seed is then the same day
+# whenever it runs (nothing in a day depends on which day it is, but a start at another second
+# of the minute moved every step's time against anything counted in whole minutes).
+START = datetime(2026, 1, 5, 6, 0, tzinfo=UTC)
 TESTERS = ["alice", "bob", "carol"]
 
 
@@ -88,6 +99,8 @@ class Shape:
     repair_failed_retry_seconds: int = -1
     # REPAIR_FAILED_DEMAND_SECONDS for the run (-1: the product's setting; 0: no sooner round).
     repair_failed_demand_seconds: int = -1
+    # After the fixed hour, run on until no test job is queued or running, at most this long.
+    after_drain_cap_minutes: float = 360
 
 
 # A bad day and no staff: docs/health.md's loop alone (bench/RESULTS.md, "A simulated lab day").
@@ -386,61 +399,135 @@ def staff_round(lab: Lab, *, at: datetime) -> None:
             lab.pressed.append(host.pk)
 
 
-def simulate_day(shape: Shape, *, seed: int, start: datetime) -> dict[str, object]:
+@dataclass
+class Day:
+    """The simulated day's clock and the things each step acts on."""
+
+    lab: Lab
+    workers: list  # Worker rows, by name
+    start: datetime
+    trace: TextIO | None = None
+    at: datetime = field(init=False)
+    n: int = 0
+    suites: int = 0
+
+    def __post_init__(self) -> None:
+        self.at = self.start
+
+    def step(self, *, submitting: bool) -> None:
+        """One step: chaos and submissions (while testers submit), heartbeats, a staff round
+        when one is due, the tick, the runners."""
+        from hosts import services as host_services
+        from jobs import services
+
+        lab, shape = self.lab, self.lab.shape
+        self.n += 1
+        self.at = at = self.at + timedelta(seconds=shape.step)
+        if submitting:  # runners are killed and workers die while the lab is busy
+            chaos(lab, worker_ids=[worker.pk for worker in self.workers], at=at)
+        for worker in self.workers:
+            if lab.down_until.get(worker.pk, at) <= at:  # a dead one sends nothing
+                host_services.worker_heartbeat(worker=worker, at=at)
+        if submitting and lab.rng.random() < shape.step / (shape.suite_every_minutes * 60):
+            self.suites += 1
+            submit_suite(lab, at=at, number=self.suites)
+        round_steps = int(shape.staff_rounds_hours * 3600 / shape.step)
+        if round_steps and self.n % round_steps == 0:
+            staff_round(lab, at=at)
+        services.scheduler_tick(now=at)
+        runners_act(lab, at=at)
+        if self.trace is not None:
+            print(step_digest(lab, n=self.n, at=at - self.start), file=self.trace)
+
+
+def simulate_day(
+    shape: Shape, *, seed: int, start: datetime, trace: TextIO | None = None
+) -> dict[str, object]:
     """Build the lab, run its day and its drain; return the report."""
     from django.conf import settings
 
-    from hosts import services as host_services
     from hosts.models import Worker
-    from jobs import services
 
     if shape.repair_failed_retry_seconds >= 0:
         settings.REPAIR_FAILED_RETRY_SECONDS = shape.repair_failed_retry_seconds
     if shape.repair_failed_demand_seconds >= 0:
         settings.REPAIR_FAILED_DEMAND_SECONDS = shape.repair_failed_demand_seconds
-    rng = random.Random(seed)
-    lab = build_lab(shape, rng=rng)
-    workers = list(Worker.objects.all())
-    worker_ids = [worker.pk for worker in workers]
-    step = timedelta(seconds=shape.step)
+    lab = build_lab(shape, rng=random.Random(seed))
+    day = Day(lab, list(Worker.objects.order_by("name")), start, trace)
     steps = int(shape.hours * 3600 / shape.step)
     drain_steps = int(shape.drain_minutes * 60 / shape.step)
-    round_steps = int(shape.staff_rounds_hours * 3600 / shape.step)
-    submit_chance = shape.step / (shape.suite_every_minutes * 60)
-    suites = 0
     at_stop: dict[str, object] = {}
     began = time.perf_counter()
-    at = start
     for n in range(1, steps + drain_steps + 1):
-        at += step
-        if n <= steps:  # runners are killed and workers die while the lab is busy
-            chaos(lab, worker_ids=worker_ids, at=at)
-        for worker in workers:
-            if lab.down_until.get(worker.pk, at) <= at:  # a dead one sends nothing
-                host_services.worker_heartbeat(worker=worker, at=at)
-        if n <= steps and rng.random() < submit_chance:
-            suites += 1
-            submit_suite(lab, at=at, number=suites)
-        if round_steps and n % round_steps == 0:
-            staff_round(lab, at=at)
-        services.scheduler_tick(now=at)
-        runners_act(lab, at=at)
+        day.step(submitting=n <= steps)
         if n == steps:
             at_stop = host_figures(lab)
+    end_figures = {
+        **report(lab, suites=day.suites),
+        "repairable_out_at_the_end": out_of_service(lab, at=day.at),
+        "unfinished_tests_at_the_end": unfinished_tests(),
+    }
     return {
         "seed": seed,
+        "start": f"{start:%Y-%m-%dT%H:%M:%S%z}",
         "simulated_hours": shape.hours,
         "drain_minutes": shape.drain_minutes,
         "staff_rounds_hours": shape.staff_rounds_hours,
         "repair_fixes": shape.repair_fixes,
         "repair_failed_retry_seconds": settings.REPAIR_FAILED_RETRY_SECONDS,
         "repair_failed_demand_seconds": settings.REPAIR_FAILED_DEMAND_SECONDS,
-        "wall_s": round(time.perf_counter() - began, 1),
         "at_submissions_stop": at_stop,
-        **report(lab, suites=suites),
-        "repairable_out_at_the_end": out_of_service(lab, at=at),
-        "unfinished_tests_at_the_end": unfinished_tests(),
+        **end_figures,
+        "after_the_fixed_hour_until_the_queue_drained": run_until_drained(day),
+        "wall_s": round(time.perf_counter() - began, 1),
     }
+
+
+def run_until_drained(day: Day) -> dict[str, object] | None:
+    """Past the fixed hour the figures above are taken at: if the lab is still testing then, it
+    runs on (nobody submits) until no test job is queued or running, at most
+    `after_drain_cap_minutes`, and is measured again. None if nothing was left to run."""
+    fixed_hour = day.at
+    cap = timedelta(minutes=day.lab.shape.after_drain_cap_minutes)
+    while unfinished_count() and day.at - fixed_hour < cap:
+        day.step(submitting=False)
+    if day.at == fixed_hour:
+        return None
+    left = unfinished_count()
+    return {
+        "minutes_after_the_fixed_hour": round((day.at - fixed_hour).total_seconds() / 60),
+        "queue_drained": not left,
+        **host_figures(day.lab),
+        "tests_still_queued_or_running": left,
+        "repairable_out": out_of_service(day.lab, at=day.at),
+        "sooner_repairs_idle": hopeless_figures(day.lab)["sooner_repairs_idle"],
+    }
+
+
+def unfinished_count() -> int:
+    """Test jobs still queued or running."""
+    from jobs.choices import ACTIVE_JOB_STATUSES, JobKind, JobStatus
+    from jobs.models import Job
+
+    return Job.objects.filter(
+        kind=JobKind.TEST, status__in=[JobStatus.QUEUED, *ACTIVE_JOB_STATUSES]
+    ).count()
+
+
+def step_digest(lab: Lab, *, n: int, at: timedelta) -> str:
+    """One line a step for `--trace`: two runs of a seed that differ show where they part."""
+    from django.db.models import Max
+
+    from hosts.models import HostEvent
+    from jobs.models import Job, Lease
+
+    rng = hashlib.sha1(repr(lab.rng.getstate()).encode()).hexdigest()[:10]
+    return (
+        f"{n} {at.total_seconds():.0f}s rng={rng} runs={sorted(lab.runs)[-3:]} "
+        f"broken={sorted(lab.broken)} lease={Lease.objects.aggregate(m=Max('id'))['m']} "
+        f"job={Job.objects.aggregate(m=Max('id'))['m']} "
+        f"event={HostEvent.objects.aggregate(m=Max('id'))['m']}"
+    )
 
 
 def unfinished_tests() -> dict[str, int]:
@@ -631,6 +718,10 @@ def hopeless_figures(lab: Lab) -> dict[str, object]:
         "automatic_repairs": automatic.count(),
         # Of those, the rounds queued jobs brought forward (REPAIR_FAILED_DEMAND_SECONDS).
         "sooner_repairs": automatic.filter(message__startswith="automatic repair, sooner").count(),
+        # Of those, the rounds an idle lab brought forward (no queued job fitted the host).
+        "sooner_repairs_idle": automatic.filter(
+            message__startswith="automatic repair, sooner: the lab is idle"
+        ).count(),
         "hopeless_hosts": {
             host.hostname: {
                 "status": host.status,
@@ -658,6 +749,7 @@ SHAPE_OPTIONS = (
     ("dead_worker_minutes", float, "how long a dead worker stays dead"),
     ("repair_failed_retry_seconds", int, "REPAIR_FAILED_RETRY_SECONDS (-1: the setting's)"),
     ("repair_failed_demand_seconds", int, "REPAIR_FAILED_DEMAND_SECONDS (-1: the setting's)"),
+    ("after_drain_cap_minutes", float, "then run on until the queue drains, at most this long"),
 )
 
 
@@ -672,6 +764,14 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1])
     parser.add_argument("--db", default="bench_labday", help="throwaway database (bench_*)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--start",
+        type=datetime.fromisoformat,
+        default=START,
+        help=f"the simulated day's start, ISO 8601 (default {START:%Y-%m-%dT%H:%M%z}: the same "
+        "day for a seed whenever it runs)",
+    )
+    parser.add_argument("--trace", help="write one line a step to this file (seed appended)")
     args = parser.parse_args()
     if not 0 <= args.repair_fixes <= 1:
         parser.error("--repair-fixes is a probability: between 0 and 1")
@@ -685,13 +785,16 @@ def main() -> None:
     )
     dbload.setup_simulation(args.db)
     from django.core.management import call_command
-    from django.utils import timezone
 
     results = []
     for seed in args.seeds:
         if results:  # each seed on an empty lab
             call_command("flush", verbosity=0, interactive=False)
-        result = simulate_day(shape, seed=seed, start=timezone.now())
+        if args.trace:
+            with open(f"{args.trace}.{seed}", "w") as trace:
+                result = simulate_day(shape, seed=seed, start=args.start, trace=trace)
+        else:
+            result = simulate_day(shape, seed=seed, start=args.start)
         print_result(result, as_json=args.json, width=38)
         results.append(result)
     dbload.drop_database(args.db)

@@ -6,7 +6,7 @@ verify or a repair gets it before any test job (docs/health.md).
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
@@ -151,27 +151,43 @@ def _repair_failed_sooner(now: datetime) -> QuerySet[Host]:
     return failed.filter(next_repair_at__gt=now).filter(window)
 
 
-def jobs_waiting_for(hosts: list[Host], *, now: datetime) -> dict[int, int]:
-    """For each host, how many queued test jobs that fit it (labels and pin, hosts.rules) have
-    waited REPAIR_FAILED_DEMAND_SECONDS or more since submission, among the first DEMAND_SCAN
-    of the queue in the planner's order. One-host jobs only; a job waiting out a retry's
-    backoff does not count."""
-    cutoff = now - timedelta(seconds=settings.REPAIR_FAILED_DEMAND_SECONDS)
+def _queue_head(now: datetime) -> list[tuple[frozenset[str], int | None, datetime]]:
+    """The first DEMAND_SCAN queued test jobs in the planner's order that could run now (not
+    waiting out a retry's backoff), one-host jobs only: their labels, pin and submission."""
     head = (
         Job.objects.queued()
         .filter(kind=JobKind.TEST)
         .order_by("-priority", "submitted_at", "id")  # the index job_queue_order
         .values_list("label_key", "host_id", "submitted_at", "not_before", "roles")
     )[:DEMAND_SCAN]
-    labels_of: dict[int, set[str]] = {host.pk: set() for host in hosts}
+    return [
+        (frozenset(decode_labels(label_key)), pinned, submitted_at)
+        for label_key, pinned, submitted_at, not_before, roles in head
+        if not roles and (not_before is None or not_before <= now)
+    ]
+
+
+def _labels_of(host_ids: Iterable[int]) -> dict[int, set[str]]:
+    labels_of: dict[int, set[str]] = {host_id: set() for host_id in host_ids}
     carried = Host.labels.through.objects.filter(host_id__in=labels_of)
     for host_id, name in carried.values_list("host_id", "label__name"):
         labels_of[host_id].add(name)
+    return labels_of
+
+
+def jobs_waiting_for(
+    hosts: list[Host], *, now: datetime, head: list | None = None
+) -> dict[int, int]:
+    """For each host, how many queued test jobs that fit it (labels and pin, hosts.rules) have
+    waited REPAIR_FAILED_DEMAND_SECONDS or more since submission, among the first DEMAND_SCAN
+    of the queue in the planner's order. One-host jobs only; a job waiting out a retry's
+    backoff does not count."""
+    cutoff = now - timedelta(seconds=settings.REPAIR_FAILED_DEMAND_SECONDS)
+    labels_of = _labels_of(host.pk for host in hosts)
     counts = dict.fromkeys(labels_of, 0)
-    for label_key, pinned, submitted_at, not_before, roles in head:
-        if roles or submitted_at > cutoff or (not_before is not None and not_before > now):
+    for labels, pinned, submitted_at in _queue_head(now) if head is None else head:
+        if submitted_at > cutoff:
             continue
-        labels = frozenset(decode_labels(label_key))
         for host_id, host_labels in labels_of.items():
             if job_fits_host(
                 labels=labels, pinned_host_id=pinned, host_id=host_id, host_labels=host_labels
@@ -180,9 +196,52 @@ def jobs_waiting_for(hosts: list[Host], *, now: datetime) -> dict[int, int]:
     return counts
 
 
+def idle_slots(
+    worker_ids: set[int], *, now: datetime, head: list | None = None
+) -> dict[int, int | None]:
+    """For each worker, how many of its free slots no queued test job waits for (None:
+    unlimited, docs/scheduling.md#worker-capacity): its capacity less the jobs it runs, the
+    maintenance jobs queued for its hosts, and the queued test jobs (the head of the queue, as
+    `jobs_waiting_for` reads it) that fit one of its free ready hosts. A round of repairs on a
+    host of a worker with a slot left over costs nothing anyone waits for."""
+    workers = Worker.objects.filter(pk__in=worker_ids)
+    loads = workers.worker_loads()
+    names = dict(workers.values_list("pk", "name"))
+    slots: dict[int, int | None] = dict.fromkeys(worker_ids, None)
+    limited = {pk for pk, name in names.items() if name in loads}
+    if not limited:
+        return slots
+    pending = Counter(
+        Job.objects.queued()
+        .filter(kind__in=MAINTENANCE_KINDS, host__worker_id__in=limited)
+        .values_list("host__worker_id", flat=True)
+    )
+    free = dict(
+        Host.objects.in_service(now)
+        .filter(status=HostStatus.READY, worker_id__in=limited)
+        .unleased()
+        .values_list("pk", "worker_id")
+    )
+    labels_of = _labels_of(free)
+    wanted: Counter[int] = Counter()
+    for labels, pinned, _submitted_at in _queue_head(now) if head is None else head:
+        fitting = {
+            free[host_id]
+            for host_id, host_labels in labels_of.items()
+            if job_fits_host(
+                labels=labels, pinned_host_id=pinned, host_id=host_id, host_labels=host_labels
+            )
+        }
+        wanted.update(fitting)  # a job that fits hosts of two workers may take either's slot
+    for pk in limited:
+        load = loads[names[pk]]
+        slots[pk] = max(0, (load.limit or 0) - load.running - pending[pk] - wanted[pk])
+    return slots
+
+
 def retry_repair_failed(*, now: datetime) -> list[Job]:
     """Give each repair_failed host whose next_repair_at has come an automatic repair round,
-    and one that queued jobs need its round sooner.
+    and one that queued jobs need, or that the lab is idle for, its round sooner.
 
     The host goes to needs_repair (a status event by the scheduler saying it is automatic) with
     a fresh round of REPAIR_MAX_ATTEMPTS repairs, as staff's Repair now gives
@@ -194,8 +253,9 @@ def retry_repair_failed(*, now: datetime) -> list[Job]:
 
     Sooner: a host whose REPAIR_FAILED_DEMAND_SECONDS since the give-up have passed (doubled
     per failed round, jobs.recovery.repair_failed_demand_wait) gets its round now when queued
-    test jobs that fit it have waited that long too (`jobs_waiting_for`); its status event
-    says so and how many.
+    test jobs that fit it have waited that long too (`jobs_waiting_for`), or when the lab is
+    idle for it: its worker has a free slot that no queued test job waits for (`idle_slots`);
+    its status event says which, and how many jobs.
     """
     due = _repair_failed_due(now)
     if settings.REPAIR_FAILED_RETRY_SECONDS <= 0:
@@ -213,22 +273,38 @@ def retry_repair_failed(*, now: datetime) -> list[Job]:
         now=now,
     )
     jobs = _queue_repairs(moved, why="automatic repair of repair_failed", now=now)
-    sooner = list(_repair_failed_sooner(now).only("id", "next_repair_at").order_by("pk"))
+    sooner = list(
+        _repair_failed_sooner(now).only("id", "next_repair_at", "worker_id").order_by("pk")
+    )
     if not sooner:
         return jobs
     minutes = settings.REPAIR_FAILED_DEMAND_SECONDS // 60
-    counts = jobs_waiting_for(sooner, now=now)
+    head = _queue_head(now)
+    counts = jobs_waiting_for(sooner, now=now, head=head)
+    unwanted = {host.worker_id for host in sooner if not counts[host.pk]}
+    slots = idle_slots(unwanted, now=now, head=head) if unwanted else {}
     for host in sooner:
         waiting = counts[host.pk]
-        if not waiting:
+        was = f"its next_repair_at was {host.next_repair_at:%Y-%m-%d %H:%M} UTC"
+        if waiting:
+            jobs_words = "1 queued test job" if waiting == 1 else f"{waiting} queued test jobs"
+            why = (
+                f"automatic repair, sooner: {jobs_words} that fit it waited {minutes} min or "
+                f"more (REPAIR_FAILED_DEMAND_SECONDS; {was}); {tries}"
+            )
+        elif slots.get(host.worker_id, 0) != 0:
+            where = "its worker has" if host.worker_id else "it has no worker, so it takes"
+            why = (
+                f"automatic repair, sooner: the lab is idle for it ({where} a free slot no "
+                f"queued test job waits for; {minutes} min or more since the give-up, "
+                f"REPAIR_FAILED_DEMAND_SECONDS; {was}); {tries}"
+            )
+        else:
             continue
-        jobs_words = "1 queued test job" if waiting == 1 else f"{waiting} queued test jobs"
-        was = f"{host.next_repair_at:%Y-%m-%d %H:%M} UTC"
-        why = (
-            f"automatic repair, sooner: {jobs_words} that fit it waited {minutes} min or more "
-            f"(REPAIR_FAILED_DEMAND_SECONDS; its next_repair_at was {was}); {tries}"
-        )
         moved = _start_round([host.pk], why=why, now=now)
+        left = slots.get(host.worker_id)
+        if moved and not waiting and left is not None:
+            slots[host.worker_id] = left - 1  # its repair takes one of the slots
         jobs += _queue_repairs(moved, why="automatic repair of repair_failed, sooner", now=now)
     return jobs
 

@@ -31,6 +31,13 @@ def rack(settings) -> Worker:
     return f.rack()
 
 
+@pytest.fixture(autouse=True)
+def ordinary_only(settings) -> None:
+    """The ordinary round alone: no sooner round, for jobs or an idle lab
+    (tests/jobs/test_repair_failed_sooner.py)."""
+    settings.REPAIR_FAILED_DEMAND_SECONDS = 0
+
+
 def h1() -> Host:
     return Host.objects.get(hostname="h1")
 

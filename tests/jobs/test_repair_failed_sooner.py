@@ -34,6 +34,13 @@ def demand(settings) -> None:
     settings.REPAIR_FAILED_DEMAND_SECONDS = 1800
 
 
+@pytest.fixture
+def busy(monkeypatch) -> None:
+    """The lab is never idle for a host: every worker's slots are wanted (the demand rule
+    alone; the idle rule is tested below with real capacity)."""
+    monkeypatch.setattr(maintenance, "idle_slots", lambda ids, **kw: dict.fromkeys(ids, 0))
+
+
 def h2() -> Host:
     return Host.objects.get(hostname="h2")
 
@@ -90,7 +97,7 @@ def test_a_job_that_fits_by_its_labels_counts_when_no_other_host_takes_it(rack):
     assert "1 queued test job that fit it" in last_move(h1())
 
 
-def test_no_sooner_round_when_no_waiting_job_needs_it(rack):
+def test_no_sooner_round_when_no_waiting_job_needs_it(rack, busy):
     failed_at = break_h1(timezone.now(), rack)
     other = f.job("other-board", labels=["board:y"])  # fits no host of the lab
     type(other).objects.filter(pk=other.pk).update(submitted_at=failed_at)
@@ -107,7 +114,7 @@ def test_no_sooner_round_when_no_waiting_job_needs_it(rack):
     assert "automatic repair: its next_repair_at came" in last_move(h1())
 
 
-def test_a_job_that_has_not_waited_half_an_hour_does_not_count(rack):
+def test_a_job_that_has_not_waited_half_an_hour_does_not_count(rack, busy):
     failed_at = break_h1(timezone.now(), rack)
     waiting_for_h1(failed_at + 10 * timedelta(minutes=1))  # submitted 10 min after the give-up
 
@@ -173,7 +180,7 @@ def test_with_the_setting_at_0_the_wanted_host_waits_its_ordinary_time(rack, set
     assert "its next_repair_at came" in last_move(h1())
 
 
-def test_only_the_head_of_the_queue_is_read(rack, monkeypatch):
+def test_only_the_head_of_the_queue_is_read(rack, busy, monkeypatch):
     failed_at = break_h1(timezone.now(), rack)
     monkeypatch.setattr(maintenance, "DEMAND_SCAN", 2)
     for name in ("a", "b"):  # two higher-priority jobs no host has, ahead in the queue
@@ -206,7 +213,8 @@ def test_the_host_page_says_when_it_may_come_sooner_and_counts_rounds(rack, sam,
     client.force_login(sam)
     page = re.sub(r"\s+", " ", client.get("/hosts/h1/").content.decode())
     sooner = timezone.localtime(failed_at + HALF)
-    assert f"sooner, from {sooner:%Y-%m-%d %H:%M} {sooner.tzname()}, if queued jobs need it" in page
+    hint = "if queued jobs need it or the lab is idle for it"
+    assert f"sooner, from {sooner:%Y-%m-%d %H:%M} {sooner.tzname()}, {hint}" in page
     assert re.search(r"Automatic rounds</dt> ?<dd[^>]*>0", page)
 
 
@@ -230,3 +238,83 @@ def test_the_tick_looks_for_waiting_jobs_only_once_a_host_may_have_its_round_soo
     assert maintenance._anything_to_do(now=failed_at + HALF)
     host_services.host_lock(host=h1(), by="sam", reason="on the bench")
     assert not maintenance._anything_to_do(now=failed_at + HALF)
+
+
+# The lab idle for it: its worker has a slot no queued test job waits for.
+
+
+def test_an_idle_lab_gives_the_host_its_round_after_half_an_hour_without_any_job(rack):
+    failed_at = break_h1(timezone.now(), rack)  # rack-1 has no capacity limit: always a slot
+    tick(failed_at + HALF - timedelta(seconds=1), rack)
+    assert h1().status == HostStatus.REPAIR_FAILED and len(repairs()) == 2
+
+    tick(failed_at + HALF, rack)
+    host = h1()
+    assert (host.status, host.repair_rounds) == (HostStatus.REPAIRING, 1)
+    message = last_move(host)
+    assert message.startswith("automatic repair, sooner: the lab is idle for it (its worker has")
+    assert "a free slot no queued test job waits for; 30 min or more since the give-up" in message
+    assert f"its next_repair_at was {failed_at + 4 * HOUR:%Y-%m-%d %H:%M} UTC" in message
+
+
+def test_no_idle_round_while_the_workers_capacity_is_taken_then_one_when_it_frees(rack, settings):
+    settings.LEASE_TTL = 4 * 3600  # the test below keeps its lease without heartbeats
+    failed_at = break_h1(timezone.now(), rack)
+    host_services.worker_update(worker=rack, by="sam", max_jobs=1)
+    busy = f.job("any-x")  # board:x: h2 takes it, and with it rack-1's one slot
+    tick(failed_at + timedelta(seconds=1), rack)
+    assert busy.leases.get().host == h2()
+
+    tick(failed_at + HALF, rack)
+    tick(failed_at + 2 * HALF, rack)
+    assert h1().status == HostStatus.REPAIR_FAILED and len(repairs()) == 2
+
+    run(busy, JobStatus.PASSED, at=failed_at + 2 * HALF + timedelta(seconds=1))
+    tick(failed_at + 2 * HALF + timedelta(seconds=2), rack)
+    assert h1().status == HostStatus.REPAIRING
+    assert "the lab is idle for it" in last_move(h1())
+
+
+def test_a_queued_job_for_a_free_host_of_the_worker_wants_its_slot(rack):
+    failed_at = break_h1(timezone.now(), rack)
+    tick(failed_at + timedelta(seconds=1), rack)  # h2 verified: ready and free
+    assert h2().status == HostStatus.READY
+    now = failed_at + timedelta(seconds=2)  # rack-1 online: its hosts in service
+    assert maintenance.idle_slots({rack.pk}, now=now) == {rack.pk: None}  # no limit
+    host_services.worker_update(worker=rack, by="sam", max_jobs=1)
+    assert maintenance.idle_slots({rack.pk}, now=now) == {rack.pk: 1}
+    f.job("any-x")  # fits h2, free and ready: it will take the one slot
+    assert maintenance.idle_slots({rack.pk}, now=now) == {rack.pk: 0}
+    f.job("other-board", labels=["board:y"])  # fits no host of rack-1: wants none of it
+    assert maintenance.idle_slots({rack.pk}, now=now) == {rack.pk: 0}
+
+
+def test_a_failed_idle_round_doubles_the_wait_to_the_next(rack):
+    failed_at = break_h1(timezone.now(), rack)
+    at = fail_the_round(failed_at + HALF, rack)  # the idle round (30 min), both tries fail
+    host = h1()
+    assert (host.status, host.repair_rounds) == (HostStatus.REPAIR_FAILED, 1)
+    assert host.next_repair_at == at + 8 * HOUR
+
+    tick(at + HOUR - timedelta(seconds=1), rack)
+    assert h1().status == HostStatus.REPAIR_FAILED
+    tick(at + HOUR, rack)  # 30 min doubled
+    assert (h1().status, h1().repair_rounds) == (HostStatus.REPAIRING, 2)
+    assert "the lab is idle for it" in last_move(h1())
+
+
+def test_an_idle_lab_leaves_a_locked_host_alone(rack):
+    failed_at = break_h1(timezone.now(), rack)
+    host_services.host_lock(host=h1(), by="sam", reason="on the bench")
+    tick(failed_at + 2 * HOUR, rack)
+    host = h1()
+    assert host.status == HostStatus.REPAIR_FAILED and len(repairs()) == 2
+    assert host.next_repair_at == failed_at + 4 * HOUR
+
+
+@pytest.mark.parametrize("setting", ["REPAIR_FAILED_RETRY_SECONDS", "REPAIR_FAILED_DEMAND_SECONDS"])
+def test_no_idle_round_with_either_setting_at_0(rack, settings, setting):
+    failed_at = break_h1(timezone.now(), rack)
+    setattr(settings, setting, 0)
+    tick(failed_at + 2 * HOUR, rack)
+    assert h1().status == HostStatus.REPAIR_FAILED and len(repairs()) == 2

@@ -126,7 +126,7 @@ class WorkerViewSet(InventoryViewSet):
         return worker.runner_id
 
     def get_queryset(self) -> QuerySet[Worker]:
-        if self.action == "heartbeat":  # a runner's every few seconds: no host counts to show
+        if self.action in ("heartbeat", "leases"):  # a runner's, every few seconds: no counts
             return Worker.objects.all()
         return selectors.workers_with_host_counts()
 

@@ -79,7 +79,9 @@ def _pace() -> None:
         return  # the tick's own retries deal with the database
     if ended is not None:
         since = (timezone.now() - ended[0]).total_seconds() - ended[1] / 1000
-        time.sleep(min(gap, max(0.0, gap - since), max(0.0, deadline - time.monotonic())))
+        wait = min(gap - since, gap, deadline - time.monotonic())
+        if wait > 0:
+            time.sleep(wait)
 
 
 def _balance_after_tick() -> None:

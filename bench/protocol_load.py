@@ -484,6 +484,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--no-cluster", action="store_true", help="no qcluster: nothing ticks during the load"
     )
+    parser.add_argument(
+        "--in-process-only",
+        action="store_true",
+        help="time the calls in-process and stop: no server, no load (a quick A/B of CPU/call)",
+    )
     parser.add_argument("--run-max", type=float, default=5, help="longest a job 'runs', s")
     parser.add_argument(
         "--web-workers", type=int, default=None, help="gunicorn workers (default: its config's)"
@@ -518,6 +523,12 @@ def main() -> None:
         lab = seed(args.hosts, args.workers, args.queued)
     in_process = cost_per_call(lab, args.in_process) if args.in_process else {}
     connections.close_all()
+    if args.in_process_only:
+        dbload.drop_database(args.db)
+        load = round(os.getloadavg()[0], 1)
+        result = {"hosts": args.hosts, "load": load, "in_process": in_process}
+        print_result(result, as_json=True, width=14)
+        return
     args.web_workers = web_workers = args.web_workers or _configured_workers()
     port = free_port()
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"{args.db}-gunicorn.log"

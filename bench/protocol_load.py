@@ -1,11 +1,14 @@
-"""Runner-protocol load: bulk heartbeats and start/complete pairs of a big lab against gunicorn.
+"""Runner-protocol load: the calls of a big lab's runners against gunicorn, the scheduler ticking.
 
 Seeds a throwaway database with N hosts on W workers, every host held by a leased job, each
-worker with its own runner account; starts gunicorn (the project's gunicorn.conf.py, on
-127.0.0.1) and drives it for D seconds the way the lab's runners would: each worker sends one
-bulk heartbeat (`POST /api/workers/{name}/heartbeat/ {"leases": [...]}`) every interval, and
-jobs start and complete at a fixed rate (open loop: a slow server does not slow the offered
-load down). Prints p50/p95/p99 per endpoint and the throughput achieved.
+worker with its own runner account, and Q jobs queued behind them; starts gunicorn (the
+project's gunicorn.conf.py, on 127.0.0.1) and `manage.py qcluster`, and drives the server for D
+seconds the way the lab's runners would: each worker sends one bulk heartbeat
+(`POST /api/workers/{name}/heartbeat/ {"leases": [...]}`) every interval and lists its leases
+(`GET /api/workers/{name}/leases/`) as the reference runner polls, and jobs start and complete
+at the rate jobs of the given length give (open loop: a slow server does not slow the offered
+load down). Each `complete` asks for a tick, which the cluster runs. Prints p50/p95/p99 per
+endpoint, the throughput achieved, the CPU each part took, and the ticks run.
 
 The client is plain asyncio: gunicorn's sync workers close every connection after one answer,
 so a pooling HTTP client gains nothing here, and on a 2-core machine the client's own CPU is
@@ -19,18 +22,20 @@ import asyncio
 import json
 import os
 import random
+import subprocess
 import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from bench import dbload
 from bench.cli import print_result, stop_process_group
-from bench.latency import percentile
+from bench.latency import _start_cluster, percentile
 from bench.pages import free_port, start_server
 
 P99_TARGET_MS = 250.0
-ENDPOINTS = ("heartbeat", "start", "complete")
+ENDPOINTS = ("heartbeat", "leases", "start", "complete")
 
 
 @dataclass
@@ -63,8 +68,9 @@ class Stats:
 # --- the lab --------------------------------------------------------------------------------
 
 
-def seed(hosts: int, workers: int) -> Lab:
-    """Write the workers, their runner accounts and tokens, hosts, and one leased job per host."""
+def seed(hosts: int, workers: int, queued: int = 0) -> Lab:
+    """Write the workers, their runner accounts and tokens, hosts, one leased job per host, and
+    `queued` jobs waiting for a host (the ticks lease them the hosts the completes free)."""
     from datetime import timedelta
 
     from django.conf import settings
@@ -110,6 +116,10 @@ def seed(hosts: int, workers: int) -> Lab:
             ],
             batch_size=5000,
         )
+        Job.objects.bulk_create(
+            [Job(name=f"queued-{i}", created_at=now, submitted_at=now) for i in range(queued)],
+            batch_size=5000,
+        )
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     held: dict[str, set[int]] = defaultdict(set)
@@ -144,18 +154,23 @@ def cost_per_call(lab: Lab, n: int) -> dict[str, dict]:
             for x in leases
         ],
     }
+    calls["leases"] = [
+        (f"/api/workers/{w}/leases/", w, None)
+        for w in (workers[i % len(workers)] for i in range(n))
+    ]
     out = {}
     for name, todo in calls.items():
         times = []
         cpu = time.process_time()
         for path, worker, body in todo:
             start = time.perf_counter()
-            response = client.post(
-                path,
-                json.dumps(body),
-                content_type="application/json",
-                headers={"authorization": f"Token {lab.tokens[worker]}"},
-            )
+            headers = {"authorization": f"Token {lab.tokens[worker]}"}
+            if body is None:
+                response = client.get(path, headers=headers)
+            else:
+                response = client.post(
+                    path, json.dumps(body), content_type="application/json", headers=headers
+                )
             times.append((time.perf_counter() - start) * 1000)
             if response.status_code != 200:
                 raise SystemExit(f"{path}: {response.status_code} {response.content[:300]!r}")
@@ -172,13 +187,14 @@ def cost_per_call(lab: Lab, n: int) -> dict[str, dict]:
 # --- the client -----------------------------------------------------------------------------
 
 
-async def post(port: int, path: str, token: str, body: dict) -> tuple[int, bytes]:
-    """One POST on a fresh loopback connection; (status, body)."""
-    payload = json.dumps(body).encode()
+async def post(port: int, path: str, token: str, body: dict | None) -> tuple[int, bytes]:
+    """One POST (a GET when body is None) on a fresh loopback connection; (status, body)."""
+    payload = b"" if body is None else json.dumps(body).encode()
+    verb = "GET" if body is None else "POST"
+    kind = "" if body is None else "Content-Type: application/json\r\n"
     head = (
-        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Token {token}\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
-        "Connection: close\r\n\r\n"
+        f"{verb} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Token {token}\r\n"
+        f"{kind}Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
     ).encode()
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     try:
@@ -191,7 +207,9 @@ async def post(port: int, path: str, token: str, body: dict) -> tuple[int, bytes
     return status, answer.partition(b"\r\n\r\n")[2]
 
 
-async def timed(stats: Stats, name: str, port: int, path: str, token: str, body: dict) -> bool:
+async def timed(
+    stats: Stats, name: str, port: int, path: str, token: str, body: dict | None
+) -> bool:
     start = time.perf_counter()
     try:
         status, answer = await asyncio.wait_for(post(port, path, token, body), timeout=30)
@@ -213,6 +231,17 @@ async def beat_worker(
         body = {"leases": sorted(lab.held[worker])}
         path = f"/api/workers/{worker}/heartbeat/"
         await timed(stats, "heartbeat", port, path, lab.tokens[worker], body)
+        await asyncio.sleep(interval)
+
+
+async def list_worker(
+    lab: Lab, stats: Stats, port: int, worker: str, interval: float, until: float
+) -> None:
+    """One worker's runner looking for new leases: `GET` of its lease list every interval."""
+    await asyncio.sleep(random.uniform(0, interval))
+    while time.monotonic() < until:
+        path = f"/api/workers/{worker}/leases/"
+        await timed(stats, "leases", port, path, lab.tokens[worker], None)
         await asyncio.sleep(interval)
 
 
@@ -251,10 +280,15 @@ async def drive(
         asyncio.create_task(beat_worker(lab, stats, port, w, args.beat_interval, until))
         for w in lab.tokens
     ]
+    if args.list_interval > 0:
+        beats += [
+            asyncio.create_task(list_worker(lab, stats, port, w, args.list_interval, until))
+            for w in lab.tokens
+        ]
     pairs: set[asyncio.Task] = set()
     launched = 0
     while (now := time.monotonic()) < until and lab.unstarted:
-        due = int((now - started) * args.pairs_per_second)
+        due = int((now - started) * pairs_per_second(args))
         while launched < due and lab.unstarted:
             task = asyncio.create_task(
                 pair(lab, stats, port, lab.unstarted.popleft(), random.uniform(0, args.run_max))
@@ -274,23 +308,24 @@ TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def _proc_times(pid: int) -> tuple[int, float]:
-    """(parent pid, seconds of CPU: the process's own and its reaped children's) from /proc."""
+    """(process group, seconds of CPU: the process's own and its reaped children's) from /proc."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
-    return int(fields[1]), (utime + stime + cutime + cstime) / TICK
+    return int(fields[2]), (utime + stime + cutime + cstime) / TICK
 
 
-def server_cpu(master: int) -> float:
-    """CPU seconds of gunicorn so far: the master, its live workers, and the workers it reaped
-    (a recycled worker's time is in the master's children's)."""
-    total = _proc_times(master)[1]
+def group_cpu(group: int) -> float:
+    """CPU seconds so far of a process group started in its own session (gunicorn's master and
+    workers, or qcluster's processes), with the members it reaped: a recycled worker's time is
+    in its parent's children's."""
+    total = 0.0
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and entry.name != str(master):
+        if entry.name.isdigit():
             try:
-                parent, seconds = _proc_times(int(entry.name))
+                member_of, seconds = _proc_times(int(entry.name))
             except (OSError, ValueError, IndexError):
                 continue  # gone meanwhile, or not ours to read
-            if parent == master:
+            if member_of == group:
                 total += seconds
     return total
 
@@ -317,40 +352,92 @@ def machine_busy() -> float:
     return (sum(values[:8]) - idle) / TICK
 
 
+Mark = tuple[float, float, float, float, dict[int, float]]
+
+
 @dataclass
 class CpuClock:
-    """CPU seconds spent during the load by the server, by this client, and by the machine."""
+    """CPU seconds spent during the load by the server, the scheduler, this client, and the
+    machine."""
 
     server_pid: int | None = None
+    cluster_pid: int | None = None
     db: str = ""
-    marks: dict[str, tuple[float, float, float, dict[int, float]]] = field(default_factory=dict)
+    marks: dict[str, Mark] = field(default_factory=dict)
+    window: list[datetime] = field(default_factory=list)  # when the load started and stopped
 
-    def _now(self) -> tuple[float, float, float, dict[int, float]]:
+    def _now(self) -> Mark:
         if not Path("/proc/stat").exists():
-            return 0.0, time.process_time(), 0.0, {}
-        server = server_cpu(self.server_pid) if self.server_pid else 0.0
-        return server, time.process_time(), machine_busy(), database_cpu(self.db)
+            return 0.0, 0.0, time.process_time(), 0.0, {}
+        server = group_cpu(self.server_pid) if self.server_pid else 0.0
+        cluster = group_cpu(self.cluster_pid) if self.cluster_pid else 0.0
+        return server, cluster, time.process_time(), machine_busy(), database_cpu(self.db)
 
     def start(self) -> None:
         self.marks["start"] = self._now()
+        self.window = [datetime.now(UTC)]
 
     def stop(self) -> None:
         self.marks["stop"] = self._now()
+        self.window.append(datetime.now(UTC))
 
     def seconds(self) -> dict[str, float]:
         if "stop" not in self.marks:
             return {}
-        (s0, c0, b0, d0), (s1, c1, b1, d1) = self.marks["start"], self.marks["stop"]
-        server, client, busy = s1 - s0, c1 - c0, b1 - b0
+        (s0, q0, c0, b0, d0), (s1, q1, c1, b1, d1) = self.marks["start"], self.marks["stop"]
+        server, cluster, client, busy = s1 - s0, q1 - q0, c1 - c0, b1 - b0
         # Backends that lived through the load (the web workers keep their connections).
         database = sum(seconds - d0.get(pid, 0.0) for pid, seconds in d1.items())
         return {
             "server": round(server, 1),  # gunicorn: master and workers
+            "scheduler": round(cluster, 1),  # qcluster: its ticks, broker polls, the rest
             "client": round(client, 1),  # this load generator, on the same cores
             "database": round(database, 1),  # the benchmark database's PostgreSQL backends
             # Redis, the rest of PostgreSQL, and whatever else ran on the machine meanwhile
-            "rest_of_machine": round(max(0.0, busy - server - client - database), 1),
+            "rest_of_machine": round(max(0.0, busy - server - cluster - client - database), 1),
         }
+
+
+# --- the scheduler --------------------------------------------------------------------------
+
+
+def start_cluster(db: str, log: Path) -> subprocess.Popen:
+    """`manage.py qcluster` on the benchmark database, as the Procfile runs it; waits until its
+    first tick (the whole lab read cold) is done, so the load meets a warm scheduler."""
+    from jobs.models import SchedulerTick
+
+    env = {**os.environ, "DATABASE_URL": dbload.database_url(db), "DEBUG": "0"}
+    proc = _start_cluster(env, log)
+    deadline = time.monotonic() + 120
+    while not SchedulerTick.objects.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            stop_process_group(proc)
+            raise SystemExit(f"qcluster made no tick within 120 s: see {log}")
+        time.sleep(0.5)
+    return proc
+
+
+def ticks_during(window: list[datetime], cpu_s: dict[str, float], cpus: int) -> dict:
+    """The ticks that started while the load ran: how many a second, and what they took."""
+    from django.db.models import Count, Sum
+
+    from jobs.models import SchedulerTick
+
+    if len(window) < 2:  # noqa: PLR2004 — start and stop
+        return {}
+    seconds = (window[1] - window[0]).total_seconds()
+    ticks = SchedulerTick.objects.filter(started_at__range=window).aggregate(
+        n=Count("id"), ms=Sum("duration_ms"), leased=Sum("leases_made")
+    )
+    n = ticks["n"] or 0
+    return {
+        "ticks": n,
+        "ticks_per_second": round(n / seconds, 2),
+        "tick_ms_mean": round((ticks["ms"] or 0) / max(1, n), 1),
+        "leases_made": ticks["leased"] or 0,
+        # The scheduler process's CPU over the window, as a share of the machine's cores.
+        "cpu_share": round(cpu_s.get("scheduler", 0) / (seconds * cpus), 3),
+    }
 
 
 # --- the run --------------------------------------------------------------------------------
@@ -372,14 +459,36 @@ def summary(stats: Stats, elapsed: float) -> dict[str, dict]:
     return out
 
 
-def main() -> None:
-    """Seed a lab, start gunicorn, drive the runner protocol, print the latencies."""
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--hosts", type=int, default=10000)
     parser.add_argument("--workers", type=int, default=200, help="lab workers (runners)")
     parser.add_argument("--seconds", type=float, default=60, help="how long to offer the load")
     parser.add_argument("--beat-interval", type=float, default=10, help="seconds, per worker")
-    parser.add_argument("--pairs-per-second", type=float, default=70, help="start+complete")
+    parser.add_argument(
+        "--list-interval",
+        type=float,
+        default=2.0,
+        help="seconds between a runner's lease lists (the reference runner's --poll; 0: none)",
+    )
+    parser.add_argument(
+        "--job-seconds",
+        type=float,
+        default=300,
+        help="seconds a job runs in the lab modelled: hosts / this = start+complete pairs/s",
+    )
+    parser.add_argument(
+        "--pairs-per-second", type=float, default=None, help="start+complete (overrides the above)"
+    )
+    parser.add_argument("--queued", type=int, default=10000, help="jobs queued behind the leases")
+    parser.add_argument(
+        "--no-cluster", action="store_true", help="no qcluster: nothing ticks during the load"
+    )
+    parser.add_argument(
+        "--in-process-only",
+        action="store_true",
+        help="time the calls in-process and stop: no server, no load (a quick A/B of CPU/call)",
+    )
     parser.add_argument("--run-max", type=float, default=5, help="longest a job 'runs', s")
     parser.add_argument(
         "--web-workers", type=int, default=None, help="gunicorn workers (default: its config's)"
@@ -394,8 +503,14 @@ def main() -> None:
     parser.add_argument("--db", default="bench_protocol", help="database to (re)create: bench_*")
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     args = parser.parse_args()
-    if args.hosts < args.seconds * args.pairs_per_second + args.in_process:
+    if args.hosts < args.seconds * pairs_per_second(args) + args.in_process:
         parser.error("--hosts must cover the jobs to start: seconds × pairs/s + in-process")
+    return args
+
+
+def main() -> None:
+    """Seed a lab, start gunicorn and qcluster, drive the runner protocol, print the figures."""
+    args = parse_args()
 
     # The cache (throttle counts) and the broker, for the calls in-process and the server alike.
     os.environ.pop("REDIS_URL", None)
@@ -405,21 +520,34 @@ def main() -> None:
     from django.db import connections
 
     with dbload.timed(f"seed {args.hosts} leased hosts on {args.workers} workers"):
-        lab = seed(args.hosts, args.workers)
+        lab = seed(args.hosts, args.workers, args.queued)
     in_process = cost_per_call(lab, args.in_process) if args.in_process else {}
     connections.close_all()
+    if args.in_process_only:
+        dbload.drop_database(args.db)
+        load = round(os.getloadavg()[0], 1)
+        result = {"hosts": args.hosts, "load": load, "in_process": in_process}
+        print_result(result, as_json=True, width=14)
+        return
     args.web_workers = web_workers = args.web_workers or _configured_workers()
     port = free_port()
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"{args.db}-gunicorn.log"
     if args.threads:
         os.environ["GUNICORN_THREADS"] = str(args.threads)  # start_server passes the environment
+    cluster = None
+    if not args.no_cluster:
+        cluster = start_cluster(args.db, log.with_name(f"{args.db}-qcluster.log"))
     load_before = os.getloadavg()[0]
     server = start_server(args.db, port, web_workers, log)
-    cpu = CpuClock(server.pid, args.db)
+    cpu = CpuClock(server.pid, cluster.pid if cluster else None, args.db)
     try:
         stats, elapsed = asyncio.run(drive(lab, port, args, cpu))
+        ticks = ticks_during(cpu.window, cpu.seconds(), os.cpu_count() or 1)
     finally:
         stop_process_group(server)
+        if cluster is not None:
+            stop_process_group(cluster)
+        connections.close_all()
         dbload.drop_database(args.db)
     result = {
         "hosts": args.hosts,
@@ -428,7 +556,7 @@ def main() -> None:
         "threads": args.threads or int(os.environ.get("GUNICORN_THREADS", "1")),
         "cpus": os.cpu_count(),
         "cache": "redis" if args.redis_url else "database",
-        "offered_rps": round(args.workers / args.beat_interval + 2 * args.pairs_per_second, 1),
+        "offered_rps": round(offered_rps(args), 1),
         "answered_rps": round(_answered(stats) / elapsed, 1),
         "load_before": round(load_before, 1),
         "load_after": round(os.getloadavg()[0], 1),
@@ -438,11 +566,24 @@ def main() -> None:
             1000 * cpu.seconds().get("server", 0) / max(1, _answered(stats)), 2
         ),
         "p99_target_ms": P99_TARGET_MS,
+        "scheduler": ticks,  # the qcluster's ticks during the load
         "in_process": in_process,  # CPU and wall ms per call, one at a time
         "endpoints": summary(stats, elapsed),
         "first_failures": stats.first_failure,
     }
     print_result(result, as_json=args.json, width=14)
+
+
+def pairs_per_second(args: argparse.Namespace) -> float:
+    """Jobs started (and completed) a second: every host busy with jobs of --job-seconds."""
+    if args.pairs_per_second is not None:
+        return args.pairs_per_second
+    return args.hosts / args.job_seconds
+
+
+def offered_rps(args: argparse.Namespace) -> float:
+    lists = args.workers / args.list_interval if args.list_interval > 0 else 0
+    return args.workers / args.beat_interval + lists + 2 * pairs_per_second(args)
 
 
 def _answered(stats: Stats) -> int:

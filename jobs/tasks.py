@@ -7,11 +7,13 @@ import time
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
+from django.utils import timezone
+from django_q.conf import Conf
 
 from jobs import suite_templates
-from jobs.models import SchedulerState
+from jobs.models import SchedulerState, SchedulerTick
 from jobs.scheduling.tick import scheduler_tick
-from jobs.scheduling.triggers import TICK_FUNC
+from jobs.scheduling.triggers import TICK_FUNC, tick_running
 from jobs.services.balancer import pools_balance
 from schedsite.schedules import install_every
 
@@ -27,6 +29,7 @@ def tick(trigger: str = "schedule") -> dict:
     # Leave a margin under the task timeout, so that the cluster never kills us mid-tick.
     deadline = time.monotonic() + max(settings.Q_CLUSTER["timeout"] - 15, 5)
     delay = 0.25
+    _pace()
     while True:
         try:
             # Clear the flag before planning: a request arriving from now on needs a follow-up
@@ -51,6 +54,34 @@ def tick(trigger: str = "schedule") -> dict:
     # out of its pool at once, not at the balancer's next periodic run.
     _balance_after_tick()
     return summary
+
+
+def _pace() -> None:
+    """Start no sooner than TICK_MIN_GAP_MS after the last tick ended, the flag still set.
+
+    A busy lab asks for a tick with every job that completes: tens a second. Requests coalesce
+    on the flag, which a tick clears as it starts; waiting here first, for a running tick to
+    end and then for the gap, lets every request of the meantime ride along on this one. So
+    ticks run at most one per tick-and-gap, and the scheduler's share of the CPU stays at most
+    tick / (tick + gap) however many requests come (docs/scheduling.md#triggers). Not inside a
+    caller's transaction nor with Q_SYNC (the tick runs inline); never past the task's time.
+    """
+    gap = settings.TICK_MIN_GAP_MS / 1000
+    if gap <= 0 or Conf.SYNC or connection.in_atomic_block:
+        return
+    deadline = time.monotonic() + max(settings.Q_CLUSTER["timeout"] / 4, gap)
+    try:
+        while tick_running() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        last = SchedulerTick.objects.order_by("-id").values_list("started_at", "duration_ms")
+        ended = last.first()
+    except (OperationalError, InterfaceError):
+        return  # the tick's own retries deal with the database
+    if ended is not None:
+        since = (timezone.now() - ended[0]).total_seconds() - ended[1] / 1000
+        wait = min(gap - since, gap, deadline - time.monotonic())
+        if wait > 0:
+            time.sleep(wait)
 
 
 def _balance_after_tick() -> None:

@@ -287,6 +287,9 @@ SCHEDULER_WHOLE_READ_EVERY = env_int("SCHEDULER_WHOLE_READ_EVERY", 500)
 TICK_INTERVAL_MINUTES = env_int("TICK_INTERVAL_MINUTES", 1)  # the safety-net schedule
 # A tick request still pending after this long was lost with its cluster: the next one resends it.
 TICK_REQUEST_STALE_SECONDS = env_int("TICK_REQUEST_STALE_SECONDS", 5)
+# A requested tick starts at least this long after the last one ended (0: at once); requests of
+# the meantime ride along, which bounds the scheduler's CPU share (docs/scheduling.md#triggers).
+TICK_MIN_GAP_MS = env_int("TICK_MIN_GAP_MS", 250)
 # Lab health and recovery (docs/health.md#settings): backoffs in seconds, 0 = the next tick.
 RETRY_BACKOFF = env_int("RETRY_BACKOFF", 30)  # doubles per attempt, at most RETRY_BACKOFF_MAX
 RETRY_BACKOFF_MAX = 600

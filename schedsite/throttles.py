@@ -6,6 +6,7 @@ import hashlib
 from typing import TYPE_CHECKING
 
 from axes.helpers import get_cool_off
+from django.core.cache.backends.locmem import LocMemCache
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 from rest_framework import throttling
@@ -76,9 +77,15 @@ class WriteThrottle(AuthenticatedThrottle):
 
 
 class RunnerThrottle(AuthenticatedThrottle):
-    """The runner protocol, per account: generous, since one runner heartbeats many leases."""
+    """The runner protocol, per account: generous, since one runner heartbeats many leases.
+
+    Counted in each web process's memory, not in the shared cache: the runner protocol is the
+    lab's busiest path, and a shared count cost a cache round trip (with the database cache,
+    two statements) on every call (docs/security.md#throttles-and-lockout).
+    """
 
     scope = "runner"
+    cache = LocMemCache("runner-throttle", {"OPTIONS": {"MAX_ENTRIES": 10_000}})
 
     def applies(self, request: Request, view: APIView) -> bool:
         return is_runner_protocol(view)

@@ -23,7 +23,12 @@ from jobs.api.serializers import (
     LeaseReleaseInputSerializer,
 )
 from schedsite import links
-from schedsite.api_fields import StrictBooleanField, StrictCharField, StrictIntegerField
+from schedsite.api_fields import (
+    IdListField,
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+)
 from schedsite.roles import RUNNER_GROUP
 
 # --- workers --------------------------------------------------------------------------------
@@ -137,8 +142,9 @@ MAX_HEARTBEAT_LEASES = 5000
 
 
 class WorkerHeartbeatInputSerializer(serializers.Serializer):
-    leases = serializers.ListField(
-        child=StrictIntegerField(min_value=1, max_value=MAX_ID),
+    leases = IdListField(
+        min_value=1,
+        max_value=MAX_ID,
         required=False,
         max_length=MAX_HEARTBEAT_LEASES,
         help_text="Ids of the job leases the runner holds: each one still active on this "

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.db.models import Model, QuerySet
+from django.http import Http404
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
@@ -27,6 +28,7 @@ from jobs.models import Lease
 from schedsite.api_permissions import RolePermissionsMixin
 from schedsite.api_views import ActionTablesMixin, NameLookupMixin
 from schedsite.errors import Conflict
+from schedsite.prepared import PreparedQuery
 
 
 def path_parameter(name: str, description: str) -> OpenApiParameter:
@@ -86,6 +88,11 @@ class InventoryViewSet(
         return self.get_paginated_response(data)
 
 
+# The worker actions its runner calls all the time (docs/api.md#the-runner-protocol-and-run_worker).
+RUNNER_ACTIONS = ("heartbeat", "leases")
+WORKER_BY_NAME = PreparedQuery(lambda name: Worker.objects.filter(name=name), str)
+
+
 @extend_schema_view(destroy=extend_schema(responses={200: s.WorkerSerializer, 204: None}))
 class WorkerViewSet(InventoryViewSet):
     """Lab servers that drive hosts (addressed by name)."""
@@ -126,9 +133,21 @@ class WorkerViewSet(InventoryViewSet):
         return worker.runner_id
 
     def get_queryset(self) -> QuerySet[Worker]:
-        if self.action == "heartbeat":  # a runner's every few seconds: no host counts to show
+        if self.action in RUNNER_ACTIONS:  # a runner's, every few seconds: no counts
             return Worker.objects.all()
         return selectors.workers_with_host_counts()
+
+    def get_object(self) -> Worker:
+        if self.action not in RUNNER_ACTIONS:
+            return super().get_object()
+        # The bare row by its name, compiled once per process: what DRF's lookup does, without
+        # building the same query on every call of the lab's runners.
+        name = self.kwargs["name"]
+        worker = WORKER_BY_NAME.first(name) if "\x00" not in name else None
+        if worker is None:
+            raise Http404
+        self.check_object_permissions(self.request, worker)
+        return worker
 
     def create(self, request: Request) -> Response:
         data = self.action_input()

@@ -69,13 +69,13 @@ def resend_lost_request(now: datetime | None = None) -> bool:
     now = now or timezone.now()
     stale_before = now - timedelta(seconds=settings.TICK_REQUEST_STALE_SECONDS)
     pending = SchedulerState.objects.filter(pk=1, tick_pending=True, requested_at__lt=stale_before)
-    if not pending.exists() or _tick_running():
+    if not pending.exists() or tick_running():
         return False
     # The compare-and-set on requested_at: of all the clusters' watchers, one sends it.
     return _enqueue("lost tick request")
 
 
-def _tick_running() -> bool:
+def tick_running() -> bool:
     """A tick holds the planner's lock now (PostgreSQL; elsewhere ticks are not watched)."""
     if connection.vendor != "postgresql":
         return False

@@ -15,19 +15,31 @@ from bench import protocol_load
 pytestmark = pytest.mark.skipif(not Path("/proc/stat").exists(), reason="reads Linux's /proc")
 
 
-def test_a_parents_cpu_counts_its_live_and_its_reaped_children():
-    burn = [
-        sys.executable,
-        "-c",
-        "import time; t = time.process_time()\nwhile time.process_time() - t < 0.3: pass",
-    ]
-    before = protocol_load.server_cpu(os.getpid())
-    subprocess.run(burn, check=True)  # reaped: its time is in our children's
-    assert protocol_load.server_cpu(os.getpid()) - before >= 0.25
+BURN = "import time; t = time.process_time()\nwhile time.process_time() - t < 0.3: pass"
+
+
+def test_a_groups_cpu_counts_its_members_and_the_ones_they_reaped():
+    # A group leader (as gunicorn and qcluster are started) whose child burned and was reaped:
+    # a recycled worker's time is in its parent's children's.
+    leader = (
+        "import subprocess, sys, time\n"
+        f"subprocess.run([sys.executable, '-c', {BURN!r}], check=True)\n"
+        "print('reaped', flush=True)\ntime.sleep(60)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", leader], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        assert proc.stdout.readline().strip() == "reaped"
+        assert protocol_load.group_cpu(proc.pid) >= 0.25
+        assert protocol_load.group_cpu(proc.pid + 10**7) == 0  # no such group
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def test_the_clock_splits_the_machines_busy_time():
-    clock = protocol_load.CpuClock(os.getpid())
+    clock = protocol_load.CpuClock(server_pid=os.getpgrp())
     clock.start()
     t = time.process_time()
     while time.process_time() - t < 0.2:
@@ -35,4 +47,5 @@ def test_the_clock_splits_the_machines_busy_time():
     clock.stop()
     seconds = clock.seconds()
     assert seconds["client"] >= 0.15 and seconds["server"] >= 0.1
+    assert seconds["scheduler"] == 0  # none was given
     assert seconds["rest_of_machine"] >= 0

@@ -232,6 +232,22 @@ def test_runners_heartbeat_far_more_often_than_a_user_may_write(
     assert client.post(f"/api/jobs/{lease.job_id}/abort/", {"reason": "x"}).status_code == 200
 
 
+def test_a_runner_call_is_counted_in_the_web_process_not_in_the_shared_cache(
+    runner_user,
+) -> None:  # noqa: ANN001
+    # The shared cache is a database table by default: counting there cost two statements on
+    # every runner call (docs/security.md#throttles-and-lockout).
+    RunnerThrottle.cache.clear()
+    worker = f.worker("w1")
+    worker.runner = runner_user
+    worker.save(update_fields=["runner"])
+    response = token_client(runner_user).post("/api/workers/w1/heartbeat/", {}, format="json")
+    assert response.status_code == 200, response.content
+    key = f"throttle_runner_{runner_user.pk}"
+    assert cache.get(key) is None
+    assert len(RunnerThrottle.cache.get(key)) == 1
+
+
 def test_ui_writes_share_the_users_write_limit_with_the_api(sam) -> None:  # noqa: ANN001
     from django.test import Client
 

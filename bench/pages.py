@@ -28,9 +28,11 @@ TARGET_MS = 100.0  # docs/performance.md#targets: host list and queue pages p50 
 TARGETED = {"api_hosts", "api_queue", "ui_hosts", "ui_queue"}
 
 
-def endpoints(label: str) -> dict[str, str]:
-    """Name -> path of every GET that is timed; `label` is used by the filtered host list."""
+def endpoints(label: str, job_id: int) -> dict[str, str]:
+    """Name -> path of every GET that is timed; `label` is used by the filtered host list,
+    `job_id` (a queued job: `last_queued_job`) by the job page."""
     return {
+        "ui_job": f"/jobs/{job_id}/",
         "api_hosts": "/api/hosts/",
         "api_hosts_filtered": f"/api/hosts/?label={label}&status=ready",
         "api_queue": "/api/queue/",
@@ -53,7 +55,19 @@ QUEUE_BOUND = (
     "ui_dashboard",
     "ui_hosts",
     "ui_queue",
+    "ui_job",
 )
+
+
+def last_queued_job() -> int:
+    """The queued job the main phase considers last (lowest priority, latest submitted): the
+    job page's costliest place in the queue to count."""
+    from jobs.models import Job
+
+    last = Job.objects.queued().order_by("priority", "-submitted_at", "-id").first()
+    if last is None:
+        raise SystemExit("no job is queued: the job page has nothing to show")
+    return last.pk
 
 
 # --- the lab --------------------------------------------------------------------------------
@@ -388,7 +402,7 @@ def main() -> None:  # noqa: PLR0915 — a script: arguments, one run, its repor
         with dbload.timed(f"ticks to {args.jobs:,} queued"):
             state = fill_queue(args.jobs)
         client, cookie = staff_session()
-        paths = endpoints(common_label(lab))
+        paths = endpoints(common_label(lab), last_queued_job())
         with dbload.timed("measure"):
             result: dict[str, object] = {
                 **lab.describe(),
@@ -399,6 +413,7 @@ def main() -> None:  # noqa: PLR0915 — a script: arguments, one run, its repor
             with dbload.timed(f"ticks to {args.big_jobs:,} queued"):
                 big_state = fill_queue(args.big_jobs)
             big_paths = {name: paths[name] for name in QUEUE_BOUND}
+            big_paths["ui_job"] = endpoints(common_label(lab), last_queued_job())["ui_job"]
             with dbload.timed("measure the big queue"):
                 result["big"] = {**big_state, **measure(args, big_paths, client, cookie, load=True)}
     finally:

@@ -185,6 +185,12 @@ class Job(models.Model):
                 condition=Q(status="queued") & ~Q(kind="test"),
                 name="job_queued_maintenance",
             ),
+            # The dashboard's oldest waits (views_dashboard.queue_waits): queued jobs by age.
+            models.Index(
+                fields=["created_at", "id"],
+                condition=Q(status="queued"),
+                name="job_queued_by_age",
+            ),
             models.Index(fields=["suite", "status"], name="job_suite_status"),
             models.Index(fields=["status"], name="job_status"),
             # Retries waiting out a backoff: the tick counts them to notice one ending.

@@ -249,6 +249,8 @@ def main_phase_positions(head: QueueHead, job_ids: Sequence[int]) -> dict[int, i
     if not job_ids:
         return {}
     table = Job._meta.db_table
+    if len(job_ids) == 1:
+        return _main_phase_position(head, job_ids[0])
     marks = ", ".join(["%s"] * len(job_ids))
     lowest = f"(SELECT min(priority) FROM {table} WHERE id IN ({marks}))"
     sql = (
@@ -265,6 +267,27 @@ def main_phase_positions(head: QueueHead, job_ids: Sequence[int]) -> dict[int, i
         ahead_in_head = bisect_right(head.keys, (-priority, at, job_id))
         places[job_id] = len(head.ids) + rank - ahead_in_head
     return places
+
+
+def _main_phase_position(head: QueueHead, job_id: int) -> dict[int, int]:
+    """`main_phase_positions` of one job: its rank is one more than the queued jobs ahead of
+    it in the index order, counted over the index (job_queue_order) in two ranges, those of
+    higher priority and those of its own before it, without ordering the rest of the queue."""
+    table = Job._meta.db_table
+    sql = (
+        "SELECT j.priority, j.submitted_at, "  # noqa: S608 — names from the model, values as parameters
+        f"(SELECT count(*) FROM {table} q WHERE q.status = 'queued' AND q.priority > j.priority)"
+        f" + (SELECT count(*) FROM {table} q WHERE q.status = 'queued' "
+        "AND q.priority = j.priority AND (q.submitted_at, q.id) < (j.submitted_at, j.id)) "
+        f"FROM {table} j WHERE j.id = %s AND j.status = 'queued'"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [job_id])
+        row = cursor.fetchone()
+    if row is None:
+        return {}
+    priority, at, ahead = row
+    return {job_id: len(head.ids) + ahead + 1 - bisect_right(head.keys, (-priority, at, job_id))}
 
 
 def queue_place(job: Job) -> tuple[int | None, RowCount]:

@@ -513,7 +513,10 @@ def _write_reasons(
     """
     if written is not None and _written_is_current(written, tick_id):
         before = written[2]
-        changed = {key: r for key, r in reasons.items() if before.get(key) != r}
+        # A reason the plan did not word again is the very object it wrote last time.
+        changed = {
+            key: r for key, r in reasons.items() if (b := before.get(key)) is not r and b != r
+        }
         _store_reasons(changed, gone=[key for key in before if key not in reasons])
     else:
         _store_reasons(reasons, gone=None)

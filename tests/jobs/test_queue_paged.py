@@ -45,6 +45,9 @@ def assert_the_planners_order() -> None:
     assert whole.ids.count() == len(reference.ids) == whole.total.n
     place = {job_id: i for i, job_id in enumerate(reference.ids, start=1)}
     assert whole.positions(reference.ids) == place
+    # One job's place (its page), counted apart: quota jobs, main-phase jobs, the last one.
+    for job_id in {*reference.ids[:3], *reference.ids[::37], reference.ids[-1]}:
+        assert queue.queue_place(Job(pk=job_id))[0] == place[job_id]
     # A filter keeps each job's place in the whole queue, whatever part of the order it is in.
     every_other = Job.objects.queued().filter(pk__in=reference.ids[::2])
     mine = queue.queue_select(every_other)

@@ -13,6 +13,7 @@ from rest_framework.authtoken.models import Token
 from hosts import services as host_services
 from jobs import services
 from jobs.models import Job, SchedulerTick
+from schedsite import counting
 from tests import factories as f
 from tests.ui.conftest import HTMX
 
@@ -271,6 +272,18 @@ def test_the_dashboard_counts_the_lab_and_draws_the_recent_ticks(alice_client, l
     assert '<path class="line tone-indigo"' in html
     assert not re.search(r'<(line|text|path)[^>]* \w+=""', html)  # no empty SVG attribute
     assert "bvt" in html and "2 / 2" in html  # min-DUT bar: held against minimum
+
+
+@pytest.mark.postgres
+def test_the_dashboard_counts_a_big_queue_as_the_queue_page_does(alice_client, lab, monkeypatch):
+    for i in range(12):
+        f.job(f"solo-{i}", ["board:none"])
+    queued = r'<div class="label">Queued jobs</div>\s*<div class="value">{}</div>'
+    assert re.search(queued.format("12"), alice_client.get("/").content.decode())
+    monkeypatch.setattr(counting, "EXACT_COUNT_LIMIT", 5)  # above it, an estimate
+    html = alice_client.get("/").content.decode()
+    assert re.search(queued.format(r"about \d+"), html)
+    assert not re.search(queued.format("12"), html)
 
 
 def test_the_dashboard_charts_read_the_time_in_the_labs_timezone(alice_client, lab, settings):

@@ -32,7 +32,7 @@ from jobs.scheduling.planner.ordering import (
     JobGroupKey,
     aging_bonus,
     class_key,
-    class_key_from,
+    class_key_of,
     consideration_order,
     effective_priority,
     effective_size,
@@ -42,7 +42,6 @@ from jobs.scheduling.planner.ordering import (
     is_plain,
     job_order_key,
     jobs_by_suite,
-    labels_key_of,
     main_phase_order,
     on_a_free_host_of_its_build,
     quota_candidates,
@@ -202,11 +201,9 @@ def plan(
             alike[job.labels, job.pinned_host_id, job.suite_id] -= 1
     waiting = [key for key, count in alike.items() if count > 0]
     by_class = explain_waits(waiting, class_ids, explainer)
-
-    labels_keys = {j: labels_key_of(labels) for (labels, _pin), j in class_ids.items()}
     class_reasons = {
-        class_key_from(labels_keys[j], matching.pinned[j], suite_id): reason
-        for (j, suite_id), reason in by_class.items()
+        class_key_of(labels, pin, suite_id): by_class[class_ids[labels, pin], suite_id]
+        for labels, pin, suite_id in waiting
     }
     by_group, holding = explain_multi(multi_groups, leased_ids, explainer, class_reasons)
     holder = (leaser.holder.job.id, holding) if leaser.holder and holding else None  # type: ignore[union-attr]

@@ -96,6 +96,11 @@ class _Tally:
         if other.max_priority is not None:
             self._see_priority(other.max_priority)
 
+    def merged_with(self, other: _Tally) -> _Tally:
+        """This tally with `other`'s hosts added (returns itself)."""
+        self.merge(other)
+        return self
+
     def _see_priority(self, priority: int) -> None:
         if self.max_priority is None or priority > self.max_priority:
             self.max_priority = priority
@@ -155,8 +160,68 @@ class _Tally:
         }
 
 
+class Memo:
+    """What a plan worded, kept with the host index for the next plan to reuse.
+
+    The host groups (one per label set of the lab, in a fixed order: the bits of `_groups`),
+    the tally of each group's hosts that are not free, the tallies by groups, and the reasons
+    that depend only on hosts that are not free, each with the groups it counted. A plan
+    forgets what counted a group whose hosts changed since (`HostIndex.touched`) or that has a
+    free host now (what the tick leases decides its words), and words again only those: a
+    reason is a function of the hosts it counts, so one whose groups did not change reads the
+    same (docs/performance.md#wait-reasons-worded-for-what-changed).
+    """
+
+    __slots__ = (
+        "available",
+        "group_bits",
+        "groups",
+        "kept",
+        "multi",
+        "multi_deps",
+        "pinned",
+        "position",
+        "structural",
+        "tallies",
+        "with_free",
+    )
+
+    def __init__(self, label_sets: Iterable[frozenset[str]]) -> None:
+        self.position = {labels: g for g, labels in enumerate(label_sets)}
+        self.groups: list[tuple[frozenset[str], _Tally]] = [
+            (labels, _Tally()) for labels in self.position
+        ]
+        self.group_bits: dict[str, int] = defaultdict(int)  # label -> groups carrying it
+        for labels, g in self.position.items():
+            for label in labels:
+                self.group_bits[label] |= 1 << g
+        self.kept: dict[frozenset[str], _Tally] = {}  # per group, its hosts not free
+        self.tallies: dict[int, _Tally] = {}  # by the groups they count
+        self.structural: dict[frozenset[str], WaitReason | None] = {}  # unpinned, by labels
+        self.available: dict[frozenset[str], tuple[int, WaitReason]] = {}  # unpinned: groups
+        self.pinned: dict[int, tuple[HostState, WaitReason]] = {}  # by pinned host: not free
+        self.multi: dict[object, tuple[list[str | None] | WaitReason, WaitReason | None]] = {}
+        self.multi_deps: dict[object, int] = {}
+        self.with_free: set[frozenset[str]] = set()  # groups the last plan counted free hosts in
+
+    @classmethod
+    def of(cls, index: HostIndex) -> Memo:
+        return cls(index.hosts_by_labels)
+
+    def forget(self, dirty: int) -> None:
+        """Drop what counted any of the `dirty` groups."""
+        if not dirty:
+            return
+        self.tallies = {bits: t for bits, t in self.tallies.items() if not bits & dirty}
+        self.available = {k: v for k, v in self.available.items() if not v[0] & dirty}
+        deps = self.multi_deps
+        self.multi = {k: v for k, v in self.multi.items() if not deps[k] & dirty}
+        self.multi_deps = {k: deps[k] for k in self.multi}
+
+
 class Explainer:
-    """Word the wait reason of each class of waiting jobs, once per class."""
+    """Word the wait reason of each class of waiting jobs, once per class; reuse the words of
+    the last plan (`Memo`) for those whose hosts did not change."""
 
     def __init__(
         self,
@@ -178,21 +243,46 @@ class Explainer:
         self.room = room  # hosts each capped suite could still take after this tick
         self.capacity = _Capacity(full, leased_hosts)
         self.hosts_by_id = hosts_by_id
-        tallies: dict[frozenset[str], _Tally] = defaultdict(lambda: _Tally(self.capacity))
-        for (labels, blocker, priority), n in index.kept.items():
-            tallies[labels].add_kept(blocker, priority, n)
+        memo = index.memo if isinstance(index.memo, Memo) else None
+        touched = index.take_touched()
+        if memo is None:
+            memo = index.memo = Memo.of(index)
+            touched = set(memo.position)
+        self.memo = memo
+        self.groups = memo.groups
+        self.group_bits = memo.group_bits
+        # The host groups that may have changed since the memo's words: those with a host put
+        # since the last plan, and those with a free host (what the tick leased and held
+        # decides their words).
+        free_by_labels: dict[frozenset[str], list[HostState]] = defaultdict(list)
         for host in index.free.values():  # free, or kept from work by a worker this tick filled
-            tallies[host.labels].add_free(host)
-        self.groups = list(tallies.items())
-        self.group_bits: dict[str, int] = defaultdict(int)  # label -> groups carrying it
-        for g, (labels, _tally) in enumerate(self.groups):
-            for label in labels:
-                self.group_bits[label] |= 1 << g
-        self.tallies: dict[int, _Tally] = {}  # by the host groups they count
+            free_by_labels[host.labels].append(host)
+        position = memo.position
+        dirty = 0
+        for labels in touched | free_by_labels.keys():
+            dirty |= 1 << position[labels]
+        memo.forget(dirty)
+        if touched:
+            kept: dict[frozenset[str], _Tally] = {labels: _Tally() for labels in touched}
+            for (labels, blocker, priority), n in index.kept.items():
+                if labels in kept:
+                    kept[labels].add_kept(blocker, priority, n)
+            memo.kept.update(kept)
+        groups = self.groups
+        for labels in touched | memo.with_free:  # back to their hosts not free
+            groups[position[labels]] = (labels, memo.kept[labels])
+        for labels, free in free_by_labels.items():
+            tally = _Tally(self.capacity).merged_with(memo.kept[labels])
+            for host in free:
+                tally.add_free(host)
+            groups[position[labels]] = (labels, tally)
+        memo.with_free = set(free_by_labels)
+        self.tallies = memo.tallies  # by the host groups they count
+        self.deps = 0  # the host groups the reason being worded counts (_groups)
         self.structural_of: dict[int, WaitReason | None] = {}  # per job class
         self.availability_of: dict[int, WaitReason] = {}  # per job class
         self.suite_full_of: dict[int, WaitReason] = {}  # per suite
-        self.multi_of: dict[object, tuple[list[str | None] | WaitReason, WaitReason | None]] = {}
+        self.multi_of = memo.multi
 
     def explain(
         self, labels: frozenset[str], pinned_host_id: int | None, suite_id: int | None, j: int
@@ -201,7 +291,13 @@ class Explainer:
         # Order matters: a job no host could ever take says so first; then the suite cap, which
         # blocks it whatever the hosts do; then the state of the matching hosts.
         if j not in self.structural_of:
-            self.structural_of[j] = self.structural(labels, pinned_host_id)
+            if pinned_host_id is not None:
+                self.structural_of[j] = self.structural(labels, pinned_host_id)
+            else:
+                structural = self.memo.structural
+                if labels not in structural:
+                    structural[labels] = self.structural(labels, None)
+                self.structural_of[j] = structural[labels]
         reason = self.structural_of[j]
         if reason is not None:
             return reason
@@ -210,8 +306,28 @@ class Explainer:
                 self.suite_full_of[suite_id] = self.suite_full(self.suite_by_id[suite_id])
             return self.suite_full_of[suite_id]
         if j not in self.availability_of:
-            self.availability_of[j] = self.availability(labels, pinned_host_id, j)
+            self.availability_of[j] = self._available(labels, pinned_host_id, j)
         return self.availability_of[j]
+
+    def _available(self, labels: frozenset[str], pinned_host_id: int | None, j: int) -> WaitReason:
+        """`availability`, from the memo when the hosts it counts did not change."""
+        memo = self.memo
+        if pinned_host_id is not None:
+            host = self.hosts_by_id[pinned_host_id]
+            hit = memo.pinned.get(pinned_host_id)
+            if hit is not None and hit[0] is host:
+                return hit[1]
+            reason = self._pinned(host)
+            if host_blocker(host) is not None:  # not free: the tick's leases do not matter
+                memo.pinned[pinned_host_id] = (host, reason)
+            return reason
+        found = memo.available.get(labels)
+        if found is not None:
+            return found[1]
+        self.deps = 0
+        reason = self.availability(labels, None, j)
+        memo.available[labels] = (self.deps, reason)
+        return reason
 
     def suite_full(self, suite: SuiteState) -> WaitReason:
         # room = max_duts - held - leased this tick; the suite now holds the rest of its cap.
@@ -265,6 +381,7 @@ class Explainer:
         bits = (1 << len(self.groups)) - 1
         for label in labels:
             bits &= self.group_bits.get(label, 0)
+        self.deps |= bits
         return bits
 
     def tally(self, labels: frozenset[str]) -> _Tally:
@@ -346,7 +463,9 @@ class Explainer:
         """Why a multi-host job (not the holder) waits, naming the role that cannot be had.
         `key`: the same for every job of its shape."""
         if key not in self.multi_of:
+            self.deps = 0
             self.multi_of[key] = (self._multi_values(job), None)
+            self.memo.multi_deps[key] = self.deps
         values, available = self.multi_of[key]
         if isinstance(values, WaitReason):
             return values
@@ -367,8 +486,10 @@ class Explainer:
                 },
             )
         if available is None:
+            self.deps = 0
             available = self._multi_availability(job, values)
             self.multi_of[key] = (values, available)
+            self.memo.multi_deps[key] |= self.deps
         return available
 
     def _multi_values(self, job: JobState) -> list[str | None] | WaitReason:

@@ -41,15 +41,29 @@ class HostIndex:
     between plans keeps an index too, with `put` for each host that changed, and saves a pass
     over every host of the lab per plan. It also keeps the busy hosts a multi-host job's hold
     may wait for (`busy_until_known`), by label set, each set's in `BUSY_ORDER`.
+
+    For the wait reasons it also notes the label sets of the hosts put since the last plan
+    (`touched`, which the plan takes) and keeps what the last plan worded (`memo`, an
+    `explanations.Memo`): a plan words again only the classes whose hosts changed
+    (docs/performance.md#wait-reasons-worded-for-what-changed). A label set that appears or
+    disappears drops the memo: the reasons saying which labels no host has change with it.
     """
 
-    __slots__ = ("busy", "free", "kept", "leased_on")
+    __slots__ = ("busy", "free", "hosts_by_labels", "kept", "leased_on", "memo", "touched")
 
     def __init__(self) -> None:
         self.free: dict[int, HostState] = {}  # by id
         self.leased_on: dict[str, int] = {}  # worker -> its hosts holding a lease
         self.kept: dict[KeptKey, int] = {}  # hosts not free, by kind
         self.busy: dict[frozenset[str], list[HostState]] = {}
+        self.hosts_by_labels: dict[frozenset[str], int] = {}
+        self.touched: set[frozenset[str]] = set()  # label sets of the hosts put since a plan
+        self.memo: object | None = None  # the wait reasons' memo (explanations.Memo)
+
+    def take_touched(self) -> set[frozenset[str]]:
+        """The label sets of the hosts put since the last call; forgets them."""
+        touched, self.touched = self.touched, set()
+        return touched
 
     @classmethod
     def of(cls, hosts: Iterable[HostState]) -> HostIndex:
@@ -60,6 +74,11 @@ class HostIndex:
 
     def put(self, old: HostState | None, new: HostState | None) -> None:
         """Count `new` in place of `old` (None: a host added, or removed)."""
+        before = old.labels if old is not None else None
+        after = new.labels if new is not None else None
+        if before != after:
+            self._count_labels(before, -1)
+            self._count_labels(after, +1)
         if old is not None:
             self._count(old, -1)
         if new is not None:
@@ -69,7 +88,16 @@ class HostIndex:
         """The busy hosts by label set as `multihost._busy_by_labels` lists them."""
         return [(labels, hosts) for labels, hosts in self.busy.items() if hosts]
 
+    def _count_labels(self, labels: frozenset[str] | None, sign: int) -> None:
+        if labels is None:
+            return
+        present = self.hosts_by_labels.get(labels, 0)
+        if present == 0 or present + sign == 0:
+            self.memo = None  # a label set appears or disappears
+        _add(self.hosts_by_labels, labels, sign)
+
     def _count(self, host: HostState, sign: int) -> None:
+        self.touched.add(host.labels)
         if host.leased and host.worker:
             _add(self.leased_on, host.worker, sign)
         if busy_until_known(host):

@@ -13,7 +13,15 @@ from hosts.validators import label_validator
 from schedsite.errors import InvalidInput
 from stats.models import LabHour, LabMinute, LabRollup
 from stats.ranges import TimeRange
-from stats.rollup import LAB, tracked
+
+PREFIXES = ("pool:", "board:")
+LAB = ""  # the label of the lab-wide rows
+
+
+def tracked(label: str) -> bool:
+    """Whether a label has rows of its own: pool: and board: labels."""
+    return label.startswith(PREFIXES)
+
 
 # The ranges read from minute rows; the others from hour rows.
 MINUTE_RANGES = ("1h", "24h")

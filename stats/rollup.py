@@ -26,22 +26,16 @@ from hosts.models import Host, Provision
 from jobs import selectors as job_selectors
 from jobs.choices import JobKind, JobStatus
 from jobs.models import Job, Lease, decode_labels
+from stats.history import LAB, PREFIXES, tracked
 from stats.models import LabHour, LabMinute, LabRollup
 
 MINUTE = timedelta(minutes=1)
 HOUR = timedelta(hours=1)
-PREFIXES = ("pool:", "board:")
-LAB = ""  # the label of the lab-wide rows
 # Upper bounds, in seconds, of the wait histogram's buckets; the last bucket has none. An
 # hour's percentiles are read from its minutes' summed histograms.
 WAIT_BOUNDS = (5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400)
 # Hours caught up at most after the rollup did not run: the minute rows kept cover no more.
 CATCH_UP_HOURS = 48
-
-
-def tracked(label: str) -> bool:
-    """Whether a label has rows of its own: pool: and board: labels."""
-    return label.startswith(PREFIXES)
 
 
 def floor_minute(at: datetime) -> datetime:

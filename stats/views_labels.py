@@ -71,7 +71,7 @@ def history_charts(points: Sequence[dict[str, Any]], window: TimeRange) -> list[
             ],
             seconds=True,
             times=[p["t"] for p in started],
-            summary=f"jobs that got hosts, per {per}",
+            summary=f"p50 and p95 per {per}",
         ),
         chart(
             chart_id="history-finished",

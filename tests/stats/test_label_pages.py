@@ -1,5 +1,5 @@
 """A pool's or board's page (/labels/<label>/) and the history section of the dashboard
-(docs/ui.md#label-pages)."""
+(docs/ui.md#history-and-label-pages)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The lab's history and a board's page in a real browser (docs/ui.md#label-pages): the
+"""The lab's history and a board's page in a real browser (docs/ui.md#history-and-label-pages): the
 dashboard's History section loads from the stats app and changes range without a reload; a
 label chip leads to the board's page; a malformed label is a clear 400 page, DEBUG on or off."""
 

@@ -207,7 +207,7 @@ class _Minute:
 def minute_rows(*, bucket: datetime) -> list[LabMinute]:
     """The rows of the minute starting at `bucket`: the state now, the events in the minute.
 
-    Nine queries whatever the lab's size or age; the Python work is one pass over the hosts.
+    Ten queries whatever the lab's size or age; the Python work is one pass over the hosts.
     """
     minute = _Minute(bucket)
     minute.hosts()

@@ -179,3 +179,31 @@ def test_a_bad_range_or_label_is_a_400_naming_it(alice_client, query, field):
 
 def test_the_api_needs_a_login(client):
     assert client.get("/api/stats/lab/").status_code in (401, 403)
+
+
+def test_the_rollup_runs_every_minute_from_its_own_schedule_not_the_tick(small_lab):
+    from django_q.models import Schedule  # noqa: PLC0415
+
+    from stats import tasks  # noqa: PLC0415
+
+    schedule = Schedule.objects.get(name=tasks.SCHEDULE_NAME)
+    assert (schedule.func, schedule.minutes, schedule.repeats) == ("stats.tasks.rollup", 1, -1)
+    assert tasks.rollup()["minute_rows"] == 5  # the minute that just ended, every label
+
+
+def test_a_minute_costs_the_same_queries_however_big_or_old_the_lab(
+    small_lab, django_assert_num_queries
+):
+    from stats.rollup import minute_rows  # noqa: PLC0415
+
+    with django_assert_num_queries(10):
+        minute_rows(bucket=small_lab)
+    # Ten times the hosts, more queued and finished jobs, and a day of history.
+    rack = f.worker("rack-2")
+    for n in range(20):
+        f.host(f"more{n}", [f"board:b{n % 3}", "pool:cq"], worker=rack)
+        f.job(f"more{n}", [f"board:b{n % 4}"], priority=20 + n)
+    for minute in range(1, 24 * 60, 7):
+        lab_rollup(now=small_lab - timedelta(minutes=minute))
+    with django_assert_num_queries(10):
+        minute_rows(bucket=small_lab)

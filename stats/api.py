@@ -289,7 +289,9 @@ class LabStatsView(APIView):
             RANGE_PARAMETER,
             OpenApiParameter(
                 "label",
-                str,
+                # What stats.history.history_label accepts: a label (hosts.validators) that is
+                # a pool's or a board's, or nothing.
+                {"type": "string", "pattern": r"^((pool|board):[A-Za-z0-9._:/=+-]*)?$"},
                 description='A pool: or board: label; none (or "") for the whole lab.',
             ),
         ],

@@ -1,6 +1,7 @@
 """The lab's history charts (on the dashboard and a label's page) and a label's page
 (/labels/<label>/): its hosts, utilization and queue over a range, the jobs waiting for it
-and why, its failure and repair rates and its least reliable hosts (docs/ui.md#history-and-label-pages)."""
+and why, its failure and repair rates and its least reliable hosts
+(docs/ui.md#history-and-label-pages)."""
 
 from __future__ import annotations
 

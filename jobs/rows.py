@@ -10,7 +10,6 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import cache
 from typing import Any
-from urllib.parse import quote
 
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
@@ -18,6 +17,7 @@ from django.utils.safestring import SafeString, mark_safe
 from jobs import badges
 from jobs.choices import JobKind
 from jobs.models import Job
+from schedsite import links
 from schedsite.ui import html
 from schedsite.ui.markup import markup
 
@@ -94,7 +94,7 @@ def queue_row(row: Mapping[str, Any], now: datetime | None) -> SafeString:
             waited=aging.waited_minutes,
             priority=aging.priority,
         )
-    # Each label links to the hosts carrying it (the hosts list filtered by it).
+    # Each label links to its page: its hosts, queue and history.
     chips = [label_chip(name) for name in job.labels]
     host = ""
     if job.host_id:
@@ -164,12 +164,11 @@ def _actions(job: Job, controls: Mapping[str, Any]) -> SafeString:
 
 @cache
 def label_chip(name: str) -> SafeString:
-    """A label as a chip linking to the hosts list filtered by it; made once per label."""
+    """A label as a chip linking to its page (/labels/<label>/); made once per label."""
     return markup(
-        '<a class="chip" href="{}?label={}" title="Hosts with {}">{}</a>',
-        reverse("hosts:host_list"),
-        quote(name, safe="/"),
-        name,
+        '<a class="chip" href="{}" title="{}">{}</a>',
+        reverse(links.LABEL_PAGE, args=[name]),
+        links.LABEL_TITLE.format(name),
         name,
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib import messages
@@ -85,7 +85,7 @@ def host_list_queryset() -> QuerySet[Host]:
     return Host.objects.select_related("worker", "locked_by").prefetch_related(active)
 
 
-LABEL_CHIP = '<a class="chip" href="{}?label={}" title="Hosts with {}">{}</a>'
+LABEL_CHIP = '<a class="chip" href="{}" title="{}">{}</a>'
 
 
 def host_rows(hosts: list[Host]) -> list[Host]:
@@ -99,7 +99,7 @@ def host_rows(hosts: list[Host]) -> list[Host]:
     host_url = route_url("hosts:host_detail", links.NAMES)
     worker_url = route_url("hosts:worker_detail", links.NAMES)
     suite_url = route_url("jobs:suite_detail")
-    list_url = reverse("hosts:host_list")
+    label_url = route_url(links.LABEL_PAGE, links.LABELS)
     job_url = route_url("jobs:job_detail")
     # Hosts the latest tick keeps free for a multi-host job, one read of the tick row for the
     # page (docs/scheduling.md#holds-and-backfill).
@@ -117,7 +117,9 @@ def host_rows(hosts: list[Host]) -> list[Host]:
         host.row_job_url = job_url(lease.job_id) if lease and lease.job_id else ""
         for name in host.label_names:
             if name not in chips:
-                chips[name] = format_html(LABEL_CHIP, list_url, quote(name, safe="/"), name, name)
+                chips[name] = format_html(
+                    LABEL_CHIP, label_url(name), links.LABEL_TITLE.format(name), name
+                )
         host.row_labels = mark_safe("".join(chips[name] for name in host.label_names))  # noqa: S308
     return hosts
 

@@ -21,6 +21,10 @@ PLACEHOLDER = "9081726354"
 # route's pattern would treat differently. Anything else goes through reverse() itself.
 IDS = re.compile(r"[0-9]+")
 NAMES = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # jobs/host_urls.py NameConverter's
+LABELS = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/=+-]*")  # hosts.validators.label_validator's
+# A label's page (stats:label_detail): every label chip of the UI links there.
+LABEL_PAGE = "stats:label_detail"
+LABEL_TITLE = "{}: its hosts, queue and history"
 _SAFE = RFC3986_SUBDELIMS + "/~:@"  # what Django's reverse() leaves unquoted
 
 

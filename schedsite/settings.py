@@ -341,6 +341,10 @@ NOTIFY_WEBHOOK_TIMEOUT = env_int("NOTIFY_WEBHOOK_TIMEOUT", 5)  # seconds per POS
 NOTIFY_MAX_ATTEMPTS = env_int("NOTIFY_MAX_ATTEMPTS", 5)  # then the delivery is failed
 NOTIFY_RETRY_BACKOFF = env_int("NOTIFY_RETRY_BACKOFF", 60)  # seconds, doubling per attempt
 NOTIFY_SWEEP_MINUTES = env_int("NOTIFY_SWEEP_MINUTES", 1)  # retries and offline workers
+# The lab's history (docs/performance.md#lab-history): minute rows kept this many hours, hour
+# rows this many days.
+STATS_MINUTES_KEPT_HOURS = env_int("STATS_MINUTES_KEPT_HOURS", 48)
+STATS_HOURS_KEPT_DAYS = env_int("STATS_HOURS_KEPT_DAYS", 400)
 NOTIFY_SWEEP_BATCH = env_int("NOTIFY_SWEEP_BATCH", 500)  # deliveries one sweep sends at most
 # A worker counts as newly offline if it went within this many seconds before the sweep.
 NOTIFY_OFFLINE_LOOKBACK = env_int("NOTIFY_OFFLINE_LOOKBACK", 3600)

@@ -37,6 +37,8 @@ SHOWN = {
     "multihost-form.png": "multihost-form-refused-prod",  # test_multihost_browser.py
     "multihost-job.png": "multihost-job-prod",
     "pool-targets-list.png": "pool-targets-list",  # test_pool_targets_browser.py
+    "dashboard-history.png": "dashboard-history",  # test_labels_browser.py
+    "label-page.png": "label-page",
 }
 
 

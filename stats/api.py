@@ -20,7 +20,7 @@ from rest_framework.views import APIView
 
 from hosts.inventory_files import FORMULA_START
 from schedsite.api_pagination import PageNumberPagination
-from stats import selectors
+from stats import history, selectors
 from stats.ranges import RANGES, TimeRange, time_range
 
 
@@ -278,3 +278,48 @@ class TestStatsView(ReliabilityView):
     )
     def get(self, request: Request) -> Response:
         return super().get(request)
+
+
+class LabStatsView(APIView):
+    """The lab's state over a range, per minute (1h, 24h) or per hour (7d, 30d)."""
+
+    @extend_schema(
+        summary="The lab's (or one pool's or board's) history over a range",
+        parameters=[
+            RANGE_PARAMETER,
+            OpenApiParameter(
+                "label",
+                # What stats.history.history_label accepts: a label (hosts.validators) that is
+                # a pool's or a board's, or nothing.
+                {"type": "string", "pattern": r"^((pool|board):[A-Za-z0-9._:/=+-]*)?$"},
+                description='A pool: or board: label; none (or "") for the whole lab.',
+            ),
+        ],
+        responses={
+            200: inline_serializer(
+                "LabHistory",
+                {
+                    "range": serializers.ChoiceField(choices=list(RANGES)),
+                    "label": serializers.CharField(),
+                    "resolution": serializers.ChoiceField(choices=["minute", "hour"]),
+                    "from": serializers.DateTimeField(),
+                    "to": serializers.DateTimeField(),
+                    "series": serializers.ListField(child=serializers.DictField()),
+                },
+            ),
+            400: OpenApiTypes.OBJECT,
+        },
+    )
+    def get(self, request: Request) -> Response:
+        window = time_range(request.query_params.get("range"), now=timezone.now(), default="24h")
+        label = history.history_label(request.query_params.get("label"))
+        return Response(
+            {
+                "range": window.name,
+                "label": label,
+                "resolution": history.resolution(window),
+                "from": window.start.isoformat(),
+                "to": window.end.isoformat(),
+                "series": history.lab_series(window=window, label=label),
+            }
+        )

@@ -100,8 +100,9 @@ def _final_attempt() -> Q:
     return Q(attempt=F("job__attempts")) | Q(attempt__isnull=True)
 
 
-def hosts_reliability(window: TimeRange) -> list[HostReliability]:
-    """Every host's reliability over the window, in hostname order (four queries).
+def hosts_reliability(window: TimeRange, *, label: str | None = None) -> list[HostReliability]:
+    """Every host's reliability over the window, in hostname order (four queries); only the
+    hosts carrying `label` when one is given (a label's page).
 
     Hours out of service are summed from the status events in the window: each move into an
     out-of-service status adds the time from it to the end, each move out subtracts it, and
@@ -109,8 +110,10 @@ def hosts_reliability(window: TimeRange) -> list[HostReliability]:
     it) adds the whole window. No event before the window is read.
     """
     start, end = window.start, window.end
+    of_label = Q(host__labels__name=label) if label is not None else Q()
     hosts = list(
         Host.objects.filter(created_at__lt=end)
+        .filter(Q(labels__name=label) if label is not None else Q())
         # A retired host is listed for the ranges it was still in use in.
         .filter(~Q(status=HostStatus.RETIRED) | Q(updated_at__gte=start))
         .order_by("hostname")
@@ -124,7 +127,7 @@ def hosts_reliability(window: TimeRange) -> list[HostReliability]:
     moves = {
         row["host_id"]: row
         for row in HostEvent.objects.filter(
-            host__isnull=False, created_at__gte=start, created_at__lte=end
+            of_label, host__isnull=False, created_at__gte=start, created_at__lte=end
         )
         .exclude(new_status="")
         .values("host_id")
@@ -145,6 +148,7 @@ def hosts_reliability(window: TimeRange) -> list[HostReliability]:
     repairs = {
         row["host_id"]: row
         for row in Job.objects.filter(
+            of_label,
             kind=JobKind.REPAIR,
             status__in=RESULTS,
             finished_at__gte=start,
@@ -158,6 +162,7 @@ def hosts_reliability(window: TimeRange) -> list[HostReliability]:
     runs = {
         row["host_id"]: row
         for row in Lease.objects.filter(
+            of_label,
             job__kind=JobKind.TEST,
             job__status__in=RESULTS,
             job__finished_at__gte=start,

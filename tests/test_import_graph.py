@@ -88,6 +88,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "notifications.events",
             "notifications.delivery",
             "notifications.outbox",
+            "stats.rollup",
         ),
     ),
     (
@@ -117,6 +118,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "hosts.inventory_files",
             "notifications.queue",
             "stats.ranges",
+            "stats.history",
         ),
     ),
     # The querysets are the models' managers (models.py imports them): they stand with them.

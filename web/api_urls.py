@@ -12,7 +12,7 @@ from jobs.api.pool_targets import PoolTargetViewSet
 from jobs.api.template_views import SuiteTemplateViewSet
 from jobs.api.views import JobViewSet, LeaseViewSet, QueueView, SchedulerViewSet, SuiteViewSet
 from schedsite.api_views import MeView, TokenView, api_not_found
-from stats.api import HostStatsView, TestStatsView
+from stats.api import HostStatsView, LabStatsView, TestStatsView
 
 app_name = "api"
 
@@ -35,6 +35,7 @@ urlpatterns = [
     path("token/", TokenView.as_view(), name="token"),
     path("stats/hosts/", HostStatsView.as_view(), name="stats_hosts"),
     path("stats/tests/", TestStatsView.as_view(), name="stats_tests"),
+    path("stats/lab/", LabStatsView.as_view(), name="stats_lab"),
     # Public documentation, the same for everyone: no credentials, and no throttle to count.
     path(
         "schema/",

@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from jobs import badges
+from jobs import badges, rows
 from jobs.choices import TERMINAL_JOB_STATUSES, JobStatus
 from jobs.models import Lease, decode_labels
 from jobs.querysets import unfinished_jobs
@@ -153,3 +153,9 @@ def label_list(key: str) -> list[str]:
 @register.filter
 def get_item(mapping: Mapping | None, key: object) -> object:
     return (mapping or {}).get(key)
+
+
+@register.filter
+def label_chip(name: str) -> SafeString:
+    """A label as a chip linking to its page (jobs.rows.label_chip: one reverse per label)."""
+    return rows.label_chip(str(name))

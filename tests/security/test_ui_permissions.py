@@ -212,6 +212,8 @@ PAGES: dict[str, Callable[[SimpleNamespace], str]] = {
     "hosts:host_export": lambda lab: "/hosts/export.csv",
     "stats:host_reliability": lambda lab: "/reliability/hosts/?range=7d",
     "stats:test_reliability": lambda lab: "/reliability/tests/?range=24h",
+    "stats:lab_history": lambda lab: "/history/?range=7d&label=board:x",
+    "stats:label_detail": lambda lab: "/labels/board:x/?range=30d",
 }
 
 # Pages only lab staff open; everyone else is refused.
@@ -246,7 +248,13 @@ def ui_routes() -> dict[str, URLPattern]:
 
 def sample_url(route: str, pattern: URLPattern) -> str:
     """The route's address with made-up arguments (the objects need not exist)."""
-    samples = {"hostname": "no-such.lab", "name": "no-such-worker", "pk": 999999, "fmt": "csv"}
+    samples = {
+        "hostname": "no-such.lab",
+        "name": "no-such-worker",
+        "pk": 999999,
+        "fmt": "csv",
+        "label": "board:no-such",
+    }
     names = set(pattern.pattern.converters) | set(pattern.pattern.regex.groupindex)
     return reverse(route, kwargs={k: samples[k] for k in names})
 

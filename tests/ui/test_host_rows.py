@@ -24,11 +24,11 @@ from tests import factories as f
 
 pytestmark = pytest.mark.django_db
 
-# The label cell as the row template rendered it, one {% url %} and filter per label.
+# The label cell as a template would render it, one {% url %} per label: each its page.
 LABELS_BEFORE = Template(
     "{% for label in names %}"
-    '<a class="chip" href="{% url \'hosts:host_list\' %}?label={{ label|urlencode }}" '
-    'title="Hosts with {{ label }}">{{ label }}</a>{% endfor %}'
+    '<a class="chip" href="{% url \'stats:label_detail\' label %}" '
+    'title="{{ label }}: its hosts, queue and history">{{ label }}</a>{% endfor %}'
 )
 
 

@@ -13,15 +13,21 @@ from tests import factories as f
 pytestmark = pytest.mark.django_db
 
 CHIP = re.compile(
-    r'<a class="chip" href="/hosts/\?label=board(:|%3A)eve" title="Hosts with board:eve">'
+    r'<a class="chip" href="/labels/board:eve/" title="board:eve: its hosts, queue and history">'
     r"board:eve</a>"
 )
 
 
-def test_the_queue_and_the_job_page_link_each_label_to_the_hosts_carrying_it(alice_client):
+def test_every_label_chip_links_to_the_labels_page(alice_client):
+    rack = f.worker("rack-1")
+    host = f.host("dut1", ["board:eve"], worker=rack)
     job = f.job("waits", ["board:eve"])
-    assert CHIP.search(alice_client.get("/queue/").content.decode())
-    assert CHIP.search(alice_client.get(f"/jobs/{job.pk}/").content.decode())
+    suite = f.suite("nightly", [["board:eve"]])
+    pages = ["/queue/", f"/jobs/{job.pk}/", f"/suites/{suite.pk}/", "/hosts/", f"/hosts/{host}/"]
+    for page in pages:
+        assert CHIP.search(alice_client.get(page).content.decode()), page
+    # And the page answers.
+    assert alice_client.get("/labels/board:eve/").status_code == 200
 
 
 def test_the_hosts_list_links_a_running_job_to_its_page_and_its_suite_under_it(alice_client):

@@ -31,8 +31,8 @@ from schedsite.ui.htmx import (
     refresh_seconds,
     staff_only,
     toast_html,
-    wants_fragment,
     ui_login_required,
+    wants_fragment,
 )
 
 LEASES_PER_PAGE = 50

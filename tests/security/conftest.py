@@ -13,7 +13,7 @@ from hosts import services as host_services
 from hosts.models import HealthPolicy, Host, HostEvent, Label, PoolTarget, Worker
 from jobs import services, suite_templates
 from jobs.choices import JobStatus
-from jobs.models import (
+from jobs.models import (, Reservation
     Job,
     Lease,
     SchedulerSettings,
@@ -32,6 +32,7 @@ HTMX = {"HX-Request": "true"}
 WATCHED: tuple[type[Model], ...] = (
     Host, HostEvent, Label, Worker, HealthPolicy, Suite, Job, Lease, Token, SuiteTemplate,
     TemplateRun, Subscription, SchedulerSettings, SchedulerSettingsChange, PoolTarget,
+    Reservation,
 )  # fmt: skip
 
 

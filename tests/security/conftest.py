@@ -13,9 +13,10 @@ from hosts import services as host_services
 from hosts.models import HealthPolicy, Host, HostEvent, Label, PoolTarget, Worker
 from jobs import services, suite_templates
 from jobs.choices import JobStatus
-from jobs.models import (, Reservation
+from jobs.models import (
     Job,
     Lease,
+    Reservation,
     SchedulerSettings,
     SchedulerSettingsChange,
     Suite,

@@ -20,7 +20,7 @@ from jobs.forms import RESERVE_DURATIONS, TesterReserveForm
 from jobs.models import Reservation
 from schedsite import roles
 from schedsite.errors import InvalidInput, ServiceError
-from schedsite.ui.htmx import action_response, ui_login_required
+from schedsite.ui.htmx import action_response, error_response, ui_login_required
 
 CARD = "jobs/partials/reservation_card.html"
 
@@ -121,6 +121,10 @@ def reservation_create(request: HttpRequest) -> HttpResponse:
 def reservation_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     """End a reservation: one holding a host frees it, one waiting leaves the line."""
     reservation = get_object_or_404(Reservation.objects.select_related("lease"), pk=pk)
+    if not roles.may(request.user, "reservation.end", owner_id=reservation.owner_id):
+        return error_response(
+            request, "Only the holder of a reservation or lab staff can end it.", 403
+        )
     error: ServiceError | None = None
     try:
         done = services.reservation_cancel(

@@ -39,6 +39,16 @@ class JobKind(models.TextChoices):
 MAINTENANCE_KINDS = (JobKind.VERIFY, JobKind.REPAIR)
 
 
+class ReservationStatus(models.TextChoices):
+    """A tester's reservation request (docs/api.md#reservations): it waits in line for a host,
+    holds one (its lease is active), or is over (its lease ended, or it was cancelled waiting)."""
+
+    WAITING = "waiting", "Waiting"
+    ACTIVE = "active", "Active"
+    ENDED = "ended", "Ended"
+    CANCELLED = "cancelled", "Cancelled"
+
+
 class SuiteStatus(models.TextChoices):
     QUEUED = "queued", "Queued"
     RUNNING = "running", "Running"
@@ -143,3 +153,5 @@ class OutboxKind(models.TextChoices):
     JOBS_ENDED = "jobs_ended", "Jobs of suites ended"
     # Hosts moved to repair_failed: payload {"host_ids", "status", "at", "why"}.
     HOSTS_REPAIR_FAILED = "hosts_repair_failed", "Hosts reached repair_failed"
+    # A waiting reservation got its host: payload {"reservation_id", "at"}.
+    RESERVATION_LEASED = "reservation_leased", "A waiting reservation got its host"

@@ -393,6 +393,15 @@ class ReserveForm(forms.Form):
     reason = forms.CharField(required=False)  # the service checks it
 
 
+class TesterReserveForm(forms.Form):
+    """A tester's reservation: a host by name, or the labels one must carry."""
+
+    host = forms.CharField(max_length=bounds("host").high, required=False)
+    labels = forms.CharField(max_length=2000, required=False)  # the service checks them
+    minutes = forms.TypedChoiceField(choices=RESERVE_DURATIONS, coerce=int, initial=60)
+    reason = forms.CharField(required=False)  # the service checks it
+
+
 class ExtendForm(forms.Form):
     """Push a reservation's end later by one of the offered durations."""
 

@@ -16,6 +16,7 @@ from jobs.choices import (
     JobStatus,
     OutboxKind,
     ReleaseReason,
+    ReservationStatus,
     SuiteOrigin,
     SuiteStatus,
     TemplateRunOutcome,
@@ -309,6 +310,82 @@ class Lease(models.Model):
         return self.job_id is None and roles.may(
             user, "reservation.manage", owner_id=self.holder_id
         )
+
+
+# What a reservation stores: `ended` is read from its lease (Reservation.current_status).
+STORED_RESERVATION_STATUSES = [
+    ReservationStatus.WAITING,
+    ReservationStatus.ACTIVE,
+    ReservationStatus.CANCELLED,
+]
+
+
+class Reservation(models.Model):
+    """A tester's request for a host to debug on: served at once, or waiting in line for the
+    next free host that fits (docs/api.md#reservations). Once served it holds a manual
+    reservation lease, which is extended, ended and expires as any reservation."""
+
+    owner = account_link("reservations")
+    label_key = models.CharField(max_length=2000, blank=True)  # encode_labels()
+    host = models.ForeignKey(  # the host asked for by name, if any
+        "hosts.Host",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="reservation_requests",
+    )
+    duration = models.DurationField()
+    reason = models.CharField(max_length=500)
+    priority = models.PositiveSmallIntegerField(default=DEFAULT_PRIORITY)
+    status = models.CharField(
+        max_length=10, choices=ReservationStatus.choices, default=ReservationStatus.WAITING
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    # When it stopped waiting: served (its lease's acquired_at) or cancelled.
+    decided_at = models.DateTimeField(null=True, blank=True)
+    lease = models.OneToOneField(
+        Lease, null=True, blank=True, on_delete=models.PROTECT, related_name="reservation"
+    )
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=STORED_RESERVATION_STATUSES), name="reservation_status_valid"
+            ),
+            # Served exactly when it holds a lease.
+            models.CheckConstraint(
+                condition=Q(status="active", lease__isnull=False)
+                | (~Q(status="active") & Q(lease__isnull=True)),
+                name="reservation_active_has_lease",
+            ),
+            models.CheckConstraint(
+                condition=Q(priority__lte=100), name="reservation_priority_range"
+            ),
+        ]
+        indexes = [
+            # The waiting line, in the order it is served.
+            models.Index(
+                fields=["-priority", "created_at", "id"],
+                condition=Q(status="waiting"),
+                name="reservation_line",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"reservation {self.pk}"
+
+    @property
+    def labels(self) -> list[str]:
+        return decode_labels(self.label_key)
+
+    @property
+    def current_status(self) -> str:
+        """Its status as people read it: an active one whose lease ended is `ended`."""
+        lease = self.lease if self.status == ReservationStatus.ACTIVE else None
+        if lease is not None and not lease.active:
+            return ReservationStatus.ENDED
+        return self.status
 
 
 class SubmitLimit(models.Model):

@@ -123,7 +123,8 @@ LEASE = Machine(
 JOB_LEASE, RESERVATION = "job lease", "reservation"
 NEW_LEASE: Mapping[str, frozenset[Mover]] = {
     JOB_LEASE: _by(SCHEDULER, IMPORT),
-    RESERVATION: _by(STAFF),
+    # Staff's by hand; a tester's own (owner), served at once or by the tick from the line.
+    RESERVATION: _by(STAFF, OWNER, SCHEDULER),
 }
 
 # The event a release writes on the host's trail, by its reason.

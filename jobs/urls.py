@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from django.urls import path
 
-from jobs import views, views_leases, views_resubmit, views_settings, views_templates
+from jobs import (
+    views,
+    views_leases,
+    views_reservations,
+    views_resubmit,
+    views_settings,
+    views_templates,
+)
 
 app_name = "jobs"
 
@@ -31,6 +38,8 @@ PAGES = [
     ("leases/<int:pk>/release/", views_leases.lease_release),
     ("leases/<int:pk>/extend/", views_leases.reservation_extend),
     ("leases/<int:pk>/end/", views_leases.reservation_end),
+    ("reservations/", views_reservations.reservation_create),
+    ("reservations/<int:pk>/end/", views_reservations.reservation_cancel),
     ("scheduler/settings/", views_settings.scheduler_settings),
 ]
 urlpatterns = [path(route, view, name=view.__name__) for route, view in PAGES]

@@ -17,6 +17,7 @@ from jobs.filtersets import LeaseFilterSet
 from jobs.forms import RESERVE_DURATIONS, ExtendForm, ReleaseForm, ReserveForm
 from jobs.models import Lease
 from jobs.views_hosts import host_detail_context
+from jobs.views_reservations import reservation_context
 from schedsite import roles
 from schedsite.errors import Forbidden, InvalidInput, ServiceError
 from schedsite.ui.htmx import (
@@ -31,6 +32,7 @@ from schedsite.ui.htmx import (
     staff_only,
     toast_html,
     ui_login_required,
+    wants_fragment,
 )
 
 LEASES_PER_PAGE = 50
@@ -84,6 +86,8 @@ def lease_list(request: HttpRequest) -> HttpResponse:
         return _lease_reserve(request)
     query = clean_query(request.GET)
     context = lease_list_context(request, query, request.GET.get("page"))
+    if not wants_fragment(request):  # the live table's refresh needs none of it
+        context.update(reservation_context(request))
     return page_or_fragment(
         request, "jobs/lease_list.html", "jobs/partials/lease_table.html", context
     )

@@ -9,6 +9,7 @@ class EventKind(models.TextChoices):
     SUITE_FINISHED = "suite_finished", "Suite finished"
     HOST_REPAIR_FAILED = "host_repair_failed", "Host reached repair_failed"
     WORKER_OFFLINE = "worker_offline", "Worker went offline"
+    RESERVATION_READY = "reservation_ready", "My waiting reservation got its host"
 
 
 # Events only lab staff may subscribe to; testers hear about their own suites.

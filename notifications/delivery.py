@@ -61,6 +61,14 @@ def describe(payload: dict[str, Any]) -> tuple[str, str]:
         when = host.get("next_repair_at")
         then = f"Next automatic try at {when}; until then it" if when else "It"
         text = f"{subject}: {host['reason']}\n\n{then} needs a person.\n\n{host['url']}\n"
+    elif kind == EventKind.RESERVATION_READY:
+        reservation = payload["reservation"]
+        subject = f"Host {reservation['host']} is reserved for you"
+        text = (
+            f"Your reservation {reservation['id']} waited in line and now holds "
+            f"{reservation['host']} until {reservation['expires_at']}: {reservation['reason']}"
+            f"\n\n{reservation['url']}\n"
+        )
     else:
         worker = payload["worker"]
         subject = f"Worker {worker['name']} went offline"

@@ -22,7 +22,7 @@ from hosts.choices import HostStatus
 from hosts.models import Host, Worker
 from hosts.querysets import online_cutoff
 from jobs import job_history, selectors
-from jobs.models import Job, Suite
+from jobs.models import Job, Reservation, Suite
 from notifications.choices import Channel, EventKind
 from notifications.models import Delivery, Event, Subscription, SuiteNotify
 from notifications.queue import enqueue
@@ -250,3 +250,40 @@ def workers_offline(*, now: datetime) -> int:
         }
         count += _announce(EventKind.WORKER_OFFLINE, key, payload, now, staff)
     return count
+
+
+# --- reservations ---------------------------------------------------------------------------
+
+
+def reservation_ready(reservation_id: int, *, at: datetime) -> int:
+    """Tell a tester that the reservation they waited in line for holds its host now, once.
+
+    They hear by the destinations their profile turns on (e-mail, webhook) when its
+    `reservation_ready` switch is on (the default).
+    """
+    reservation = (
+        Reservation.objects.filter(pk=reservation_id, lease__isnull=False)
+        .select_related("lease__host", "owner")
+        .first()
+    )
+    if reservation is None or reservation.owner_id is None:
+        return 0
+    subs = Subscription.objects.filter(user_id=reservation.owner_id, user__is_active=True)
+    sub = subs.select_related("user").first()
+    if sub is None or not sub.reservation_ready or not (channels := sub.channels()):
+        return 0
+    lease = reservation.lease
+    assert lease is not None
+    payload = {
+        "reservation": {
+            "id": reservation.pk,
+            "owner": reservation.owner.get_username() if reservation.owner else None,
+            "host": lease.host.hostname,
+            "lease": lease.pk,
+            "expires_at": lease.expires_at.isoformat(),
+            "reason": reservation.reason,
+            "url": site_url(reverse("hosts:host_detail", args=[lease.host.hostname])),
+        }
+    }
+    key = f"{EventKind.RESERVATION_READY}:{reservation.pk}"
+    return int(_announce(EventKind.RESERVATION_READY, key, payload, at, [(sub, channels)]))

@@ -29,6 +29,9 @@ class Subscription(models.Model):
     # The key of the HMAC in X-Schedsite-Signature (docs/notifications.md#signatures).
     secret = models.CharField(max_length=64, default=new_secret)
     suite_finished = models.BooleanField(default=True, help_text="My suites finish.")
+    reservation_ready = models.BooleanField(
+        default=True, help_text="A reservation I wait in line for gets its host."
+    )
     host_repair_failed = models.BooleanField(default=False, help_text="Staff only.")
     worker_offline = models.BooleanField(default=False, help_text="Staff only.")
     updated_at = models.DateTimeField(default=timezone.now)
@@ -75,7 +78,12 @@ class Event(models.Model):
     @property
     def subject(self) -> str:
         """What the event is about, for lists: the suite, host or worker by name."""
-        for part, name in (("suite", "name"), ("host", "hostname"), ("worker", "name")):
+        for part, name in (
+            ("suite", "name"),
+            ("host", "hostname"),
+            ("worker", "name"),
+            ("reservation", "host"),
+        ):
             about = self.payload.get(part)
             if isinstance(about, dict) and about.get(name):
                 return f"{part} {about[name]}"

@@ -34,6 +34,9 @@ def act(entry: OutboxEntry) -> int:
         return events.hosts_repair_failed(
             payload["host_ids"], status=payload["status"], at=at, why=payload["why"]
         )
+    if entry.kind == OutboxKind.RESERVATION_LEASED:
+        at = datetime.fromisoformat(payload["at"])
+        return events.reservation_ready(payload["reservation_id"], at=at)
     log.warning("outbox entry %s has a kind notifications does not know: %s", entry.pk, entry.kind)
     return 0
 

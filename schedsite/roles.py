@@ -132,6 +132,9 @@ PERMISSIONS: dict[str, Rule] = {
     "lease.heartbeat": Rule(Who.WORKER_RUNNER, "send a lease's heartbeat"),
     # A manual reservation: its holder or staff extend or end it (Lease.managed_by).
     "reservation.manage": _owner("extend or end"),
+    # A tester's reservation (/api/reservations/): its owner or staff.
+    "reservation.extend": _owner("extend"),
+    "reservation.end": _owner("end"),
     "suite.abort": _owner("abort"),
     "suite.rerun": _owner("re-run"),
     "suite.clone": _owner("clone"),

@@ -313,6 +313,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 5 * 1024 * 
 DATA_UPLOAD_MAX_NUMBER_FIELDS = env_int("DATA_UPLOAD_MAX_NUMBER_FIELDS", 10000)
 UI_REFRESH_SECONDS = env_int("UI_REFRESH_SECONDS", 5)  # how often UI lists poll for changes
 MAX_RESERVATION_SECONDS = env_int("MAX_RESERVATION_SECONDS", 7 * 24 * 3600)
+# A tester's own reservations (docs/api.md#reservations); lab staff are held only to the above.
+RESERVATION_HOSTS_PER_TESTER = env_int("RESERVATION_HOSTS_PER_TESTER", 2)  # held or waiting
+RESERVATION_TESTER_MAX_SECONDS = env_int("RESERVATION_TESTER_MAX_SECONDS", 8 * 3600)
 # What a tester may submit (docs/security.md#submission-limits); lab staff are not limited, and
 # a group can be granted more in the admin (Submit limits).
 SUBMIT_MAX_PRIORITY = env_int("SUBMIT_MAX_PRIORITY", 70)  # cq; above it is staff's

@@ -73,6 +73,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "jobs.scheduling.leasing",
             "jobs.scheduling.fanout",
             "jobs.scheduling.preemption",
+            "jobs.scheduling.reservation_line",
             "jobs.recovery",
             "jobs.provisioning",
             "jobs.limits",

@@ -9,6 +9,7 @@ from rest_framework.routers import DefaultRouter
 
 from jobs.api.host_views import HealthPolicyViewSet, HostViewSet, WorkerViewSet
 from jobs.api.pool_targets import PoolTargetViewSet
+from jobs.api.reservation_views import ReservationViewSet
 from jobs.api.template_views import SuiteTemplateViewSet
 from jobs.api.views import JobViewSet, LeaseViewSet, QueueView, SchedulerViewSet, SuiteViewSet
 from schedsite.api_views import MeView, TokenView, api_not_found
@@ -27,6 +28,7 @@ router.register("suites", SuiteViewSet, basename="suite")
 router.register("suite-templates", SuiteTemplateViewSet, basename="suitetemplate")
 router.register("jobs", JobViewSet, basename="job")
 router.register("leases", LeaseViewSet, basename="lease")
+router.register("reservations", ReservationViewSet, basename="reservation")
 router.register("scheduler", SchedulerViewSet, basename="schedulertick")
 
 urlpatterns = [

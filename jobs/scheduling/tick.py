@@ -37,6 +37,7 @@ from jobs.scheduling.expiry import (
 from jobs.scheduling.fanout import fanout_phase
 from jobs.scheduling.maintenance import maintenance_phase, maintenance_work
 from jobs.scheduling.preemption import preemption_phase
+from jobs.scheduling.reservation_line import serve_line, waiting_line
 from jobs.scheduling.triggers import TICK_LOCK_KEY
 from jobs.transitions import Mover
 from schedsite.pgarrays import text_array
@@ -211,6 +212,10 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
         # Expiry and timeouts send hosts to be verified: maintenance work found after the ask.
         maintenance = summary.expired or summary.timed_out or due["maintenance"]
         summary.jobs_expired, summary.leases = maintenance_phase(now=now, due=bool(maintenance))
+        if due["reservations"]:
+            # Testers waiting in line for a host, before the plan: the plan then sees the hosts
+            # they took as reserved (docs/api.md#reservations).
+            summary.leases += serve_line(now=now)
         # Taken before the snapshot, so the plan sees at least every change the log held: a
         # write landing in between only makes the next tick plan again, never skip wrongly.
         changes = snapshot.lab_changes(now=now, since=state.take if state else None)
@@ -299,6 +304,7 @@ def _due_query(now: datetime) -> QuerySet:
     work = {
         "overdue": overdue_leases(now),
         "timed_out": timed_out_leases(now),
+        "reservations": waiting_line(),
         **maintenance_work(now),
     }
     annotated = Host.objects.annotate(**{name: Exists(qs) for name, qs in work.items()})
@@ -325,9 +331,14 @@ def _due_work(now: datetime) -> dict[str, bool]:
     query; with no host at all, everything is looked at the long way."""
     row = _DUE.first(now)
     if row is None:
-        return {"overdue": True, "timed_out": True, "maintenance": True}
-    overdue, timed_out, *maintenance = row  # type: ignore[misc]
-    return {"overdue": overdue, "timed_out": timed_out, "maintenance": any(maintenance)}
+        return {"overdue": True, "timed_out": True, "reservations": True, "maintenance": True}
+    overdue, timed_out, reservations, *maintenance = row  # type: ignore[misc]
+    return {
+        "overdue": overdue,
+        "timed_out": timed_out,
+        "reservations": reservations,
+        "maintenance": any(maintenance),
+    }
 
 
 def _tick_unchanged(summary: TickSummary, *, fingerprint: str, trigger: str, start: float) -> bool:

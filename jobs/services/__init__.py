@@ -17,8 +17,12 @@ from jobs.services.hosts import host_delete, host_set_status, host_update, hosts
 from jobs.services.reservations import (
     lease_extend,
     lease_reserve,
+    reservation_cancel,
     reservation_check_manager,
     reservation_end,
+    reservation_position,
+    reservation_request,
+    reservation_why,
 )
 from jobs.services.runner_protocol import (
     job_complete,
@@ -67,6 +71,10 @@ __all__ = [
     "lease_job_start",
     "lease_release",
     "lease_reserve",
+    "reservation_cancel",
+    "reservation_position",
+    "reservation_request",
+    "reservation_why",
     "reservation_check_manager",
     "reservation_end",
     "scheduler_settings_clean",

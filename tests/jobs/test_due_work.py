@@ -35,7 +35,25 @@ def test_an_idle_lab_has_nothing_due_at_any_time(rack):
     now = timezone.now()
     for at in (now, now + timedelta(days=3), now - timedelta(days=400)):
         Worker.objects.update(last_seen=at)
-        assert due(at) == {"overdue": False, "timed_out": False, "maintenance": False}
+        assert due(at) == {
+            "overdue": False,
+            "timed_out": False,
+            "reservations": False,
+            "maintenance": False,
+        }
+
+
+def test_a_reservation_waiting_in_line_is_due(rack, alice):
+    assert not due(timezone.now())["reservations"]
+    services.reservation_request(
+        owner=alice,
+        labels=["board:none"],
+        duration=timedelta(hours=1),
+        reason="debug",
+        wait=True,
+        allow_unmatched=True,
+    )
+    assert due(timezone.now())["reservations"]
 
 
 def test_a_lease_is_overdue_from_the_second_after_it_expires(rack):
@@ -95,7 +113,12 @@ def test_a_changed_setting_moves_the_times_the_prepared_sql_asks_about(settings,
 
 def test_with_no_host_at_all_everything_is_looked_at():
     Host.objects.all().delete()
-    assert due(timezone.now()) == {"overdue": True, "timed_out": True, "maintenance": True}
+    assert due(timezone.now()) == {
+        "overdue": True,
+        "timed_out": True,
+        "reservations": True,
+        "maintenance": True,
+    }
 
 
 @pytest.mark.postgres

@@ -16,6 +16,7 @@ from jobs.choices import JobStatus
 from jobs.models import (
     Job,
     Lease,
+    Reservation,
     SchedulerSettings,
     SchedulerSettingsChange,
     Suite,
@@ -32,6 +33,7 @@ HTMX = {"HX-Request": "true"}
 WATCHED: tuple[type[Model], ...] = (
     Host, HostEvent, Label, Worker, HealthPolicy, Suite, Job, Lease, Token, SuiteTemplate,
     TemplateRun, Subscription, SchedulerSettings, SchedulerSettingsChange, PoolTarget,
+    Reservation,
 )  # fmt: skip
 
 
@@ -68,6 +70,10 @@ def lab(db, alice, sam):  # noqa: ANN001, ANN201
     reservation = services.lease_reserve(
         host=reserved, holder=sam, duration=timedelta(hours=1), reason="debug"
     )
+    # Alice waits in line for the reserved host (Sam holds it): she or staff may leave the line.
+    waiting = services.reservation_request(
+        owner=alice, host=reserved, duration=timedelta(hours=1), reason="debug", wait=True
+    )
     # No host carries board:none, so the suite stays queued and abortable.
     suite = f.suite("nightly", [["board:none"], ["board:none"]], owner=alice)
     # Finished, with a failed job: its owner or staff may re-run it.
@@ -90,6 +96,7 @@ def lab(db, alice, sam):  # noqa: ANN001, ANN201
         locked=locked,
         reserved=reserved,
         reservation=reservation,
+        waiting_reservation=waiting,
         suite=suite,
         job=suite.jobs.order_by("id").first(),  # queued: its priority may change
         failed_suite=failed,

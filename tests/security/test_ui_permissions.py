@@ -78,6 +78,14 @@ ACTIONS = [
     # rights are tests/ui/test_reservations_ui.py.
     Action("jobs:reservation_extend", STAFF_ONLY, {"minutes": "60"}, of="reservation"),
     Action("jobs:reservation_end", STAFF_ONLY, {"reason": "matrix"}, of="reservation"),
+    # A tester's own reservation (docs/ui.md#reservations): anyone signed in reserves; only
+    # the tester who waits, or staff, take the lab's waiting one out of the line.
+    Action(
+        "jobs:reservation_create",
+        ANY_USER,
+        {"host": "free.lab", "minutes": "60", "reason": "matrix", "wait": "0"},
+    ),
+    Action("jobs:reservation_cancel", OWNER_OR_STAFF, of="waiting_reservation"),
     Action("jobs:suite_abort", OWNER_OR_STAFF, of="suite"),
     Action("jobs:suite_rerun", OWNER_OR_STAFF, of="failed_suite"),
     Action("jobs:job_abort", OWNER_OR_STAFF, of="job"),

@@ -425,3 +425,42 @@ def test_with_multi_host_jobs_the_fewest_provisions_keep_the_leases_and_the_rule
         started.setdefault(by_id[host_id].worker, set()).add(("held", host_id))
     for worker, jobs in started.items():
         assert (r := lab.room(worker)) is None or len(jobs) <= r
+
+
+def test_a_job_outranked_for_the_host_the_fewest_provisions_moved_a_job_to_says_so() -> None:
+    """The matching puts the quota job on h0, the fewest provisions move it to h2, already on
+    its build (worker w2 then full): J3, which fits only h2, waits, and its reason counts h2 as
+    gone to a job ahead (it once counted the matching's classes, found none and failed)."""
+    hosts = [
+        host(1, hostname="h0", current_build="R1", worker="w2", last_used=T0),
+        host(2, "b", "c", "d", hostname="h3", leased=True, lease_priority=70, worker="w1"),
+        host(3, hostname="h1", current_build="R1", worker_offline=True, worker="w2"),
+        host(
+            4,
+            "a",
+            "c",
+            "d",
+            hostname="h2",
+            current_build="R2",
+            worker="w2",
+            last_used=T0 + timedelta(minutes=1),
+        ),
+    ]
+    later = replace(suite(1, "S1", priority=30, minute=2), max_duts=3, held=2)
+    quota = replace(suite(2, "S2", priority=70, minute=1), min_duts=1, max_duts=4, build="R2")
+    jobs = [
+        job(1, of=quota),
+        replace(job(2, "c", of=later), owner=1),
+        replace(job(3, "a", "c", "d", of=later), priority=40),
+    ]
+    result = plan(
+        hosts=hosts,
+        jobs=jobs,
+        suites=[later, quota],
+        policy=Policy(ordering="dynsize", host_choice="spread", default_duration_s=60.0),
+        now=T0 + timedelta(minutes=5),
+        workers={"w1": WorkerLoad(limit=2, running=2), "w2": WorkerLoad(limit=2, running=1)},
+    )
+    assert leases(result) == {1: 4}
+    assert result.provisions == {}
+    assert result.wait_reasons[3].message == "1 free host went to a job ahead of it in the queue"

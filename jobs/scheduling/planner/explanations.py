@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence, Set
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -242,6 +242,7 @@ class Explainer:
         self.suite_by_id = suite_by_id
         self.room = room  # hosts each capped suite could still take after this tick
         self.capacity = _Capacity(full, leased_hosts)
+        self._leased_per_class: Counter[int] | None = None
         self.hosts_by_id = hosts_by_id
         memo = index.memo if isinstance(index.memo, Memo) else None
         touched = index.take_touched()
@@ -413,13 +414,15 @@ class Explainer:
         # Work conservation: every free matching host was leased this tick, to jobs ahead, or
         # is held for the tick's holder.
         eligible = list(bit_indexes(self.matching.eligible[j]))
-        went = sum(self.matching.used[c] for c in eligible)
+        # The hosts as they were finally leased: the fewest provisions may have moved a job to
+        # another class than the matching's (docs/scheduling.md#provisioning).
+        went = self.leased_in(eligible)
         held = self.held_in(eligible)
         details: dict[str, object] = {}
+        note = ""
         if held:
             hold = self.holder
             assert hold is not None
-            went -= held
             note = (
                 f"{'is' if held == 1 else 'are'} held for job {hold.job.id}, which needs "
                 f"{hold.job.hosts_needed} hosts together ({self.expected(hold)})"
@@ -430,8 +433,10 @@ class Explainer:
             message = f"{_plural(went, 'free host')} went to {jobs} ahead of it in the queue"
             if held:
                 message += f"; {held} {note}"
-        else:
+        elif held:
             message = f"{_plural(held, 'free host')} {note}"
+        else:  # not expected: every free host that fits is leased or held
+            message = f"{_plural(tally.counts['free'], 'free host')} that fit went to jobs ahead"
         others = tally.total - tally.counts["free"]
         if others:
             message += "; " + tally.say(
@@ -440,6 +445,16 @@ class Explainer:
         return WaitReason(
             WaitCode.OUTRANKED, message, {**tally.details(), "outranked_by": went, **details}
         )
+
+    def leased_in(self, classes: Iterable[int]) -> int:
+        """Hosts of these host classes leased this tick (held ones aside), counted per class
+        once a plan."""
+        if self._leased_per_class is None:
+            class_of = self.matching.class_of_host
+            self._leased_per_class = Counter(
+                class_of[h] for h in self.capacity.leased if h in class_of
+            )
+        return sum(self._leased_per_class[c] for c in classes)
 
     def held_in(self, classes: Iterable[int]) -> int:
         """Hosts of these host classes held for the tick's holder."""

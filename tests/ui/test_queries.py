@@ -17,7 +17,9 @@ pytestmark = pytest.mark.django_db
 # Ceilings a page must stay under whatever the size of the lab: session, user and roles,
 # then a fixed handful of reads for the page itself.
 BOUNDS = {
-    "/": 15,  # with the provisioning card's one aggregate
+    "/": 17,  # with the provisioning card's one aggregate, and counts bounded at 100,000 queued
+    # (queued exact up to 10,000 then "about", starting and running apart: three cheap reads
+    # instead of one that grew with the queue, docs/performance.md)
     "/hosts/": 9,
     "/hosts/?label=pool:cq&status=ready": 9,
     # Two more: the maintenance jobs that lead the queue, and the latest tick's reasons for the

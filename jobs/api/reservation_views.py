@@ -16,7 +16,7 @@ from rest_framework.response import Response
 
 from hosts.models import Host
 from jobs import services
-from jobs.api.fields import RelatedName
+from jobs.api.fields import RelatedName, Seconds
 from jobs.api.serializers import LeaseEndInputSerializer, LeaseExtendInputSerializer
 from jobs.api.views import ReadViewSet, idempotent_create
 from jobs.choices import ReservationStatus
@@ -27,6 +27,14 @@ from schedsite.durations import parse_duration
 from schedsite.errors import Conflict
 
 
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "string", "minLength": 1, "example": "2h"},
+            {"type": "integer", "minimum": 1},
+        ]
+    }
+)
 class DurationField(serializers.Field):
     """`2h`, `90m`, `1h30m`, `1d`, or whole seconds."""
 
@@ -73,7 +81,7 @@ class ReservationSerializer(serializers.ModelSerializer):
     owner = RelatedName("owner.username")
     labels = serializers.ListField(child=serializers.CharField(), read_only=True)
     host = serializers.SerializerMethodField()
-    duration = DurationField(read_only=True, help_text="Seconds.")
+    duration = Seconds(help_text="Seconds.")
     status = serializers.SerializerMethodField()
     position = serializers.SerializerMethodField()
     why = serializers.SerializerMethodField()

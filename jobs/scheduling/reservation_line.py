@@ -131,11 +131,9 @@ def take_host(reservation: Reservation, *, now: datetime, mover: Mover) -> bool:
         if not served:
             # Cancelled meanwhile: undo by raising, the caller's transaction rolls back.
             raise Conflict(f"reservation {reservation.pk} is no longer waiting")
-        reservation.status, reservation.lease, reservation.decided_at = (
-            ReservationStatus.ACTIVE,
-            lease,
-            now,
-        )
+        # Read back what the compare-and-set wrote (a reservation is not a move's object).
+        reservation.refresh_from_db(fields=["status", "decided_at"])
+        reservation.lease = lease
         return True
     return False
 

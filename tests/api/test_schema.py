@@ -58,6 +58,7 @@ STATE_REFUSALS = {
     ("POST", "/api/token/"): "a wrong username or password",
     ("POST", "/api/leases/"): "no host by that name",
     ("POST", "/api/leases/{id}/extend/"): "a duration past MAX_RESERVATION_SECONDS (a setting)",
+    ("POST", "/api/reservations/"): "a duration past the longest reservation (a setting)",
     ("POST", "/api/jobs/{id}/start/"): "a lease that is not this job's",
     ("POST", "/api/jobs/{id}/complete/"): "a lease that is not this job's",
     ("POST", "/api/jobs/"): "a pinned host that does not exist",

@@ -60,7 +60,7 @@ def test_an_extension_past_the_longest_reservation_is_refused_saying_how_much_is
     with pytest.raises(InvalidInput) as refused:
         services.lease_extend(lease=reserved, by=alice, duration=timedelta(hours=4))
     assert refused.value.field == "duration"
-    assert "at most 4 hours from now" in refused.value.message
+    assert "at most 4h 00m from now" in refused.value.message
     assert "at most 3h 00m more" in refused.value.message or "2h 59m" in refused.value.message
     reserved.refresh_from_db()
     assert reserved.expires_at == before

@@ -50,7 +50,7 @@ def test_an_extension_past_the_cap_is_refused_next_to_the_field(alices, alice_cl
     html = response.content.decode()
     assert response.status_code == 400
     error = html.split('id="detail-extend-error"')[1].split("</p>")[0]
-    assert "at most 4 hours from now" in error and "at most 3h 00m more" in error
+    assert "at most 4h 00m from now" in error and "at most 3h 00m more" in error
     assert expiry(alices) == before
 
 

@@ -51,6 +51,20 @@ def drop_trigger(apps, schema_editor):  # noqa: ANN001, ARG001
         schema_editor.execute("DROP TRIGGER IF EXISTS scheduler_owner_usage")
 
 
+def with_trigger_off(*operations: migrations.operations.base.Operation) -> list:
+    """The operations with the trigger dropped before and made again after (both ways).
+
+    SQLite adds or alters a column by rebuilding the table (a copy, then a rename), and refuses
+    the rename of a table the trigger names: jobs_lease, jobs_job, jobs_schedulersettings,
+    jobs_ownerusage. A later migration that changes one of them wraps its operations in this.
+    """
+    return [
+        migrations.RunPython(drop_trigger, create_trigger),
+        *operations,
+        migrations.RunPython(create_trigger, drop_trigger),
+    ]
+
+
 class Migration(migrations.Migration):
     dependencies = [
         ("jobs", "0009_outbox"),

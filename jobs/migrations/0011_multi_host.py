@@ -5,8 +5,7 @@ from importlib import import_module
 from django.conf import settings
 from django.db import migrations, models
 
-# SQLite rebuilds jobs_job to add its columns; the fair-share trigger of 0010 names that
-# table, and SQLite refuses the rename while a trigger refers to it: off during the rebuild.
+# SQLite rebuilds jobs_job, which the fair-share trigger names: off meanwhile (0010).
 _usage = import_module("jobs.migrations.0010_owner_usage_sqlite")
 
 
@@ -17,8 +16,7 @@ class Migration(migrations.Migration):
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
-    operations = [
-        migrations.RunPython(_usage.drop_trigger, _usage.create_trigger),
+    operations = _usage.with_trigger_off(
         migrations.RemoveConstraint(
             model_name="lease",
             name="one_active_lease_per_job",
@@ -65,5 +63,4 @@ class Migration(migrations.Migration):
                 name="one_active_lease_per_job_slot",
             ),
         ),
-        migrations.RunPython(_usage.create_trigger, _usage.drop_trigger),
-    ]
+    )

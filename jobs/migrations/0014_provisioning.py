@@ -5,8 +5,7 @@ from importlib import import_module
 
 from django.db import migrations, models
 
-# SQLite rebuilds jobs_job to add its column; the fair-share trigger of 0010 names that table,
-# and SQLite refuses the rename while a trigger refers to it: off during the rebuild (as 0011).
+# SQLite rebuilds jobs_job and jobs_lease, which the fair-share trigger names: off meanwhile (0010).
 _usage = import_module("jobs.migrations.0010_owner_usage_sqlite")
 
 
@@ -15,8 +14,7 @@ class Migration(migrations.Migration):
         ("jobs", "0013_estimate_changes_logged"),
     ]
 
-    operations = [
-        migrations.RunPython(_usage.drop_trigger, _usage.create_trigger),
+    operations = _usage.with_trigger_off(
         migrations.AddField(
             model_name="job",
             name="build",
@@ -27,5 +25,4 @@ class Migration(migrations.Migration):
             name="provision_to",
             field=models.CharField(blank=True, db_default="", default="", max_length=200),
         ),
-        migrations.RunPython(_usage.create_trigger, _usage.drop_trigger),
-    ]
+    )

@@ -5,8 +5,7 @@ from importlib import import_module
 import django.core.validators
 from django.db import migrations, models
 
-# SQLite rebuilds jobs_schedulersettings to add its column; the fair-share trigger of 0010 reads
-# that table, and SQLite refuses the rebuild while a trigger refers to it: off meanwhile (0011).
+# SQLite rebuilds jobs_schedulersettings, which the fair-share trigger names: off meanwhile (0010).
 _usage = import_module("jobs.migrations.0010_owner_usage_sqlite")
 
 
@@ -15,8 +14,7 @@ class Migration(migrations.Migration):
         ("jobs", "0014_provisioning"),
     ]
 
-    operations = [
-        migrations.RunPython(_usage.drop_trigger, _usage.create_trigger),
+    operations = _usage.with_trigger_off(
         migrations.AddField(
             model_name="schedulersettings",
             name="same_build_first_minutes",
@@ -35,5 +33,4 @@ class Migration(migrations.Migration):
                 name="scheduler_settings_same_build_first_range",
             ),
         ),
-        migrations.RunPython(_usage.create_trigger, _usage.drop_trigger),
-    ]
+    )

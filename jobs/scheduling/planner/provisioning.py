@@ -15,7 +15,8 @@ workers); a retried job's unit is a group of its own. A host group is the free h
 build within one *super class*: the host classes eligible for the same unit groups (and on the
 same binding worker), interchangeable for the flow. An edge costs 1 where the unit's build
 differs from the hosts' (a provision), and more than all provisions together where the host is
-one the retried job failed on (docs/health.md#retries-after-an-infrastructure-failure). Units
+one the retried job failed on (docs/health.md#retries-after-an-infrastructure-failure) — for a
+leased job more than that for every held host besides (`_avoid_weights`). Units
 pinned to a host, and a multi-host job's hosts on binding workers (where the job counts on
 that worker, Matching.staying), keep their first-fit host.
 
@@ -63,7 +64,7 @@ def fewest_provisions(
 ) -> list[int]:
     """The host of each unit (in order) needing the fewest provisions, retried jobs kept off
     the hosts they failed on first; `first_fit`: assign_hosts' answer, where it starts."""
-    big = len(units) + 1  # one failed host avoided outweighs every provision
+    big = _avoid_weights(units)
     costs = [_cost(unit, hosts_by_id[h], big) for unit, h in zip(units, first_fit, strict=True)]
     if not any(costs):
         return first_fit  # nothing to save: first-fit is optimal
@@ -77,9 +78,18 @@ def fewest_provisions(
     return [moved.get(u, h) for u, h in enumerate(first_fit)]
 
 
-def _cost(unit: Unit, host: HostState, big: int) -> int:
-    job, _j, build, _role, _slot = unit
-    return (big if host.id in job.avoid_hosts else 0) + needs_provision(build, host)
+def _avoid_weights(units: Sequence[Unit]) -> tuple[int, int]:
+    """What a host the job failed on costs, (held, leased), in units of one provision: a
+    leased job's outweighs every held host's and provision together, a held host's every
+    provision (held hosts need none), so the flow minimizes them in that order."""
+    held = sum(1 for *_rest, slot in units if slot < 0)
+    return len(units) + 1, (held + 1) * (len(units) + 1)
+
+
+def _cost(unit: Unit, host: HostState, big: tuple[int, int]) -> int:
+    job, _j, build, _role, slot = unit
+    avoid = big[slot >= 0] if host.id in job.avoid_hosts else 0
+    return avoid + needs_provision(build, host)
 
 
 def _flexible(
@@ -113,7 +123,7 @@ class _Problem:
         hosts_by_id: Mapping[int, HostState],
         first_fit: Sequence[int],
         flexible: list[int],
-        big: int,
+        big: tuple[int, int],
     ) -> None:
         self.m, self.units, self.hosts_by_id, self.big = matching, units, hosts_by_id, big
         self.first_fit, self.flexible = first_fit, flexible
@@ -138,6 +148,7 @@ class _Problem:
         self.g_type: list[tuple[int, bool]] = []  # (job class, multi-host)
         self.g_build: list[str] = []
         self.g_avoid: list[frozenset[int]] = []
+        self.g_leased: list[bool] = []  # a retried job's own group: leased, not held
         self.g_units: list[list[int]] = []
         keys: dict[object, int] = {}
         for u in self.flexible:
@@ -151,6 +162,7 @@ class _Problem:
                 self.g_type.append(kind)
                 self.g_build.append(build)
                 self.g_avoid.append(job.avoid_hosts if retried else frozenset())
+                self.g_leased.append(slot >= 0)
                 self.g_units.append([])
             self.group_of[u] = g
             self.g_units[g].append(u)
@@ -214,7 +226,8 @@ class _Problem:
 
     def _edge_cost(self, g: int, h: int) -> int:
         build, hosts = self.g_build[g], self.h_hosts[h]
-        avoid = self.big if len(hosts) == 1 and hosts[0].id in self.g_avoid[g] else 0
+        failed = len(hosts) == 1 and hosts[0].id in self.g_avoid[g]
+        avoid = self.big[self.g_leased[g]] if failed else 0
         return avoid + (1 if build and build != self.h_build[h] else 0)
 
     # --- the flow -------------------------------------------------------------------------------

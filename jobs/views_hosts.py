@@ -31,7 +31,7 @@ from jobs import host_selectors as health
 from jobs import selectors
 from jobs import services as job_services
 from jobs.choices import JobKind
-from jobs.forms import RESERVE_DURATIONS
+from jobs.forms import RESERVE_DURATIONS, reserve_durations
 from jobs.models import Job, Lease
 from jobs.recovery import sooner_repair_at
 from jobs.scheduling.queue import host_waiters
@@ -317,10 +317,11 @@ def host_detail_context(request: HttpRequest, host: Host, **extra: Any) -> dict:
     waiters = host_waiters(host, limit=WAITERS_SHOWN)
     timeline = timeline_context(host)
     event_outcomes(timeline["events"])
+    held_for = selectors.current_holds().get(host.pk)
     context = {
         "host": host,
         "lease": lease,
-        "held_for": selectors.current_holds().get(host.pk),
+        "held_for": held_for,
         # Its holder or staff may extend or end a reservation (docs/ui.md#reservations).
         "manages_reservation": bool(lease) and lease.managed_by(request.user),
         "waiters": waiters,
@@ -331,6 +332,12 @@ def host_detail_context(request: HttpRequest, host: Host, **extra: Any) -> dict:
         "now": timezone.now(),
         "refresh": refresh_seconds(),
         "durations": RESERVE_DURATIONS,
+        # A tester's "Reserve this host": the durations within their limit; a host that is
+        # not free now is waited for in line (docs/ui.md#a-testers-reservations).
+        "tester_durations": reserve_durations(request.user),
+        "host_free": lease is None
+        and held_for is None
+        and Host.objects.filter(pk=host.pk).schedulable(timezone.now()).exists(),
         "live_url": reverse("hosts:host_detail", args=[host.hostname]),
         **host_health_context(host),
     }

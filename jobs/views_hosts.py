@@ -30,9 +30,9 @@ from hosts.views_timeline import timeline_context
 from jobs import host_selectors as health
 from jobs import selectors
 from jobs import services as job_services
-from jobs.choices import JobKind
+from jobs.choices import JobKind, ReservationStatus
 from jobs.forms import RESERVE_DURATIONS, reserve_durations
-from jobs.models import Job, Lease
+from jobs.models import Job, Lease, Reservation
 from jobs.recovery import sooner_repair_at
 from jobs.scheduling.queue import host_waiters
 from schedsite import links, roles
@@ -338,11 +338,24 @@ def host_detail_context(request: HttpRequest, host: Host, **extra: Any) -> dict:
         "host_free": lease is None
         and held_for is None
         and Host.objects.filter(pk=host.pk).schedulable(timezone.now()).exists(),
+        "my_waiting": _waiting_for(request.user, host),
         "live_url": reverse("hosts:host_detail", args=[host.hostname]),
         **host_health_context(host),
     }
     context.update(extra)
     return context
+
+
+def _waiting_for(user: Any, host: Host) -> dict | None:  # noqa: ANN401
+    """The user's own reservation waiting in line for this host by name, and its place."""
+    if not getattr(user, "is_authenticated", False):
+        return None
+    waiting = Reservation.objects.filter(
+        owner=user, host=host, status=ReservationStatus.WAITING
+    ).first()
+    if waiting is None:
+        return None
+    return {"reservation": waiting, "position": job_services.reservation_position(waiting)}
 
 
 # The health card's staff buttons, in the order shown; host_health_context picks which.

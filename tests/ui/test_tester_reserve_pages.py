@@ -65,9 +65,13 @@ def test_a_busy_host_is_waited_for_in_line_from_its_page(lab, alice, sam, alice_
     assert ">Reserve this host when it frees</button>" in form and 'value="1"' in form
     response = reserve_from_host(alice_client, "h1.lab", wait="1")
     assert response.status_code == 200
-    assert "you wait in line" in response.content.decode()
+    html = response.content.decode()
+    assert "you wait in line" in html
     reservation = Reservation.objects.get()
     assert (reservation.status, reservation.host, reservation.lease) == ("waiting", lab.h1, None)
+    # The page says so, and offers no second place in line.
+    assert f"You wait in line for it: reservation {reservation.pk}, place 1" in html
+    assert host_reserve_form(html) == ""
 
 
 def test_a_refused_reservation_says_why_by_the_form_and_keeps_what_was_typed(

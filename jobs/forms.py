@@ -18,6 +18,7 @@ from jobs.choices import DEFAULT_PRIORITY, HostChoice, Priority, SchedulerOrderi
 from jobs.limits import bounds
 from jobs.models import SchedulerSettings
 from jobs.services import JobSpec, settings_value
+from jobs.services.reservations import longest_reservation
 from jobs.services.scheduler_settings import SETTINGS_FIELDS
 from jobs.services.submission import ALLOW_UNMATCHED
 from schedsite.errors import InvalidInput
@@ -37,6 +38,14 @@ RESERVE_DURATIONS = [
     (4320, "3 days"),
     (10080, "1 week"),
 ]
+
+
+def reserve_durations(user: Any) -> list[tuple[int, str]]:  # noqa: ANN401
+    """The durations a reservation form offers `user`: those within the longest they may hold
+    a host (a tester's RESERVATION_TESTER_MAX_SECONDS is shorter than staff's), at least one."""
+    longest = longest_reservation(user).total_seconds()
+    fits = [(minutes, label) for minutes, label in RESERVE_DURATIONS if minutes * 60 <= longest]
+    return fits or RESERVE_DURATIONS[:1]
 
 
 def limited_integer(name: str, **kwargs: Any) -> forms.IntegerField:

@@ -30,9 +30,9 @@ from hosts.views_timeline import timeline_context
 from jobs import host_selectors as health
 from jobs import selectors
 from jobs import services as job_services
-from jobs.choices import JobKind
-from jobs.forms import RESERVE_DURATIONS
-from jobs.models import Job, Lease
+from jobs.choices import JobKind, ReservationStatus
+from jobs.forms import RESERVE_DURATIONS, reserve_durations
+from jobs.models import Job, Lease, Reservation
 from jobs.recovery import sooner_repair_at
 from jobs.scheduling.queue import host_waiters
 from schedsite import links, roles
@@ -317,10 +317,11 @@ def host_detail_context(request: HttpRequest, host: Host, **extra: Any) -> dict:
     waiters = host_waiters(host, limit=WAITERS_SHOWN)
     timeline = timeline_context(host)
     event_outcomes(timeline["events"])
+    held_for = selectors.current_holds().get(host.pk)
     context = {
         "host": host,
         "lease": lease,
-        "held_for": selectors.current_holds().get(host.pk),
+        "held_for": held_for,
         # Its holder or staff may extend or end a reservation (docs/ui.md#reservations).
         "manages_reservation": bool(lease) and lease.managed_by(request.user),
         "waiters": waiters,
@@ -331,11 +332,30 @@ def host_detail_context(request: HttpRequest, host: Host, **extra: Any) -> dict:
         "now": timezone.now(),
         "refresh": refresh_seconds(),
         "durations": RESERVE_DURATIONS,
+        # A tester's "Reserve this host": the durations within their limit; a host that is
+        # not free now is waited for in line (docs/ui.md#a-testers-reservations).
+        "tester_durations": reserve_durations(request.user),
+        "host_free": lease is None
+        and held_for is None
+        and Host.objects.filter(pk=host.pk).schedulable(timezone.now()).exists(),
+        "my_waiting": _waiting_for(request.user, host),
         "live_url": reverse("hosts:host_detail", args=[host.hostname]),
         **host_health_context(host),
     }
     context.update(extra)
     return context
+
+
+def _waiting_for(user: Any, host: Host) -> dict | None:  # noqa: ANN401
+    """The user's own reservation waiting in line for this host by name, and its place."""
+    if not getattr(user, "is_authenticated", False):
+        return None
+    waiting = Reservation.objects.filter(
+        owner=user, host=host, status=ReservationStatus.WAITING
+    ).first()
+    if waiting is None:
+        return None
+    return {"reservation": waiting, "position": job_services.reservation_position(waiting)}
 
 
 # The health card's staff buttons, in the order shown; host_health_context picks which.

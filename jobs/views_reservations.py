@@ -1,5 +1,6 @@
-"""Testers' reservations on the leases page: reserve a host now, or the next free one, and end
-or leave the line (docs/ui.md#reservations)."""
+"""Testers' reservations: reserve a host now, or the next free one, and end or leave the line;
+from the leases page's card, a host's page ("Reserve this host") or a label's page
+(docs/ui.md#a-testers-reservations)."""
 
 from __future__ import annotations
 
@@ -16,13 +17,16 @@ from django.views.decorators.http import require_POST
 from hosts.models import Host
 from jobs import services
 from jobs.choices import ReservationStatus
-from jobs.forms import RESERVE_DURATIONS, TesterReserveForm
+from jobs.forms import TesterReserveForm, reserve_durations
 from jobs.models import Reservation
+from jobs.views_hosts import host_detail_context
 from schedsite import roles
 from schedsite.errors import InvalidInput, ServiceError
 from schedsite.ui.htmx import action_response, error_response, ui_login_required
 
 CARD = "jobs/partials/reservation_card.html"
+HOST_BODY = "hosts/partials/host_detail_body.html"
+LABEL_CARD = "jobs/partials/label_reserve.html"
 
 
 def _capitalized(message: str) -> str:
@@ -53,7 +57,7 @@ def reservation_rows(user: Any) -> list[dict]:
 def reservation_context(request: HttpRequest, **extra: Any) -> dict:
     return {
         "reservations": reservation_rows(request.user),
-        "durations": RESERVE_DURATIONS,
+        "durations": reserve_durations(request.user),
         "tester_values": {},
         "now": timezone.now(),
         **extra,
@@ -99,21 +103,63 @@ def reservation_create(request: HttpRequest) -> HttpResponse:
         message = f"Reserved {reservation.lease.host.hostname} until {until:%H:%M}."
     else:
         message = "No free host yet: you wait in line; the next one that fits is yours."
+    answer = {
+        "message": message,
+        "ok": error is None,
+        "status": error.status_code if error else 200,
+    }
+    fragment = request.POST.get("fragment")
+    if fragment == "host" and host is not None:
+        # The host page's "Reserve this host": its body again, the error by the form.
+        context = host_detail_context(
+            request,
+            host,
+            tester_reserve_error=message if error else "",
+            tester_reserve_values=values if error else {},
+        )
+        fallback = reverse("hosts:host_detail", args=[host.hostname])
+        return action_response(request, HOST_BODY, context, fallback=fallback, **answer)
+    if fragment == "label" and len(labels) == 1:
+        # A label's page: its card again, saying what became of the reservation.
+        context = label_reserve_context(
+            request,
+            labels[0],
+            reservation=reservation,
+            error=message if error else "",
+            values=values if error else {},
+        )
+        fallback = reverse("stats:label_detail", args=[labels[0]])
+        return action_response(request, LABEL_CARD, context, fallback=fallback, **answer)
     context = reservation_context(
         request,
         tester_error=message if error else "",
         tester_field=error.field if error else "",
         tester_values=values if error else {},
     )
-    return action_response(
-        request,
-        CARD,
-        context,
-        message=message,
-        ok=error is None,
-        status=error.status_code if error else 200,
-        fallback=reverse("jobs:lease_list"),
-    )
+    return action_response(request, CARD, context, fallback=reverse("jobs:lease_list"), **answer)
+
+
+def label_reserve_context(
+    request: HttpRequest,
+    label: str,
+    *,
+    reservation: Reservation | None = None,
+    error: str = "",
+    values: dict | None = None,
+) -> dict:
+    """A label page's "Reserve the next free one" card: the form, and what became of the
+    reservation just asked for (the host it holds, or its place in line and why)."""
+    waiting = reservation is not None and reservation.lease is None
+    return {
+        "label": label,
+        "durations": reserve_durations(request.user),
+        "reserve_values": values or {},
+        "reserve_error": error,
+        "reservation": reservation,
+        "position": services.reservation_position(reservation) if waiting else None,
+        "why": services.reservation_why(reservation) if waiting else "",
+        "now": timezone.now(),
+    }
 
 
 @ui_login_required

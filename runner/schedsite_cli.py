@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import re
+import signal
 import sys
 import time
 import uuid
@@ -25,8 +26,9 @@ from urllib.parse import quote, urlencode, urlsplit
 from runner.client import Api, ApiError, ApiUnavailable
 
 EXIT_OK = 0
-EXIT_FAILED = 1  # jobs failed (submit --wait, status, watch), or no host could be reserved
+EXIT_FAILED = 1  # jobs failed (submit --wait, status, watch), or no host was reserved
 EXIT_ERROR = 2  # a usage error, a file it cannot read, or an API error
+EXIT_INTERRUPTED = 130  # Ctrl-C
 
 # The statuses a job ends in, and the suite statuses that end a watch.
 FINISHED_JOBS = frozenset({"passed", "failed", "aborted", "error", "expired", "skipped"})
@@ -568,68 +570,181 @@ def cmd_unlock(client: Client, options: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_reserve(client: Client, options: argparse.Namespace, out: TextIO) -> int:
-    """Reserve a free host carrying the labels; with --wait, poll until one frees up.
+    """Reserve a free host that fits (labels or a host) through /api/reservations/; with
+    --wait, join the server's waiting line and follow the reservation until it holds a host.
 
-    The server has no waiting line for reservations: the client looks for a ready, unlocked,
-    unleased host and reserves it (staff; POST /api/leases/), trying the next one when
-    another caller took it first (409).
+    Ctrl-C while it waits takes the reservation out of the line (`end`) and exits 130.
     """
-    labels = " ".join(options.label)
-    carrying = client.get("hosts/", label=options.label, page_size=1)["count"]
-    if not carrying:
-        raise CliError(f"no host in the lab carries {labels}")
-    reason = options.reason or f"schedsite reserve --label {labels}"
-    announced = False
-    while True:
-        try:
-            lease = _reserve_free_host(client, options.label, options.duration, reason)
-        except ApiError as exc:
-            if exc.status == 403:
-                raise CliError(
-                    f"{explain(exc, client.url)} Reservations are made by lab staff "
-                    "(docs/cli.md#reserve)."
-                ) from exc
-            raise
-        if lease is not None:
-            break
-        if not options.wait:
-            print(
-                f"no free host with {labels}: all {carrying} are busy, locked or not ready "
-                "(--wait to wait for one)",
-                file=sys.stderr,
-            )
-            return EXIT_FAILED
-        if not announced:
-            print(
-                f"waiting for a free host with {labels} ({carrying} carry it)…",
-                file=sys.stderr,
-                flush=True,
-            )
-            announced = True
-        time.sleep(options.interval)
-    if options.json:
-        emit_json(lease, out)
+    wants = f"host {options.host}" if options.host else " ".join(options.label)
+    body: dict[str, Any] = {
+        "duration": options.duration,
+        "reason": options.reason or f"schedsite reserve {_wants_args(options)}",
+        "wait": options.wait,
+    }
+    if options.host:
+        body["host"] = options.host
     else:
+        body["labels"] = options.label
+    try:
+        reservation = client.post("reservations/", body, idempotent=True)
+    except ApiError as exc:
+        if exc.status not in (400, 409):
+            raise
+        # Refused, nothing written: no free host (without --wait), a label no host carries,
+        # the tester's limit, a duration too long. The server's words say which.
+        print(f"schedsite: no host reserved: {_refusal(exc)}", file=sys.stderr)
+        return EXIT_FAILED
+    if reservation["status"] == "waiting":
+        progress = sys.stderr
         print(
-            f"reserved {lease['host']} until {lease['expires_at']} (lease {lease['id']})", file=out
+            f"reservation {reservation['id']} waits in line for {wants} (Ctrl-C leaves the line)",
+            file=progress,
+            flush=True,
         )
-        print(f"  give it back: POST {client.url}leases/{lease['id']}/end/", file=out)
+        try:
+            reservation = _follow_line(client, reservation, options.interval, progress)
+        except KeyboardInterrupt:
+            return _leave_line(client, reservation["id"])
+        except ApiError as exc:
+            raise CliError(
+                f"{explain(exc, client.url)}\nreservation {reservation['id']} may still wait "
+                f"in line: `schedsite reservations` shows it, `schedsite release "
+                f"{reservation['id']}` takes it out"
+            ) from exc
+    if options.json:
+        emit_json(reservation, out)
+    if reservation["status"] != "active":
+        print(f"schedsite: {_not_served(client, reservation)}", file=sys.stderr)
+        return EXIT_FAILED
+    if not options.json:
+        print(
+            f"reserved {reservation['host']} until {reservation['expires_at']} "
+            f"(reservation {reservation['id']})",
+            file=out,
+        )
+        print(f"  give it back: schedsite release {reservation['id']}", file=out)
     return EXIT_OK
 
 
-def _reserve_free_host(client: Client, labels: list[str], seconds: int, reason: str) -> dict | None:
-    free = client.get(
-        "hosts/", label=labels, status="ready", locked="false", leased="false", page_size=50
-    )["results"]
-    # A host the scheduler holds idle for a multi-host job is taken last.
-    for host in sorted(free, key=lambda h: h.get("held_for") is not None):
-        try:
-            body = {"host": host["hostname"], "duration": seconds, "reason": reason}
-            return client.post("leases/", body, idempotent=True)
-        except ApiError as exc:
-            if exc.status != 409:  # 409: leased or locked since the list was read
-                raise
-    return None
+def _wants_args(options: argparse.Namespace) -> str:
+    if options.host:
+        return f"--host {options.host}"
+    return " ".join(f"--label {label}" for label in options.label)
+
+
+def _refusal(error: ApiError) -> str:
+    """A refused reservation in the server's words: the 409's detail, the 400's fields."""
+    if error.status == 409 and isinstance(error.body, dict) and error.body.get("detail"):
+        return str(error.body["detail"])
+    return "; ".join(field_errors(error.body))
+
+
+def _follow_line(
+    client: Client,
+    reservation: dict,
+    interval: float,
+    progress: TextIO,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict:
+    """Look at a waiting reservation every `interval` seconds, saying its place in line and
+    why it waits whenever they change, until it no longer waits; return it as it is then."""
+    said = None
+    while reservation["status"] == "waiting":
+        now = (reservation.get("position"), reservation.get("why"))
+        if now != said:
+            stamp = time.strftime("%H:%M:%S")
+            print(f"{stamp} place {now[0]} in line: {now[1]}", file=progress, flush=True)
+            said = now
+        sleep(interval)
+        reservation = client.get(f"reservations/{reservation['id']}/")
+    return reservation
+
+
+def _leave_line(client: Client, reservation_id: int) -> int:
+    """Ctrl-C while waiting: take the reservation out of the line (a second Ctrl-C does not
+    stop that), or give back the host it was given in the meantime; exit 130."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        done = client.post(
+            f"reservations/{reservation_id}/end/",
+            {"reason": "left the line (Ctrl-C in schedsite reserve)"},
+        )
+    except ApiError as exc:
+        print(
+            f"schedsite: interrupted; could not take reservation {reservation_id} out of the "
+            f"line: {explain(exc, client.url)}",
+            file=sys.stderr,
+        )
+    else:
+        if done["status"] == "cancelled":
+            what = "left the line"
+        else:  # served between the last look and the Ctrl-C: its host is given back
+            what = f"it had just been given {done['host']}, now given back"
+        print(f"schedsite: interrupted: reservation {reservation_id} {what}", file=sys.stderr)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return EXIT_INTERRUPTED
+
+
+def _not_served(client: Client, reservation: dict) -> str:
+    """Why a reservation followed in line ends without a host: cancelled (its owner elsewhere,
+    or staff), or served and ended before this client looked (its lease says how)."""
+    number = f"reservation {reservation['id']}"
+    if reservation["status"] == "cancelled":
+        return f"{number} was taken out of the line (cancelled by its owner or lab staff)"
+    how = ""
+    if reservation.get("lease"):
+        lease = client.get(f"leases/{reservation['lease']}/")
+        by = f" by {lease['released_by']}" if lease.get("released_by") else ""
+        how = f": {lease.get('release_reason') or 'ended'}{by}"
+    return f"{number} got {reservation.get('host')} but was {reservation['status']}{how}"
+
+
+def cmd_reservations(client: Client, options: argparse.Namespace, out: TextIO) -> int:
+    """Reservations waiting or holding a host (--status: others): the user's own, or everyone's
+    with --everyone; newest first, as the API lists them."""
+    statuses = options.status or ["waiting", "active"]
+    mine = None if options.everyone else "true"
+    rows = [r for s in statuses for r in client.every("reservations/", status=s, mine=mine)]
+    rows.sort(key=lambda r: r["id"], reverse=True)
+    if options.json:
+        emit_json(rows, out)
+        return EXIT_OK
+    headers = ["ID", *(["OWNER"] if options.everyone else []), "STATUS", "HOST", "UNTIL"]
+    headers += ["WANTS", "REASON"]
+    table(
+        headers,
+        [
+            (
+                r["id"],
+                *([r["owner"]] if options.everyone else []),
+                r["status"] if r["status"] != "waiting" else f"waiting ({r['position']})",
+                r["host"] if r["lease"] else None,
+                r["expires_at"],
+                r["labels"] or f"host {r['host']}",
+                r["reason"],
+            )
+            for r in rows
+        ],
+        out,
+        empty="(no reservations)",
+    )
+    for r in rows:
+        if r["status"] == "waiting":
+            print(f"reservation {r['id']}, place {r['position']} in line: {r['why']}", file=out)
+    return EXIT_OK
+
+
+def cmd_release(client: Client, options: argparse.Namespace, out: TextIO) -> int:
+    """End a reservation: one holding a host frees it, one waiting leaves the line."""
+    done = client.post(f"reservations/{options.id}/end/", {"reason": options.reason or ""})
+    if options.json:
+        emit_json(done, out)
+    elif done["status"] == "cancelled":
+        print(f"reservation {done['id']} left the line", file=out)
+    else:
+        print(f"reservation {done['id']} ended: {done['host']} is free again", file=out)
+    return EXIT_OK
 
 
 def cmd_job(client: Client, options: argparse.Namespace, out: TextIO) -> int:
@@ -719,6 +834,8 @@ COMMANDS: dict[str, Callable[[Client, argparse.Namespace, TextIO], int]] = {
     "lock": cmd_lock,
     "unlock": cmd_unlock,
     "reserve": cmd_reserve,
+    "reservations": cmd_reservations,
+    "release": cmd_release,
     "job": cmd_job,
 }
 
@@ -766,8 +883,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="schedsite",
         description="The schedsite lab from the command line, over the REST API (docs/cli.md). "
         "The token comes from SCHEDSITE_TOKEN or the file `schedsite login` writes.",
-        epilog="exit status: 0 ok, 1 jobs failed (or no host could be reserved), "
-        "2 usage or API error",
+        epilog="exit status: 0 ok, 1 jobs failed (or no host was reserved), 2 usage or API error",
     )
     _common(parser, None)
     common = argparse.ArgumentParser(add_help=False)
@@ -821,8 +937,13 @@ def build_parser() -> argparse.ArgumentParser:
     lock.add_argument("--reason", required=True)
     add("unlock", "unlock a host (staff)").add_argument("host")
 
-    reserve = add("reserve", "reserve a free host carrying the labels for manual work (staff)")
-    reserve.add_argument("--label", action="append", required=True, help="repeat: AND")
+    reserve = add(
+        "reserve",
+        "reserve a free host that fits for manual work; with --wait, wait in line for one",
+    )
+    target = reserve.add_mutually_exclusive_group(required=True)
+    target.add_argument("--label", action="append", help="a label it must carry; repeat: AND")
+    target.add_argument("--host", help="the host, by name")
     reserve.add_argument(
         "--for",
         dest="duration",
@@ -833,9 +954,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     reserve.add_argument("--reason", help="shown on the host (default: the command)")
     reserve.add_argument(
-        "--wait", action="store_true", help="poll until a matching host is free, then reserve it"
+        "--wait",
+        action="store_true",
+        help="with no free host, wait in the server's line until one is yours (Ctrl-C leaves)",
     )
-    _interval(reserve, default=10.0)
+    _interval(reserve, default=5.0)
+
+    reservations = add("reservations", "your reservations, waiting or holding a host")
+    reservations.add_argument(
+        "--status",
+        action="append",
+        choices=["waiting", "active", "ended", "cancelled"],
+        help="repeat: OR (default: waiting and active)",
+    )
+    reservations.add_argument("--everyone", action="store_true", help="everyone's, not yours")
+
+    release = add("release", "end a reservation: free its host, or leave the line")
+    release.add_argument("id", type=positive_id, metavar="ID", help="the reservation's id")
+    release.add_argument("--reason", help="a note for the host's timeline")
 
     job = add("job", "a job: its status, host, tries and output")
     job.add_argument("id", type=positive_id, metavar="ID")
@@ -891,7 +1027,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"schedsite: {exc}", file=sys.stderr)
     except KeyboardInterrupt:
         print("schedsite: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`schedsite hosts | head`): what it read was all it wanted.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -23,6 +23,7 @@ from hosts.models import Host, Label
 from hosts.validators import label_validator
 from jobs import badges
 from jobs import selectors as job_selectors
+from jobs.forms import reserve_durations
 from jobs.models import Job, Lease
 from schedsite.errors import InvalidInput
 from schedsite.ui.charts import Chart, Series, line_chart
@@ -218,6 +219,8 @@ def label_detail(request: HttpRequest, label: str) -> HttpResponse:
         "tracked": tracked(label),
         "hosts_url": f"{reverse('hosts:host_list')}?{urlencode({'label': label})}",
         "host_reliability_url": reverse("stats:host_reliability"),
+        # "Reserve the next free one" of its hosts (docs/ui.md#a-testers-reservations).
+        "reserve_durations": reserve_durations(request.user),
     }
     if context["tracked"]:
         # The range tabs reload this page: its reliability figures follow the range too.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 from collections.abc import Callable
 from typing import Any
@@ -26,7 +27,7 @@ from jobs import host_inventory as inventory
 from jobs import selectors
 from jobs import services as job_services
 from jobs.api import host_serializers as s
-from jobs.api.serializers import LeaseSerializer, RunnerLeaseSerializer
+from jobs.api.serializers import LeaseSerializer, RunnerLeaseSerializer, attempt_hosts
 from jobs.models import Lease
 from schedsite.api_permissions import RolePermissionsMixin
 from schedsite.api_views import ActionTablesMixin, NameLookupMixin
@@ -91,10 +92,19 @@ class InventoryViewSet(
         return self.get_paginated_response(data)
 
 
-# The form of a runner's lease answer, part of the lease list's ETag: change it with any change
-# to what RunnerLeaseSerializer or the list's pagination writes, so a runner's remembered list
-# of the old form is not kept by a 304 (docs/api.md#conditional-lease-lists).
-RUNNER_LEASES_FORM = "1:" + ",".join(RunnerLeaseSerializer.Meta.fields)
+def _form_of_runner_leases() -> str:
+    """The form of a runner's lease answer, part of the lease list's ETag: the code that writes
+    it (read once per process), so a release that changes the answer changes every tag and no
+    runner keeps a list of the old form by a 304 (docs/api.md#conditional-lease-lists). Bump
+    the number for a change made elsewhere (the pagination's envelope, say)."""
+    try:
+        code = "".join(map(inspect.getsource, (RunnerLeaseSerializer, attempt_hosts)))
+    except OSError:  # no source shipped: the fields at least
+        code = ",".join(RunnerLeaseSerializer.Meta.fields)
+    return "1:" + hashlib.blake2b(code.encode(), digest_size=8).hexdigest()
+
+
+RUNNER_LEASES_FORM = _form_of_runner_leases()
 IF_NONE_MATCH = OpenApiParameter(
     "If-None-Match",
     str,

@@ -9,6 +9,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from jobs import services
@@ -156,3 +158,16 @@ def test_a_multi_host_jobs_hosts_on_other_workers_are_part_of_the_list(
     answer = fresh(runner_client, etag)
     (pair,) = [x for x in answer.json()["results"] if x["job"]["name"] == "pair"]
     assert pair["hosts"][1]["hostname"] == "peer2.lab"
+
+
+@pytest.mark.postgres
+def test_a_304_reads_no_lease_rows_only_their_versions(runner_client, lab) -> None:  # noqa: ANN001
+    etag = listed(runner_client)["ETag"]
+    with CaptureQueriesContext(connection) as captured:
+        assert listed(runner_client, etag=etag).status_code == 304
+    # The token with its groups, the worker, the versions: no count, no page, no prefetches.
+    assert len(captured.captured_queries) == 3, [q["sql"][:120] for q in captured]
+    with CaptureQueriesContext(connection) as captured:
+        assert listed(runner_client).status_code == 200
+    # ... and the list: its count, its page, the hosts' labels (no attempt of one-host jobs).
+    assert len(captured.captured_queries) == 6, [q["sql"][:120] for q in captured]

@@ -30,7 +30,7 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.functions import Cast, Coalesce, Concat
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from hosts import rules
@@ -335,33 +335,31 @@ def with_attempts(leases: list[Lease]) -> list[Lease]:
     return leases
 
 
-class RowVersion(Expression):
-    """PostgreSQL's `xmin` of the row a field path reaches, as text: the id of the transaction
-    that wrote that version of the row. Every write of a row (an `UPDATE`, even to the same
-    values) makes a version with the writer's id, newer than any committed before it."""
+class RowVersions(Expression):
+    """The rows `paths` reach, each as "id.version", joined by "/" ("-": no row): the version
+    is PostgreSQL's `xmin`, the id of the transaction that wrote that version of the row.
+    Every committed write of a row (an `UPDATE`, even to the same values) makes a version with
+    a newer id than any before it."""
 
     output_field = CharField()
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, *paths: str) -> None:
         super().__init__()
-        self.ref: Expression | F = F(path)
+        self.refs: list = [F(path) for path in paths]
 
     def get_source_expressions(self) -> list:
-        return [self.ref]
+        return self.refs
 
     def set_source_expressions(self, exprs: list) -> None:
-        (self.ref,) = exprs
+        self.refs = list(exprs)
 
     def as_sql(self, compiler: object, connection: object) -> tuple[str, list]:
-        return f"{compiler.quote_name_unless_alias(self.ref.alias)}.xmin::text", []
-
-
-def _versions(*paths: str) -> Concat:
-    """The row versions of `paths` with the first one's id: "id.xmin.xmin…"."""
-    parts: list = [Cast(paths[0], CharField())]
-    for path in paths:
-        parts += [Value("."), RowVersion(path)]
-    return Concat(*parts, output_field=CharField())
+        parts = []
+        for col in self.refs:
+            row = compiler.quote_name_unless_alias(col.alias)
+            pk = connection.ops.quote_name(col.target.model._meta.pk.column)
+            parts.append(f"coalesce({row}.{pk}::text || '.' || {row}.xmin::text, '-')")
+        return "(" + " || '/' || ".join(parts) + ")", []
 
 
 def _runner_lease_versions(worker_id: int) -> QuerySet[Lease]:
@@ -373,12 +371,11 @@ def _runner_lease_versions(worker_id: int) -> QuerySet[Lease]:
     return (
         _runner_lease_rows(worker_id)
         .values_list(
-            _versions("pk", "pk", "host__hostname", "job__name"),
-            RowVersion("job__suite__name"),  # none for a maintenance job
-            ArraySubquery(links.values_list(_versions("pk", "pk", "label__name"))),
+            RowVersions("pk", "host__hostname", "job__name", "job__suite__name"),
+            ArraySubquery(links.values_list(RowVersions("pk", "label__name"))),
             Case(
                 When(role="", then=Value(None)),  # a one-host job: its lease is its attempt
-                default=ArraySubquery(attempt.values_list(_versions("pk", "pk", "host__hostname"))),
+                default=ArraySubquery(attempt.values_list(RowVersions("pk", "host__hostname"))),
                 output_field=ArrayField(CharField()),
             ),
         )

@@ -62,6 +62,7 @@ class Stats:
 
     times: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     failures: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    not_modified: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # 304s
     first_failure: dict[str, str] = field(default_factory=dict)
 
 
@@ -158,21 +159,39 @@ def cost_per_call(lab: Lab, n: int) -> dict[str, dict]:
         (f"/api/workers/{w}/leases/", w, None)
         for w in (workers[i % len(workers)] for i in range(n))
     ]
+    # Then the runner's poll when nothing changed: its list's ETag in If-None-Match (a server
+    # without ETags answers 200, and the figure is left out).
+    calls["leases_304"] = [
+        (f"/api/workers/{w}/leases/", w, None)
+        for w in (workers[i % len(workers)] for i in range(n))
+    ]
     out = {}
     for name, todo in calls.items():
         times = []
+        expected = 304 if name == "leases_304" else 200
+        if name == "leases_304":  # each worker's current ETag, read untimed
+            etags = {}
+            for _path, w, _body in todo:
+                if w not in etags:
+                    answer = client.get(f"/api/workers/{w}/leases/", headers=_auth(lab, w))
+                    etags[w] = answer.get("ETag")
+            if not all(etags.values()):
+                continue
+            todo = [(path, w, {"If-None-Match": etags[w]}) for path, w, _body in todo]
         cpu = time.process_time()
         for path, worker, body in todo:
             start = time.perf_counter()
-            headers = {"authorization": f"Token {lab.tokens[worker]}"}
-            if body is None:
+            headers = _auth(lab, worker)
+            if name == "leases_304":
+                response = client.get(path, headers={**headers, **body})
+            elif body is None:
                 response = client.get(path, headers=headers)
             else:
                 response = client.post(
                     path, json.dumps(body), content_type="application/json", headers=headers
                 )
             times.append((time.perf_counter() - start) * 1000)
-            if response.status_code != 200:
+            if response.status_code != expected:
                 raise SystemExit(f"{path}: {response.status_code} {response.content[:300]!r}")
         out[name] = {
             "calls": n,
@@ -184,14 +203,22 @@ def cost_per_call(lab: Lab, n: int) -> dict[str, dict]:
     return out
 
 
+def _auth(lab: Lab, worker: str) -> dict[str, str]:
+    return {"authorization": f"Token {lab.tokens[worker]}"}
+
+
 # --- the client -----------------------------------------------------------------------------
 
 
-async def post(port: int, path: str, token: str, body: dict | None) -> tuple[int, bytes]:
-    """One POST (a GET when body is None) on a fresh loopback connection; (status, body)."""
+async def post(
+    port: int, path: str, token: str, body: dict | None, etag: str = ""
+) -> tuple[int, bytes]:
+    """One POST (a GET when body is None, conditional with an etag) on a fresh loopback
+    connection; (status, the whole answer: head and body)."""
     payload = b"" if body is None else json.dumps(body).encode()
     verb = "GET" if body is None else "POST"
     kind = "" if body is None else "Content-Type: application/json\r\n"
+    kind += f"If-None-Match: {etag}\r\n" if etag else ""
     head = (
         f"{verb} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Token {token}\r\n"
         f"{kind}Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
@@ -204,22 +231,44 @@ async def post(port: int, path: str, token: str, body: dict | None) -> tuple[int
     finally:
         writer.close()
     status = int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/") else 0
-    return status, answer.partition(b"\r\n\r\n")[2]
+    return status, answer
+
+
+def etag_of(answer: bytes) -> str:
+    """The ETag header of an HTTP answer, or ""."""
+    head = answer.partition(b"\r\n\r\n")[0].decode("latin-1")
+    for line in head.split("\r\n")[1:]:
+        name, _, value = line.partition(":")
+        if name.strip().lower() == "etag":
+            return value.strip()
+    return ""
 
 
 async def timed(
-    stats: Stats, name: str, port: int, path: str, token: str, body: dict | None
-) -> bool:
+    stats: Stats,
+    name: str,
+    port: int,
+    path: str,
+    token: str,
+    body: dict | None,
+    etag: str = "",
+) -> bytes | None:
+    """One call, timed; the answer when it succeeded (a 200, or a 304 to a conditional GET)."""
     start = time.perf_counter()
     try:
-        status, answer = await asyncio.wait_for(post(port, path, token, body), timeout=30)
+        status, answer = await asyncio.wait_for(post(port, path, token, body, etag), timeout=30)
     except (OSError, TimeoutError) as exc:
         status, answer = 0, str(exc).encode()
     stats.times[name].append((time.perf_counter() - start) * 1000)
-    if status != 200:
+    if status == 304 and etag:  # noqa: PLR2004
+        stats.not_modified[name] += 1
+        return answer
+    if status != 200:  # noqa: PLR2004
         stats.failures[name] += 1
-        stats.first_failure.setdefault(name, f"{status}: {answer[:200].decode(errors='replace')}")
-    return status == 200
+        text = answer.partition(b"\r\n\r\n")[2] if answer.startswith(b"HTTP/") else answer
+        stats.first_failure.setdefault(name, f"{status}: {text[:200].decode(errors='replace')}")
+        return None
+    return answer
 
 
 async def beat_worker(
@@ -237,11 +286,15 @@ async def beat_worker(
 async def list_worker(
     lab: Lab, stats: Stats, port: int, worker: str, interval: float, until: float
 ) -> None:
-    """One worker's runner looking for new leases: `GET` of its lease list every interval."""
+    """One worker's runner looking for new leases: `GET` of its lease list every interval,
+    with the ETag of the last list it got in If-None-Match, as the reference runner sends."""
     await asyncio.sleep(random.uniform(0, interval))
+    etag = ""
     while time.monotonic() < until:
         path = f"/api/workers/{worker}/leases/"
-        await timed(stats, "leases", port, path, lab.tokens[worker], None)
+        answer = await timed(stats, "leases", port, path, lab.tokens[worker], None, etag)
+        if answer is not None:
+            etag = etag_of(answer) or ""
         await asyncio.sleep(interval)
 
 
@@ -453,6 +506,7 @@ def summary(stats: Stats, elapsed: float) -> dict[str, dict]:
             "requests": len(times),
             "answered_rps": round((len(times) - stats.failures.get(name, 0)) / elapsed, 1),
             "failed": stats.failures.get(name, 0),  # timed out after 30 s, or not a 200
+            "not_modified": stats.not_modified.get(name, 0),  # 304s to a conditional GET
             **{f"p{q}_ms": round(percentile(times, q), 1) for q in (50, 95, 99)},
             "max_ms": round(max(times), 1),
         }

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.contrib.postgres.expressions import ArraySubquery
+from django.contrib.postgres.fields import ArrayField
+from django.db import connection
 from django.db.models import (
+    Case,
+    CharField,
     Count,
     Exists,
+    Expression,
     F,
     IntegerField,
     Min,
@@ -20,6 +27,8 @@ from django.db.models import (
     QuerySet,
     Subquery,
     Sum,
+    Value,
+    When,
 )
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -33,6 +42,7 @@ from jobs.models import Job, Lease, SchedulerSettings, SchedulerTick, Suite, Wai
 from jobs.querysets import UNFINISHED_JOB_STATUSES
 from jobs.scheduling import labstate, planner, snapshot
 from schedsite.counting import bounded_count
+from schedsite.prepared import PreparedQuery
 
 # --- wait reasons ---------------------------------------------------------------------------
 
@@ -278,30 +288,115 @@ def lease_of_job(job: Job) -> Lease | None:
     )
 
 
+def _runner_lease_rows(worker_id: int) -> QuerySet[Lease]:
+    """The leases a worker's runner is shown: its active job leases, less the hosts it holds
+    for a multi-host job whose slot 0 host is on the same worker (shown once, by slot 0)."""
+    runs_here = Lease.objects.active().filter(
+        job=OuterRef("job"), slot=0, host__worker=OuterRef("host__worker")
+    )
+    return (
+        Lease.objects.active()
+        .filter(job__isnull=False, host__worker=worker_id)
+        .exclude(Q(slot__gt=0) & Exists(runs_here))
+    )
+
+
 def runner_leases(*, worker: Worker) -> QuerySet[Lease]:
     """A worker's active job leases, with what its runner needs to run each job.
 
     A multi-host job appears once, by its slot 0 lease, on the worker of its slot 0 host (whose
     runner runs it); its other hosts on other workers appear by their own leases there, which
-    those runners leave alone (`slot` > 0: held for a job run elsewhere). Each lease comes with
-    its job's active leases (`job.attempt_leases`), every host of the attempt.
+    those runners leave alone (`slot` > 0: held for a job run elsewhere). `with_attempts`
+    adds each job's active leases (`job.attempt_leases`), every host of the attempt.
     """
-    runs_here = Lease.objects.active().filter(job=OuterRef("job"), slot=0, host__worker=worker)
     return (
-        Lease.objects.active()
-        .filter(job__isnull=False, host__worker=worker)
-        .exclude(Q(slot__gt=0) & Exists(runs_here))
+        _runner_lease_rows(worker.pk)
         .select_related("host", "job", "job__suite")
-        .prefetch_related(
-            "host__labels",
-            Prefetch(
-                "job__leases",
-                queryset=Lease.objects.active().select_related("host").order_by("slot", "id"),
-                to_attr="attempt_leases",
-            ),
-        )
+        .prefetch_related("host__labels")
         .order_by("acquired_at", "id")
     )
+
+
+def with_attempts(leases: list[Lease]) -> list[Lease]:
+    """Each lease's job with its attempt's active leases (`job.attempt_leases`, by slot).
+
+    A one-host job's lease (`role` "") is its attempt: no query. The multi-host jobs' leases
+    are read in one query, with their hosts, and none when the page has no multi-host job:
+    reading every job's attempt made half the instances of a lab's lease lists.
+    """
+    multi = {lease.job_id for lease in leases if lease.role}
+    found: dict[int, list[Lease]] = {}
+    if multi:
+        attempts = Lease.objects.active().filter(job__in=multi).select_related("host")
+        for lease in attempts.order_by("slot", "id"):
+            found.setdefault(lease.job_id, []).append(lease)
+    for lease in leases:
+        lease.job.attempt_leases = found.get(lease.job_id, []) if lease.role else [lease]
+    return leases
+
+
+class RowVersions(Expression):
+    """The rows `paths` reach, each as "id.version", joined by "/" ("-": no row): the version
+    is PostgreSQL's `xmin`, the id of the transaction that wrote that version of the row.
+    Every committed write of a row (an `UPDATE`, even to the same values) makes a version with
+    a newer id than any before it."""
+
+    output_field = CharField()
+
+    def __init__(self, *paths: str) -> None:
+        super().__init__()
+        self.refs: list = [F(path) for path in paths]
+
+    def get_source_expressions(self) -> list:
+        return self.refs
+
+    def set_source_expressions(self, exprs: list) -> None:
+        self.refs = list(exprs)
+
+    def as_sql(self, compiler: object, connection: object) -> tuple[str, list]:
+        parts = []
+        for col in self.refs:
+            row = compiler.quote_name_unless_alias(col.alias)
+            pk = connection.ops.quote_name(col.target.model._meta.pk.column)
+            parts.append(f"coalesce({row}.{pk}::text || '.' || {row}.xmin::text, '-')")
+        return "(" + " || '/' || ".join(parts) + ")", []
+
+
+def _runner_lease_versions(worker_id: int) -> QuerySet[Lease]:
+    """What the runner's lease list is made of, as row versions (PostgreSQL's `xmin`): each
+    lease with its host, job and suite, its host's label links and labels, and for a
+    multi-host job every lease of the attempt with its host."""
+    links = Host.labels.through.objects.filter(host=OuterRef("host")).order_by("pk")
+    attempt = Lease.objects.active().filter(job=OuterRef("job")).order_by("pk")
+    return (
+        _runner_lease_rows(worker_id)
+        .values_list(
+            RowVersions("pk", "host__hostname", "job__name", "job__suite__name"),
+            ArraySubquery(links.values_list(RowVersions("pk", "label__name"))),
+            Case(
+                When(role="", then=Value(None)),  # a one-host job: its lease is its attempt
+                default=ArraySubquery(attempt.values_list(RowVersions("pk", "host__hostname"))),
+                output_field=ArrayField(CharField()),
+            ),
+        )
+        .order_by("pk")
+    )
+
+
+RUNNER_LEASE_VERSIONS = PreparedQuery(_runner_lease_versions, int)
+
+
+def runner_leases_version(*, worker: Worker) -> str | None:
+    """A fingerprint of everything `runner_leases` shows the worker's runner, in one query:
+    the same while no row it reads was written, different after any write (PostgreSQL gives
+    every new row version the writing transaction's id, `xmin`, and a lease that joins or
+    leaves the list changes the rows read). None on other databases, which have no row
+    versions: the caller then fingerprints the answer itself (docs/api.md#conditional-lease-lists).
+    """
+    if connection.vendor != "postgresql":
+        return None
+    rows = RUNNER_LEASE_VERSIONS.all(worker.pk)
+    return hashlib.blake2b(repr(rows).encode(), digest_size=16).hexdigest()
 
 
 # --- reads for the web UI -------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import random
 import time
@@ -58,6 +59,10 @@ class Api:
             {"Authorization": f"Token {token}", "Accept": "application/json"}
         )
         self.sleep = sleep
+        # GET answers that came with an ETag, by URL: the next GET of the URL sends it in
+        # If-None-Match, and a 304 answers with the remembered payload (the worker's lease
+        # list, polled every few seconds, costs the server a fingerprint while unchanged).
+        self.validated: dict[str, tuple[str, Any]] = {}
 
     def url(self, path: str) -> str:
         return (
@@ -67,16 +72,25 @@ class Api:
     def call(self, method: str, path: str, body: dict | None = None) -> Any:
         """Send one request; retry connection errors and 429/5xx; raise ApiError on a 4xx."""
         url = self.url(path)
+        remembered = self.validated.get(url) if method == "GET" else None
+        # Only a conditional GET carries headers of its own (the session's are the rest).
+        extra = {"headers": {"If-None-Match": remembered[0]}} if remembered else {}
         error: ApiError | None = None
         for attempt in range(self.retries + 1):
             wait: float | None = None
             try:
-                response = self.session.request(method, url, json=body, timeout=self.timeout)
+                response = self.session.request(
+                    method, url, json=body, timeout=self.timeout, **extra
+                )
             except requests.RequestException as exc:
                 error = ApiUnavailable(0, str(exc), method, url)
             else:
+                if response.status_code == 304 and remembered:
+                    return copy.deepcopy(remembered[1])
                 payload = _json(response)
                 if response.status_code < 400:
+                    if method == "GET":
+                        self._remember(url, response, payload)
                     return payload
                 if response.status_code not in TRANSIENT_STATUSES:
                     raise ApiError(response.status_code, payload, method, url)
@@ -94,6 +108,14 @@ class Api:
                 self.sleep(delay)
         assert error is not None
         raise error
+
+    def _remember(self, url: str, response: requests.Response, payload: Any) -> None:
+        headers = getattr(response, "headers", None) or {}
+        etag = headers.get("ETag")
+        if etag:
+            self.validated[url] = (etag, copy.deepcopy(payload))
+        else:
+            self.validated.pop(url, None)
 
     def pages(self, path: str) -> Iterator[dict]:
         """Yield every result of a paginated list, following `next` links."""

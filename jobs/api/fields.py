@@ -6,8 +6,10 @@ import re
 from datetime import timedelta
 from typing import Any
 
+from django.urls import get_script_prefix
 from rest_framework import serializers
 from rest_framework.request import Request
+from rest_framework.settings import api_settings
 
 from jobs.submission_schema import (  # noqa: F401 - the API's fields, declared with the schema
     MAX_LABELS,
@@ -24,6 +26,12 @@ class RelatedName(serializers.CharField):
 
     def __init__(self, source: str, **kwargs: Any) -> None:
         super().__init__(source=source, read_only=True, allow_null=True, **kwargs)
+
+
+# IdentityURL's URL texts around the value, by route, format, prefix, scheme and host; cleared
+# when full (a host header is the client's to choose).
+_AROUND: dict[tuple, tuple[str, str]] = {}
+AROUND_MOST = 256
 
 
 class IdentityURL(serializers.HyperlinkedIdentityField):
@@ -49,10 +57,31 @@ class IdentityURL(serializers.HyperlinkedIdentityField):
             return super().get_url(obj, view_name, request, format)
         split = self._split
         if split is None or split[0] is not request or split[1] != format:
+            split = self._split = (request, format, *self._around(view_name, request, format))
+        return split[2] + value + split[3]
+
+    def _around(self, view_name: str, request: Request | None, format: str | None) -> tuple:
+        """The URL's text before and after the value, reversed once per process for each
+        host, scheme, script prefix and format (asked, or kept from the request's query): a
+        runner's start or complete answers with one job, and reversing its URL was the
+        largest part of that answer in a profile."""
+        key = (view_name, self.lookup_url_kwarg, format, get_script_prefix())
+        if request is not None:
+            # DRF's reverse keeps the request's `?format=` in the URL.
+            kept = (
+                request.GET.get(api_settings.URL_FORMAT_OVERRIDE)
+                if hasattr(request, "GET")
+                else None
+            )
+            key += (request.scheme, request.get_host(), kept)
+        around = _AROUND.get(key)
+        if around is None:
             placeholder = {self.lookup_url_kwarg: links.PLACEHOLDER}
             url = self.reverse(view_name, kwargs=placeholder, request=request, format=format)
-            split = self._split = (request, format, *links.split_url(url))
-        return split[2] + value + split[3]
+            if len(_AROUND) >= AROUND_MOST:
+                _AROUND.clear()
+            around = _AROUND[key] = links.split_url(url)
+        return around
 
 
 class Seconds(serializers.IntegerField):

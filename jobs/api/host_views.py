@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
+import inspect
+import json
 from collections.abc import Callable
 from typing import Any
 
 from django.db.models import Model, QuerySet
 from django.http import Http404
 from django.utils import timezone
+from django.utils.http import parse_etags
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -23,7 +27,7 @@ from jobs import host_inventory as inventory
 from jobs import selectors
 from jobs import services as job_services
 from jobs.api import host_serializers as s
-from jobs.api.serializers import LeaseSerializer, RunnerLeaseSerializer
+from jobs.api.serializers import LeaseSerializer, RunnerLeaseSerializer, attempt_hosts
 from jobs.models import Lease
 from schedsite.api_permissions import RolePermissionsMixin
 from schedsite.api_views import ActionTablesMixin, NameLookupMixin
@@ -86,6 +90,36 @@ class InventoryViewSet(
         page = self.paginate_queryset(events.select_related("host", "worker"))
         data = s.HostEventSerializer(page, many=True, context=self.get_serializer_context()).data
         return self.get_paginated_response(data)
+
+
+def _form_of_runner_leases() -> str:
+    """The form of a runner's lease answer, part of the lease list's ETag: the code that writes
+    it (read once per process), so a release that changes the answer changes every tag and no
+    runner keeps a list of the old form by a 304 (docs/api.md#conditional-lease-lists). Bump
+    the number for a change made elsewhere (the pagination's envelope, say)."""
+    try:
+        code = "".join(map(inspect.getsource, (RunnerLeaseSerializer, attempt_hosts)))
+    except OSError:  # no source shipped: the fields at least
+        code = ",".join(RunnerLeaseSerializer.Meta.fields)
+    return "1:" + hashlib.blake2b(code.encode(), digest_size=8).hexdigest()
+
+
+RUNNER_LEASES_FORM = _form_of_runner_leases()
+IF_NONE_MATCH = OpenApiParameter(
+    "If-None-Match",
+    str,
+    OpenApiParameter.HEADER,
+    description="The ETag of the list the runner has: 304 with no body while it is current.",
+)
+
+
+def etag_matches(request: Request, etag: str) -> bool:
+    """Whether the request's If-None-Match names this ETag (weakly compared, `*` matching)."""
+    header = request.headers.get("If-None-Match")
+    if not header:
+        return False
+    tags = parse_etags(header)
+    return "*" in tags or any(tag.removeprefix("W/") == etag for tag in tags)
 
 
 # The worker actions its runner calls all the time (docs/api.md#the-runner-protocol-and-run_worker).
@@ -171,13 +205,37 @@ class WorkerViewSet(InventoryViewSet):
         payload = s.WorkerHeartbeatSerializer.payload(worker, gone)
         return Response(s.WorkerHeartbeatSerializer(payload).data)
 
-    @extend_schema(responses=RunnerLeaseSerializer(many=True), filters=False)
+    @extend_schema(
+        responses={200: RunnerLeaseSerializer(many=True), 304: None},
+        parameters=[IF_NONE_MATCH],
+        filters=False,
+    )
     @action(detail=True, methods=["get"])
     def leases(self, request: Request, name: str) -> Response:
         worker = self.get_object()
-        page = self.paginate_queryset(selectors.runner_leases(worker=worker))
+        # The fingerprint is read before the list: a change between the two makes the next
+        # poll's fingerprint differ from this answer's, never the other way round.
+        version = selectors.runner_leases_version(worker=worker)
+        etag = version and self._etag(version)
+        if etag and etag_matches(request, etag):
+            return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": etag})
+        leases = self.paginate_queryset(selectors.runner_leases(worker=worker))
+        page = selectors.with_attempts(leases)
         data = RunnerLeaseSerializer(page, many=True, context=self.get_serializer_context()).data
-        return self.get_paginated_response(data)
+        response = self.get_paginated_response(data)
+        if not etag:  # no row versions (SQLite): the answer's own fingerprint
+            etag = self._etag(json.dumps(response.data, sort_keys=True, default=str))
+            if etag_matches(request, etag):
+                return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": etag})
+        response["ETag"] = etag
+        return response
+
+    def _etag(self, version: str) -> str:
+        """The lease list's entity tag: its rows' fingerprint, for this URL (page, size, host)
+        in this format and this form of the answer."""
+        seen = f"{version}|{self.request.build_absolute_uri()}|{self.request.accepted_media_type}"
+        digest = hashlib.blake2b(f"{RUNNER_LEASES_FORM}|{seen}".encode(), digest_size=16)
+        return f'"{digest.hexdigest()}"'
 
 
 @extend_schema_view(destroy=extend_schema(responses={200: s.HostDetailSerializer, 204: None}))

@@ -28,7 +28,7 @@ def test_each_field_is_what_drf_would_give(lab, alice) -> None:  # noqa: ANN001
     Lease.objects.filter(host=peer).update(provision_to="R120-1")
     Lease.objects.filter(host=dut).update(heartbeat_at=lab.running.started_at)
     request = Request(APIRequestFactory().get("/api/workers/w1/leases/"))
-    leases = list(selectors.runner_leases(worker=lab.w1))
+    leases = selectors.with_attempts(list(selectors.runner_leases(worker=lab.w1)))
     serializer = RunnerLeaseSerializer(context={"request": request})
     for lease in leases:
         walked = serializers.ModelSerializer.to_representation(serializer, lease)

@@ -49,3 +49,9 @@ def test_the_clock_splits_the_machines_busy_time():
     assert seconds["client"] >= 0.15 and seconds["server"] >= 0.1
     assert seconds["scheduler"] == 0  # none was given
     assert seconds["rest_of_machine"] >= 0
+
+
+def test_the_runners_poll_keeps_the_etag_of_its_last_list():
+    answer = b'HTTP/1.1 304 Not Modified\r\nDate: x\r\netag: "abc"\r\n\r\n'
+    assert protocol_load.etag_of(answer) == '"abc"'
+    assert protocol_load.etag_of(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}") == ""

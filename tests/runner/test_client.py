@@ -32,9 +32,13 @@ class FakeSession:
     script: list[Any]
     calls: list[tuple[str, str, Any]] = field(default_factory=list)
     headers: dict = field(default_factory=dict)
+    sent: list[dict] = field(default_factory=list)  # each call's own headers
 
-    def request(self, method: str, url: str, json: Any = None, timeout: float = 0) -> Any:
+    def request(
+        self, method: str, url: str, json: Any = None, timeout: float = 0, headers: Any = None
+    ) -> Any:
         self.calls.append((method, url, json))
+        self.sent.append(headers or {})
         answer = self.script.pop(0)
         if isinstance(answer, Exception):
             raise answer
@@ -105,3 +109,45 @@ def test_a_retry_after_longer_than_the_runner_waits_fails_the_call_at_once():
     with pytest.raises(ApiUnavailable) as info:
         client.call("POST", "token/")
     assert info.value.status == 429 and len(client.session.calls) == 1
+
+
+def test_a_list_answered_with_an_etag_is_asked_for_conditionally_and_a_304_reuses_it():
+    page = {"results": [{"id": 7, "job": {"status": "leased"}}], "next": None}
+    changed = {"results": [], "next": None}
+    client = api(
+        FakeResponse(200, page, {"ETag": '"v1"'}),
+        FakeResponse(304),
+        FakeResponse(304),
+        FakeResponse(200, changed, {"ETag": '"v2"'}),
+        FakeResponse(304),
+    )
+    path = "workers/w1/leases/"
+    seen = [list(client.pages(path)) for _ in range(5)]
+    assert seen == [page["results"]] * 3 + [[]] * 2
+    assert [sent.get("If-None-Match") for sent in client.session.sent] == [
+        None,
+        '"v1"',
+        '"v1"',
+        '"v1"',
+        '"v2"',
+    ]
+    # What a 304 gave is the caller's own: changing it does not change the remembered list.
+    client = api(FakeResponse(200, page, {"ETag": '"v1"'}), FakeResponse(304), FakeResponse(304))
+    list(client.pages(path))
+    list(client.pages(path))[0]["job"]["status"] = "running"
+    assert list(client.pages(path))[0]["job"]["status"] == "leased"
+
+
+def test_a_304_for_a_get_it_never_saw_is_not_taken_for_a_list_and_posts_send_no_etag():
+    client = api(FakeResponse(200, {"ok": 1}, {"ETag": '"p"'}), FakeResponse(200, {"ok": 2}))
+    assert client.call("POST", "workers/w1/heartbeat/") == {"ok": 1}
+    assert client.call("POST", "workers/w1/heartbeat/") == {"ok": 2}
+    assert client.session.sent == [{}, {}] and client.validated == {}
+    # An answer without an ETag forgets the one before.
+    client = api(
+        FakeResponse(200, {"results": [1]}, {"ETag": '"a"'}),
+        FakeResponse(200, {"results": [2]}),
+        FakeResponse(200, {"results": [3]}),
+    )
+    assert [client.call("GET", "x/")["results"] for _ in range(3)] == [[1], [2], [3]]
+    assert [sent.get("If-None-Match") for sent in client.session.sent] == [None, '"a"', None]

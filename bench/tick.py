@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import os
 import pstats
 import random
+import resource
 import statistics
 import sys
 import time
@@ -193,6 +195,44 @@ def _churn(
     return out
 
 
+def _rss_mb() -> float:
+    """This process's resident memory now (Linux), in MB."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+def _peak_rss_mb() -> float:
+    """The most resident memory this process has had (ru_maxrss: KB on Linux), in MB."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def _memory(ticks: int, changes: int) -> dict[str, object]:
+    """Run `ticks` ticks, each after `changes` completions and submissions, and sample this
+    process's resident memory: is it flat while the kept lab is refreshed tick after tick?
+
+    The process holds what a scheduler process holds (Django, the kept lab, the wait-reason
+    table it last wrote) plus the benchmark's own small state; the generated lab is dropped
+    before the first tick."""
+    every = max(1, ticks // 10)
+    samples = [(0, _rss_mb())]
+    cpu = []
+    for i in range(1, ticks + 1):
+        _events(changes, priority=40)
+        cpu.append(float(_run_tick(f"memory {i}", None, must_lease=True)["cpu_ms"]))
+        if i % every == 0 or i == ticks:
+            samples.append((i, _rss_mb()))
+    return {
+        "ticks": ticks,
+        "changes_per_tick": changes,
+        "rss_mb_by_tick": samples,
+        "rss_growth_mb": round(samples[-1][1] - samples[1][1], 1) if len(samples) > 1 else 0.0,
+        "cpu_median_ms": round(statistics.median(cpu), 1) if cpu else None,
+    }
+
+
 def _sizes(text: str) -> list[int]:
     try:
         sizes = [int(part) for part in text.split(",") if part.strip()]
@@ -223,8 +263,7 @@ def _apply_policy(args: argparse.Namespace) -> None:
             Worker.objects.filter(pk=worker.pk).update(max_jobs=limit)
 
 
-def main() -> None:
-    """Load a generated lab into PostgreSQL, time a cold tick and steady-state ticks."""
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=main.__doc__)
     add_shape_arguments(parser)
     parser.add_argument("--steady", type=int, default=7, help="steady-state ticks to time")
@@ -245,6 +284,15 @@ def main() -> None:
     )
     parser.add_argument("--churn-repeats", type=int, default=3, help="timed ticks per N")
     parser.add_argument(
+        "--churn-ticks",
+        type=int,
+        default=0,
+        metavar="T",
+        help="then T more ticks after --churn-ticks-changes changes each, sampling this "
+        "process's RSS (memory flat over churn?; 0: none)",
+    )
+    parser.add_argument("--churn-ticks-changes", type=int, default=10, metavar="N")
+    parser.add_argument(
         "--ordering", choices=("fifo", "size", "dynsize"), default="fifo", help="the setting"
     )
     parser.add_argument("--aging-minutes", type=int, default=0, help="the setting (0: off)")
@@ -264,6 +312,12 @@ def main() -> None:
         help="make this share of the queued jobs multi-host (2 or 4 hosts; 0: none)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON line")
+    return parser
+
+
+def main() -> None:
+    """Load a generated lab into PostgreSQL, time a cold tick and steady-state ticks."""
+    parser = _parser()
     args = parser.parse_args()
     if not 0 <= args.multi_host_share <= 1:
         parser.error("--multi-host-share: a share between 0 and 1")
@@ -275,11 +329,15 @@ def main() -> None:
     multi_host = _make_multi_host(lab, args.multi_host_share, args.seed)
     print(f"tick benchmark: {lab.describe()}, {multi_host} multi-host", file=sys.stderr)
     dbload.setup_django(args.db)
+    memory: dict[str, object] | None = None
     try:
         from django.utils import timezone
 
         with dbload.timed("load"):
             dbload.load(lab, now=timezone.now())
+        description = lab.describe()
+        del lab  # the generated lab is the benchmark's, not the scheduler's: out of the RSS
+        gc.collect()
         _apply_policy(args)
         profile = args.profile
         cold = _run_tick("cold", profile if "cold" in args.profile_ticks else None)
@@ -299,6 +357,8 @@ def main() -> None:
         churn = _churn(
             args.churn, args.churn_repeats, profile if "churn" in args.profile_ticks else None
         )
+        if args.churn_ticks > 0:
+            memory = _memory(args.churn_ticks, args.churn_ticks_changes)
     finally:
         if not args.keep:
             from django.db import connections
@@ -309,7 +369,7 @@ def main() -> None:
         raise SystemExit("a steady-state tick planned again: the lab changed under the benchmark")
     times = [float(s["ms"]) for s in steady]  # type: ignore[arg-type]
     result = {
-        **lab.describe(),
+        **description,
         "cold_ms": cold["ms"],
         "cold_queries": cold["queries"],
         "cold_sql_ms": cold["sql_ms"],
@@ -331,6 +391,11 @@ def main() -> None:
         "event_leased": event["leased"],
         "churn": churn,
         "multi_host_jobs": multi_host,
+        # This process's peak resident memory over the run (the whole reads and every tick),
+        # and its resident memory now: the scheduler's kept lab, Django, the benchmark.
+        "peak_rss_mb": _peak_rss_mb(),
+        "rss_mb": _rss_mb(),
+        "memory": memory,
         "steady_target_ms": STEADY_TARGET_MS.get((args.hosts, args.jobs)),
         "cold_target_ms": COLD_TARGET_MS,
         "policy": {

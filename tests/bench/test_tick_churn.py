@@ -117,3 +117,21 @@ def test_a_timed_tick_that_should_lease_and_leases_nothing_stops_the_run_loudly(
 
     with pytest.raises(SystemExit, match="churn 1 tick leased nothing"):
         tick_bench._run_tick("churn 1", None, must_lease=True)
+
+
+def test_the_memory_run_ticks_after_each_batch_of_changes_and_samples_the_rss():
+    dbload.load(generate(LabShape(30, 300, 4, 6, seed=5)), now=timezone.now(), analyze=False)
+    tick_bench._heartbeat_workers()
+    services.scheduler_tick()
+    submitted = Job.objects.count()
+
+    memory = tick_bench._memory(ticks=4, changes=2)
+
+    # 4 ticks, each after 2 completions and 2 submissions (a tick that leased nothing stops it).
+    assert Job.objects.count() == submitted + 4 * 2
+    assert Job.objects.filter(status="passed").count() == 4 * 2
+    samples = memory["rss_mb_by_tick"]
+    assert [tick for tick, _mb in samples] == [0, 1, 2, 3, 4]
+    assert all(mb > 0 for _tick, mb in samples)
+    assert memory["rss_growth_mb"] == pytest.approx(samples[-1][1] - samples[1][1])
+    assert tick_bench._peak_rss_mb() >= max(mb for _tick, mb in samples) - 1

@@ -20,6 +20,7 @@ from django.db.models import (
     QuerySet,
     Subquery,
     Sum,
+    Window,
 )
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -28,7 +29,7 @@ from hosts import rules
 from hosts.choices import AWAITING_MAINTENANCE, IN_MAINTENANCE, HostStatus, ProvisionResult
 from hosts.models import Host, Label, Provision, Worker
 from hosts.querysets import online_cutoff
-from jobs.choices import JobKind, JobStatus
+from jobs.choices import ACTIVE_JOB_STATUSES, JobKind, JobStatus
 from jobs.models import Job, Lease, SchedulerSettings, SchedulerTick, Suite, WaitReasonClass
 from jobs.querysets import UNFINISHED_JOB_STATUSES
 from jobs.scheduling import labstate, planner, snapshot
@@ -211,11 +212,24 @@ def fanout_host_counts(suites: Iterable[Suite]) -> dict[int, dict[str, int]]:
 
 
 def suite_hosts_held(suite_ids: list[int]) -> dict[int, int]:
-    return Counter(
-        Lease.objects.active()
-        .filter(job__suite_id__in=suite_ids)
-        .values_list("job__suite_id", flat=True)
+    """Hosts each suite's jobs hold now (its jobs' active leases), in two index reads.
+
+    A job holds an active lease exactly while leased or running (docs/states.md): the suites'
+    few active jobs come from the index on (suite, status), then their leases from the index of
+    active leases by job. Joined in one statement, PostgreSQL read every active lease of the lab
+    (5-6 ms at 10,000 hosts) to keep those of a page's suites.
+    """
+    if not suite_ids:
+        return Counter()
+    suite_of = dict(
+        Job.objects.filter(suite_id__in=suite_ids, status__in=ACTIVE_JOB_STATUSES)
+        .order_by()
+        .values_list("id", "suite_id")
     )
+    if not suite_of:
+        return Counter()
+    jobs = Lease.objects.active().filter(job_id__in=list(suite_of)).order_by()
+    return Counter(suite_of[job_id] for job_id in jobs.values_list("job_id", flat=True))
 
 
 # --- reads for the REST API -----------------------------------------------------------------
@@ -339,9 +353,14 @@ def dashboard_counts(*, now: datetime) -> dict[str, int]:
         hosts_locked=Count("id", filter=Q(locked=True)),
         **{f"hosts_{status}": Count("id", filter=Q(status=status)) for status in HostStatus.values},
     )
-    # Hosts an active lease or reservation holds, from the active leases (a few per host)
-    # rather than a probe of the lease table for each host.
-    hosts["hosts_leased"] = Lease.objects.active().aggregate(n=Count("host", distinct=True))["n"]
+    # Hosts an active lease or reservation holds, from the active leases rather than a probe
+    # of the lease table for each host: a host has at most one (the unique index
+    # one_active_lease_per_host), so they are counted without DISTINCT, with the
+    # reservations (leases without a job) in the same pass.
+    leases = Lease.objects.active().aggregate(
+        n=Count("id"), reservations=Count("id", filter=Q(job__isnull=True))
+    )
+    hosts["hosts_leased"] = leases["n"]
     workers = Worker.objects.aggregate(
         workers_total=Count("id"),
         workers_paused=Count("id", filter=Q(paused=True)),
@@ -365,7 +384,7 @@ def dashboard_counts(*, now: datetime) -> dict[str, int]:
     counts["jobs_queued"] = queued.n
     counts["jobs_queued_estimated"] = queued.estimated
     counts["hosts_free"] = Host.objects.schedulable(now).count()
-    counts["reservations"] = Lease.objects.active().filter(job__isnull=True).count()
+    counts["reservations"] = leases["reservations"]
     counts["workers_offline"] = counts["workers_total"] - counts["workers_online"]
     counts["hosts_in_maintenance"] = sum(counts[f"hosts_{s}"] for s in MAINTENANCE_STATUSES)
     counts["hosts_to_verify"] = counts["hosts_needs_verify"] + counts["hosts_verifying"]
@@ -416,7 +435,12 @@ def recent_ticks(*, limit: int = 120) -> list[SchedulerTick]:
 def suites_in_progress(*, limit: int = 10) -> tuple[list[Suite], int]:
     """Unfinished suites (priority first, then age) and how many there are in all."""
     qs = Suite.objects.unfinished().filter(aborted_at__isnull=True).select_related("owner")
-    return list(qs.order_by("-priority", "created_at", "id")[:limit]), qs.count()
+    # The count rides on the page's rows (a window over every row kept): finding the unfinished
+    # suites is the cost (a probe of the jobs of each suite), paid once rather than twice.
+    rows = list(
+        qs.annotate(in_all=Window(Count("id"))).order_by("-priority", "created_at", "id")[:limit]
+    )
+    return rows, (rows[0].in_all if rows else 0)
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,7 @@ CHART_TICKS = 120  # ticks drawn on the dashboard charts
 SUITES_ON_DASHBOARD = 8
 REPAIR_FAILED_NAMED = 12  # hosts the repair_failed call-out names; the list link has them all
 # Queued jobs read, oldest first, in search of the oldest one that could run: a queue whose
-# oldest thousands can never run is said to be so rather than read whole every 5 s. The first
-# read is small (the oldest job can usually run: building 100 jobs with their hosts and wait
-# reasons was 5 ms of every refresh), the later ones WAIT_SCAN_BATCH each.
-WAIT_SCAN_FIRST = 10
+# oldest thousands can never run is said to be so rather than read whole every 5 s.
 WAIT_SCAN_BATCH = 100
 WAIT_SCAN_MAX = 500
 
@@ -47,9 +44,8 @@ def queue_waits(now: datetime, tick: SchedulerTick | None) -> QueueWaits:
     """
     queued = Job.objects.queued().order_by("created_at", "id").select_related("host")
     impossible, oldest_impossible = 0, None
-    bounds = [0, *range(WAIT_SCAN_FIRST, WAIT_SCAN_MAX, WAIT_SCAN_BATCH), WAIT_SCAN_MAX]
-    for start, stop in zip(bounds, bounds[1:], strict=False):
-        jobs = list(queued[start:stop])
+    for start in range(0, WAIT_SCAN_MAX, WAIT_SCAN_BATCH):
+        jobs = list(queued[start : start + WAIT_SCAN_BATCH])
         reasons = selectors.wait_reasons_for(jobs, tick) if tick is not None else {}
         for job in jobs:
             waited = (now - job.created_at).total_seconds()
@@ -57,7 +53,7 @@ def queue_waits(now: datetime, tick: SchedulerTick | None) -> QueueWaits:
                 return QueueWaits(waited, impossible, oldest_impossible, True)
             impossible += 1
             oldest_impossible = oldest_impossible or waited
-        if len(jobs) < stop - start:
+        if len(jobs) < WAIT_SCAN_BATCH:
             return QueueWaits(None, impossible, oldest_impossible, True)
     return QueueWaits(None, impossible, oldest_impossible, False)
 

@@ -33,7 +33,8 @@ from jobs import selectors
 from jobs.choices import ACTIVE_JOB_STATUSES, JobKind
 from jobs.models import Job, Lease, SchedulerSettings, Suite, decode_labels
 from jobs.scheduling import planner
-from schedsite.counting import EXACT_COUNT_LIMIT, RowCount, bounded_count, planner_rows
+from schedsite import counting
+from schedsite.counting import RowCount, bounded_count, planner_rows
 
 # The main phase's order, as the partial index job_queue_order stores it.
 QUEUE_ORDER = ("-priority", "submitted_at", "id")
@@ -306,7 +307,7 @@ def queue_place(job: Job) -> tuple[int | None, RowCount, bool]:
         return place, bounded_count(queued), False
     if connection.vendor != "postgresql":
         return main_phase_positions(head, [job.pk]).get(job.pk), bounded_count(queued), False
-    found = _bounded_main_phase_position(head, job.pk, limit=EXACT_COUNT_LIMIT)
+    found = _bounded_main_phase_position(head, job.pk, limit=counting.EXACT_COUNT_LIMIT)
     if found is None:
         return None, bounded_count(queued), False
     place, estimated = found
@@ -314,7 +315,7 @@ def queue_place(job: Job) -> tuple[int | None, RowCount, bool]:
         return place, bounded_count(queued), False
     # More than the limit ahead of it: the queue is longer than the limit, and bounded_count
     # would read limit + 1 rows only to say so; its estimate is read directly.
-    length = RowCount(max(EXACT_COUNT_LIMIT + 1, planner_rows(queued)), estimated=True)
+    length = RowCount(max(counting.EXACT_COUNT_LIMIT + 1, planner_rows(queued)), estimated=True)
     return min(place, length.n), length, True
 
 

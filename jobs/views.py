@@ -242,7 +242,9 @@ def job_detail_context(request: HttpRequest, job: Job, **extra: Any) -> dict[str
     job = Job.objects.select_related("suite", "host__worker", "owner").get(pk=job.pk)
     now = timezone.now()
     queued = job.status == JobStatus.QUEUED
-    position, length = queue_place(job) if queued else (None, RowCount(0))
+    position, length, position_estimated = (
+        queue_place(job) if queued else (None, RowCount(0), False)
+    )
     context = {
         "job": job,
         "attempts": attempts_by_host_set(job_history.job_attempts(job, now=now)),
@@ -254,6 +256,7 @@ def job_detail_context(request: HttpRequest, job: Job, **extra: Any) -> dict[str
         # The free hosts the latest tick keeps for it (docs/scheduling.md#holds-and-backfill).
         "held_hosts": _held_hosts(job) if queued and job.roles else [],
         "position": position,
+        "position_estimated": position_estimated,
         "queue_length": length.n,
         "queue_length_estimated": length.estimated,
         "unfinished": job.status in UNFINISHED_JOB_STATUSES,

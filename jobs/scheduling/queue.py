@@ -33,7 +33,8 @@ from jobs import selectors
 from jobs.choices import ACTIVE_JOB_STATUSES, JobKind
 from jobs.models import Job, Lease, SchedulerSettings, Suite, decode_labels
 from jobs.scheduling import planner
-from schedsite.counting import RowCount, bounded_count
+from schedsite import counting
+from schedsite.counting import RowCount, bounded_count, planner_rows
 
 # The main phase's order, as the partial index job_queue_order stores it.
 QUEUE_ORDER = ("-priority", "submitted_at", "id")
@@ -290,13 +291,68 @@ def _main_phase_position(head: QueueHead, job_id: int) -> dict[int, int]:
     return {job_id: len(head.ids) + ahead + 1 - bisect_right(head.keys, (-priority, at, job_id))}
 
 
-def queue_place(job: Job) -> tuple[int | None, RowCount]:
-    """Where one queued job stands in the whole queue (None: no longer queued), and its length."""
+def queue_place(job: Job) -> tuple[int | None, RowCount, bool]:
+    """Where one queued job stands in the whole queue (None: no longer queued), the queue's
+    length, and whether the place is an estimate.
+
+    The place is [bounded](docs/performance.md#counts) as the queue's length is: exact while
+    at most EXACT_COUNT_LIMIT jobs are ahead of it, else PostgreSQL's estimate of the jobs
+    ahead (never below the limit, never past the queue's end). Counting every job ahead of
+    the last of 100,000 was 30 ms of its page's 45-55.
+    """
     head = queue_head()
     place = head.places.get(job.pk)
-    if place is None and not head.complete:
-        place = main_phase_positions(head, [job.pk]).get(job.pk)
-    return place, bounded_count(Job.objects.queued())
+    queued = Job.objects.queued()
+    if place is not None or head.complete:
+        return place, bounded_count(queued), False
+    if connection.vendor != "postgresql":
+        return main_phase_positions(head, [job.pk]).get(job.pk), bounded_count(queued), False
+    found = _bounded_main_phase_position(head, job.pk, limit=counting.EXACT_COUNT_LIMIT)
+    if found is None:
+        return None, bounded_count(queued), False
+    place, estimated = found
+    if not estimated:
+        return place, bounded_count(queued), False
+    # More than the limit ahead of it: the queue is longer than the limit, and bounded_count
+    # would read limit + 1 rows only to say so; its estimate is read directly.
+    length = RowCount(max(counting.EXACT_COUNT_LIMIT + 1, planner_rows(queued)), estimated=True)
+    return min(place, length.n), length, True
+
+
+def _bounded_main_phase_position(
+    head: QueueHead, job_id: int, *, limit: int
+) -> tuple[int, bool] | None:
+    """`_main_phase_position`, counting at most `limit` + 1 jobs in each range: above `limit`
+    jobs ahead, the planner's estimate of them (two EXPLAINs, nothing read) and True."""
+    key = (
+        Job.objects.queued()
+        .filter(pk=job_id, kind=JobKind.TEST)
+        .values_list("priority", "submitted_at")
+        .first()
+    )
+    if key is None:
+        return None
+    priority, at = key
+    # The job's own priority and time as values, not a join: the planner then knows how many
+    # rows each range holds and reads a short one through job_queue_order. The second range is
+    # read only when the first leaves room under the limit.
+    queued = Job.objects.queued().order_by()
+    higher = queued.filter(priority__gt=priority)
+    same = queued.filter(priority=priority).filter(
+        Q(submitted_at__lt=at) | Q(submitted_at=at, pk__lt=job_id)
+    )
+    ahead = higher[: limit + 1].count()
+    if ahead <= limit:
+        ahead += same[: limit + 1 - ahead].count()
+    if ahead <= limit:
+        return len(head.ids) + ahead + 1 - bisect_right(head.keys, (-priority, at, job_id)), False
+    # Ties on submitted_at (jobs submitted together) count as ahead: the job considered last
+    # is then placed at the end rather than before its own batch.
+    guess = planner_rows(higher) + planner_rows(
+        queued.filter(priority=priority, submitted_at__lte=at)
+    )
+    ahead = max(limit + 1, guess)
+    return len(head.ids) + ahead + 1 - bisect_right(head.keys, (-priority, at, job_id)), True
 
 
 def queue_jobs(page_ids: Sequence[int]) -> list[Job]:

@@ -11,7 +11,7 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from hosts import services as host_services
-from jobs import services
+from jobs import selectors, services
 from jobs.models import Job, SchedulerTick
 from schedsite import counting
 from tests import factories as f
@@ -284,6 +284,24 @@ def test_the_dashboard_counts_a_big_queue_as_the_queue_page_does(alice_client, l
     html = alice_client.get("/").content.decode()
     assert re.search(queued.format(r'<span class="approx">about </span>\d+'), html)
     assert not re.search(queued.format("12"), html)
+
+
+@pytest.mark.postgres
+def test_a_job_deep_in_a_big_queue_is_placed_about_where_it_stands(alice_client, lab, monkeypatch):
+    for i in range(12):
+        f.job(f"solo-{i}", ["board:none"])
+    order = selectors.queue_order_ids().ids
+    first, last = order[0], order[-1]
+    place = r"{}#{} of {}{}</a> in the scheduler's order"
+    html = alice_client.get(f"/jobs/{last}/").content.decode()
+    assert place.format("", len(order), "", len(order)) in html  # exact below the limit
+    # Above the limit the queue's length is an estimate, and so is the place of a job with
+    # more jobs ahead of it than the limit; a job near the front keeps its exact place.
+    monkeypatch.setattr(counting, "EXACT_COUNT_LIMIT", 5)
+    html = alice_client.get(f"/jobs/{last}/").content.decode()
+    assert re.search(place.format("about ", r"\d+", "about ", r"\d+"), html)
+    html = alice_client.get(f"/jobs/{first}/").content.decode()
+    assert re.search(place.format("", 1, "about ", r"\d+"), html)
 
 
 def test_the_dashboard_charts_read_the_time_in_the_labs_timezone(alice_client, lab, settings):

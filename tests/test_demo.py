@@ -15,7 +15,7 @@ from hosts.choices import EventKind, HostStatus, ProvisionResult
 from hosts.models import Host, HostEvent, Provision
 from jobs import demo, selectors, services, suite_templates
 from jobs.choices import JobKind, JobStatus
-from jobs.management.commands.rundemo import banner
+from jobs.management.commands.rundemo import banner, lab_status
 from jobs.models import Job, Lease, Suite, SuiteTemplate
 
 pytestmark = pytest.mark.django_db
@@ -33,6 +33,18 @@ def test_the_demo_lab_leases_runs_and_finishes_jobs(monkeypatch):
     assert finished >= 10
     services.scheduler_tick()
     assert Lease.objects.filter(released_at__isnull=True, job__status="leased").exists()
+
+
+def test_enter_in_the_demo_terminal_tells_what_the_lab_is_doing(monkeypatch):
+    demo.seed()
+    services.scheduler_tick()
+    rng = random.Random(1)
+    monkeypatch.setattr(rng, "uniform", lambda a, b: -1)  # every running job is "done"
+    demo.simulate_step(rng=rng)
+    demo.simulate_step(rng=rng)
+    passed = Job.objects.filter(status=JobStatus.PASSED).count()
+    line = lab_status()
+    assert f"{Host.objects.count()} hosts" in line and f"{passed} passed" in line
 
 
 def test_the_demo_lab_has_scheduled_templates_that_submit_suites():

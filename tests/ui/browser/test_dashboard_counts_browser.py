@@ -1,5 +1,5 @@
 """The dashboard's queued-jobs card above the exact-count limit: "about N", as the queue page
-says it, and the card still fits its row (docs/ui.md#dashboard, docs/performance.md#counts)."""
+says it, and the card still fits its row (docs/ui.md#pages, docs/performance.md#counts)."""
 
 from __future__ import annotations
 

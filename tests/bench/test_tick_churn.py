@@ -10,7 +10,7 @@ from django.utils import timezone
 from bench import dbload
 from bench import tick as tick_bench
 from bench.labgen import LabShape, generate
-from hosts.models import Worker
+from hosts.models import Host, Worker
 from jobs import services
 from jobs.models import Job
 
@@ -116,7 +116,9 @@ def test_a_timed_tick_that_should_lease_and_leases_nothing_stops_the_run_loudly(
     Job.objects.filter(status="queued").delete()  # nothing left to lease
 
     with pytest.raises(SystemExit, match="churn 1 tick leased nothing"):
-        tick_bench._run_tick("churn 1", None, must_lease=True)
+        tick_bench._run_tick(
+            "churn 1", None, must_lease=frozenset(Host.objects.values_list("id", flat=True))
+        )
 
 
 def test_the_memory_run_ticks_after_each_batch_of_changes_and_samples_the_rss():

@@ -122,3 +122,21 @@ def mark_page(page) -> None:  # noqa: ANN001
 
 def assert_not_reloaded(page) -> None:  # noqa: ANN001
     assert page.evaluate("window.__schedsite_marker") == "same page", "the page was reloaded"
+
+
+def overflow(page) -> int:  # noqa: ANN001
+    """How many pixels the page is wider than the window (0: it fits)."""
+    return page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+
+
+def one_eve_host_reserved(sam, *, free_too: bool = True) -> None:  # noqa: ANN001
+    """board:eve hosts e2, reserved by staff for an hour, and (free_too) e1, free."""
+    from datetime import timedelta  # noqa: PLC0415
+
+    from jobs import services  # noqa: PLC0415
+    from tests import factories as f  # noqa: PLC0415
+
+    if free_too:
+        f.host("e1", ["board:eve"])
+    held = f.host("e2", ["board:eve"])
+    services.lease_reserve(host=held, holder=sam, duration=timedelta(hours=1), reason="lab")

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from schedsite import counting
 from tests import factories as f
-from tests.ui.browser.conftest import VIEWPORT, screenshot, sign_in
+from tests.ui.browser.conftest import VIEWPORT, overflow, screenshot, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -36,6 +36,6 @@ def test_a_queue_past_the_exact_limit_reads_about_n_and_the_card_fits(page, sam,
     assert card.evaluate("el => el.scrollWidth <= el.clientWidth")
     page.set_viewport_size({"width": 390, "height": 844})
     assert card.evaluate("el => el.scrollWidth <= el.clientWidth")
-    assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+    assert overflow(page) <= 0
     screenshot(page, "dashboard-queued-about-narrow")
     page.set_viewport_size(VIEWPORT)

@@ -4,28 +4,24 @@ phone's width."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 from playwright.sync_api import expect
 
-from jobs import services
 from jobs.models import Reservation
-from tests import factories as f
-from tests.ui.browser.conftest import assert_not_reloaded, mark_page, screenshot, sign_in
+from tests.ui.browser.conftest import (
+    assert_not_reloaded,
+    mark_page,
+    one_eve_host_reserved,
+    overflow,
+    screenshot,
+    sign_in,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def overflow(page) -> int:  # noqa: ANN001
-    """How many pixels the page is wider than the window (0: it fits)."""
-    return page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
-
-
 def test_a_tester_reserves_from_a_boards_page_then_waits_for_the_next(page, alice, sam):
-    f.host("e1", ["board:eve"])
-    held = f.host("e2", ["board:eve"])
-    services.lease_reserve(host=held, holder=sam, duration=timedelta(hours=1), reason="lab")
+    one_eve_host_reserved(sam)
     sign_in(page, "alice", "alice-pass")
     page.goto("/labels/board:eve/")
     mark_page(page)
@@ -51,8 +47,7 @@ def test_a_tester_reserves_from_a_boards_page_then_waits_for_the_next(page, alic
 
 
 def test_a_tester_waits_in_line_for_a_busy_host_from_its_page(page, alice, sam):
-    held = f.host("e2", ["board:eve"])
-    services.lease_reserve(host=held, holder=sam, duration=timedelta(hours=1), reason="lab")
+    one_eve_host_reserved(sam, free_too=False)
     sign_in(page, "alice", "alice-pass")
     page.goto("/hosts/e2/")
     mark_page(page)

@@ -3,15 +3,18 @@ one now, "Reserve the next free one" waits in line, and she leaves the line."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 from playwright.sync_api import expect
 
-from jobs import services
 from jobs.models import Reservation
 from tests import factories as f
-from tests.ui.browser.conftest import assert_not_reloaded, mark_page, screenshot, sign_in
+from tests.ui.browser.conftest import (
+    assert_not_reloaded,
+    mark_page,
+    one_eve_host_reserved,
+    screenshot,
+    sign_in,
+)
 
 # Each test twice, DEBUG on and off (the debug fixture).
 pytestmark = [
@@ -22,9 +25,7 @@ pytestmark = [
 
 
 def test_a_tester_reserves_a_host_then_waits_in_line_for_the_next_free_one(page, alice, sam):
-    f.host("e1", ["board:eve"])
-    held = f.host("e2", ["board:eve"])
-    services.lease_reserve(host=held, holder=sam, duration=timedelta(hours=1), reason="lab")
+    one_eve_host_reserved(sam)
     sign_in(page, "alice", "alice-pass")
     page.goto("/leases/")
     mark_page(page)

@@ -14,6 +14,7 @@ from jobs.choices import (
     SchedulerOrdering,
 )
 from jobs.scheduling import planner
+from schedsite.model_fields import JSONText
 
 
 class SchedulerTick(models.Model):
@@ -70,7 +71,7 @@ class WaitReasonClass(models.Model):
     """
 
     key = models.TextField(primary_key=True)
-    reason = models.JSONField()  # {"code", "message", "details"}
+    reason = JSONText()  # {"code", "message", "details"}: written whole, read by key
 
     def __str__(self) -> str:
         return self.key

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django.conf import settings
 from django.db import models
 
@@ -19,3 +21,23 @@ def account_link(related_name: str) -> models.ForeignKey:
         on_delete=models.SET_NULL,
         related_name=related_name,
     )
+
+
+class JSONText(models.TextField):
+    """A JSON value stored as its text: written whole and read whole by key, never queried
+    inside. PostgreSQL stores `jsonb` parsed, so every write parses it; a table rewritten by
+    the hundreds of rows a tick (the wait reasons) writes text faster
+    (docs/performance.md#the-wait-reason-table). Python sees the decoded value, as with
+    JSONField."""
+
+    def from_db_value(self, value, expression, connection):  # noqa: ANN001 - Django's signature
+        return None if value is None else json.loads(value)
+
+    def to_python(self, value):  # noqa: ANN001
+        return json.loads(value) if isinstance(value, str) else value
+
+    def get_prep_value(self, value):  # noqa: ANN001
+        return None if value is None else dumps_compact(value)
+
+
+dumps_compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode

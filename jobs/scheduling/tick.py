@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import gc
-import json
 import logging
 import os
 import time
@@ -40,6 +39,7 @@ from jobs.scheduling.preemption import preemption_phase
 from jobs.scheduling.reservation_line import serve_line, waiting_line
 from jobs.scheduling.triggers import TICK_LOCK_KEY
 from jobs.transitions import Mover
+from schedsite.model_fields import dumps_compact
 from schedsite.pgarrays import text_array
 from schedsite.prepared import PreparedQuery
 
@@ -575,12 +575,14 @@ def _store_reasons(changed: dict[str, planner.WaitReason], *, gone: list[str] | 
             return
         # One statement with two array parameters, as the tick's leases: a cold tick writes a
         # few thousand rows, a tick after a few changes tens to hundreds.
-        dumps = json.JSONEncoder(separators=(",", ":")).encode
         cursor.execute(
             f"INSERT INTO {table} (key, reason) "  # noqa: S608 - the model's table, quoted
-            "SELECT k, r::jsonb FROM unnest(%s::text[], %s::text[]) AS u(k, r) "
+            "SELECT k, r FROM unnest(%s::text[], %s::text[]) AS u(k, r) "
             "ON CONFLICT (key) DO UPDATE SET reason = EXCLUDED.reason",
-            [text_array(changed), text_array(dumps(_reason_row(r)) for r in changed.values())],
+            [
+                text_array(changed),
+                text_array(dumps_compact(_reason_row(r)) for r in changed.values()),
+            ],
         )
 
 

@@ -33,6 +33,7 @@ from jobs.job_specs import FANOUT_GONE, fanout_lab, fanout_spec, job_from_spec
 from jobs.models import Job, Suite, decode_labels
 from jobs.suite_body import fanout_name
 from jobs.transitions import Mover
+from schedsite.prepared import PreparedQuery
 
 
 @dataclass
@@ -53,10 +54,15 @@ def open_fanout_suites() -> QuerySet[Suite]:
     )
 
 
+# Compiled once per process (schedsite.prepared): every tick after a change asks, and building
+# the query's SQL cost more CPU than running it (most labs have no open fan-out suite).
+_OPEN_FANOUT_SUITES = PreparedQuery(open_fanout_suites)
+
+
 def fanout_phase(*, now: datetime) -> FanoutResult:
     """Give each open fan-out suite's new hosts their job; skip jobs whose host is gone."""
     result = FanoutResult()
-    for suite in open_fanout_suites():
+    for suite in _OPEN_FANOUT_SUITES.all():
         labels = decode_labels(suite.fanout_labels)
         if suite.fanout_until is None or now < suite.fanout_until:
             result.added += add_joined(suite, joined_hosts(suite, labels), labels, now=now)

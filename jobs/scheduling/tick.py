@@ -249,6 +249,7 @@ def _tick_once(*, now: datetime | None, trigger: str) -> TickSummary:
             usage=snap.usage,
             groups=snap.groups,
             host_index=snap.host_index,
+            hosts_by_id=snap.hosts_by_id,
         )
         summary.plan_ms = (time.perf_counter() - plan_start) * 1000
         summary.jobs_considered = len(snap.jobs)

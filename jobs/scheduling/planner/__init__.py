@@ -118,6 +118,7 @@ def plan(
     usage: Mapping[int, float] | None = None,
     groups: Mapping[JobGroupKey, Sequence[JobState]] | None = None,
     host_index: HostIndex | None = None,
+    hosts_by_id: Mapping[int, HostState] | None = None,
 ) -> Plan:
     """Lease free hosts to queued jobs (docs/scheduling.md#the-promise).
 
@@ -126,14 +127,16 @@ def plan(
     has one. `usage`: each owner's recent host-seconds, for fair share. `groups` and
     `host_index`: the same jobs as `group_jobs` groups them and the same hosts as
     `HostIndex.of` counts them, from a caller that keeps them between plans; the plan is the
-    same, without a pass over the whole queue and every host.
+    same, without a pass over the whole queue and every host; `hosts_by_id`, the same hosts by
+    id in the same order, likewise.
     """
     hosts = list(hosts)
-    jobs = list(jobs)
+    jobs = jobs if isinstance(jobs, list) else list(jobs)  # read, never changed
     suites = list(suites)
     workers = workers or {}
     suite_by_id = {suite.id: suite for suite in suites}
-    hosts_by_id = {host.id: host for host in hosts}
+    if hosts_by_id is None:
+        hosts_by_id = {host.id: host for host in hosts}
     index = host_index if host_index is not None else HostIndex.of(hosts)
     free = list(index.free.values())  # the matching orders them by its own keys
     matching = Matching(
@@ -172,7 +175,9 @@ def plan(
         # The busy hosts a hold may wait for, as the kept index holds them.
         leaser.multi.use_busy(index.busy_by_labels())
 
-    _quota_phase(quota_suites(suites, policy, now), jobs, matching, room, class_ids, leaser)
+    _quota_phase(
+        quota_suites(suites, policy, now), groups or jobs, matching, room, class_ids, leaser
+    )
 
     if groups is not None and is_plain(policy):
         order: Iterable[JobState] = _merged(groups, class_ids, leaser)
@@ -301,18 +306,24 @@ def _assignments(units: Sequence[Unit], host_ids: Sequence[int]) -> tuple[Assign
 
 def _quota_phase(
     short: list[SuiteState],
-    jobs: list[JobState],
+    jobs: list[JobState] | Mapping[JobGroupKey, Sequence[JobState]],
     matching: Matching,
     room: Mapping[int, int],
     class_ids: Mapping[tuple[frozenset[str], int | None], int],
     leaser: Leaser,
 ) -> None:
     """Lease each suite short of its min_duts its first jobs (by id) that fit, up to it: a
-    multi-host job counts its essential hosts."""
+    multi-host job counts its essential hosts. `jobs`: the queue, or its groups (whose keys
+    name their suite): then only the short suites' groups are looked through."""
     if not short:
         return
     short_ids = {suite.id for suite in short}
-    by_suite = jobs_by_suite(job for job in jobs if job.suite_id in short_ids)
+    if isinstance(jobs, Mapping):
+        by_suite = jobs_by_suite(
+            job for key, group in jobs.items() if key[2] in short_ids for job in group
+        )
+    else:
+        by_suite = jobs_by_suite(job for job in jobs if job.suite_id in short_ids)
     for suite in short:
         # The quota counts hosts actually leased, not jobs tried: a job no host can take must
         # not use up the suite's minimum, its next job may fit (Autotest's min-DUT rule).

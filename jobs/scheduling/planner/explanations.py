@@ -90,7 +90,8 @@ class _Tally:
         self.total += other.total
         counts = self.counts
         for state, n in other.counts.items():
-            counts[state] += n
+            if n:  # most of a group's hosts are in one or two states
+                counts[state] += n
         for worker, n in other.on_full_workers.items():
             self.on_full_workers[worker] = self.on_full_workers.get(worker, 0) + n
         if other.max_priority is not None:

@@ -73,6 +73,19 @@ class RoleNeed:
     labels: frozenset[str]  # the role's own labels together with the job's
     count: int = 1
     max: int = 1
+    # Its hash, made once: a multi-host job's group key holds its roles, and a tick looks such
+    # keys up thousands of times (a dataclass's own __hash__ hashes the fields each time).
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.name, self.labels, self.count, self.max)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple[type[RoleNeed], tuple[str, frozenset[str], int, int]]:
+        # Made again where it is unpickled: a string's hash differs between processes.
+        return (RoleNeed, (self.name, self.labels, self.count, self.max))
 
 
 @dataclass(frozen=True, slots=True)

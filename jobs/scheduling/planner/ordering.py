@@ -361,7 +361,9 @@ def reason_keys(job: JobState) -> tuple[str, ...]:
     return (class_key(job),)
 
 
-@functools.lru_cache(maxsize=1024)
+# Sized for the shapes of a large queue: at 100,000 jobs with 5 % multi-host, about 1,400
+# shapes are keyed every tick, and a cache smaller than that misses every time.
+@functools.lru_cache(maxsize=16384)
 def multi_key_of(roles: tuple, together_by: str) -> str:
     spec = [[r.name, sorted(r.labels), r.count, r.max] for r in roles]
     return f"|roles={json.dumps(spec, separators=(',', ':'))}|together={together_by}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -89,12 +90,20 @@ class HostQuerySet(models.QuerySet):
         hosts = self.carrying(labels)
         return hosts if pinned_host_id is None else hosts.filter(pk=pinned_host_id)
 
-    def _holding_a_lease(self) -> Exists:
-        """True for a host (the outer row) that an active lease or reservation holds."""
+    def _holding_a_lease(self, among: Sequence[int] | None = None) -> Exists:
+        """True for a host (the outer row) that an active lease or reservation holds.
+
+        `among`: the outer rows are some of these hosts, and only their leases are looked at.
+        PostgreSQL may otherwise answer the few hosts a tick re-checks by hashing every
+        active lease of the lab (2–3 ms at 10,000 hosts, against 0.2 for their own).
+        """
         # Leases belong to the jobs app, which builds on this one: reach the model through
         # the reverse relation it declares, so hosts imports nothing from jobs.
         lease = self.model._meta.get_field("leases").related_model
-        return Exists(lease.objects.active().filter(host=OuterRef("pk")))
+        leases = lease.objects.active().filter(host=OuterRef("pk"))
+        if among is not None:
+            leases = leases.filter(host_id__in_array=among)
+        return Exists(leases)
 
     def _running_a_job(self) -> Exists:
         """True for a host (the outer row) that an active job lease holds (not a reservation)."""
@@ -124,9 +133,9 @@ class HostQuerySet(models.QuerySet):
         """Hosts held by an active lease or reservation."""
         return self.filter(self._holding_a_lease())
 
-    def unleased(self) -> HostQuerySet:
-        """Hosts no active lease or reservation holds."""
-        return self.exclude(self._holding_a_lease())
+    def unleased(self, among: Sequence[int] | None = None) -> HostQuerySet:
+        """Hosts no active lease or reservation holds (`among`: see `_holding_a_lease`)."""
+        return self.exclude(self._holding_a_lease(among))
 
     def with_leased(self) -> HostQuerySet:
         """Annotate each host with `is_leased`, for counting leased hosts in an aggregate."""
@@ -145,11 +154,16 @@ class HostQuerySet(models.QuerySet):
             self.filter(locked=False).exclude(status=HostStatus.RETIRED).filter(worker_takes_work)
         )
 
-    def schedulable(self, now: datetime) -> HostQuerySet:
+    def schedulable(self, now: datetime, among: Sequence[int] | None = None) -> HostQuerySet:
         """Hosts that may take a lease at `now`: ready, unlocked, unleased, worker absent or up.
 
         The SQL twin of `hosts.rules.host_is_schedulable`, which the planner asks on the
         snapshot's plain data; tests/hosts/test_querysets.py holds the two to the same table of
         cases.
+
+        `among`: the queryset is already limited to some of these hosts (by id), as the
+        tick's re-check of the hosts it is about to lease is; the lease lookup then reads only
+        theirs.
         """
-        return self.in_service(now).filter(status=HostStatus.READY).unleased()
+        hosts = self.in_service(now).filter(status=HostStatus.READY)
+        return hosts.unleased(among)

@@ -437,7 +437,7 @@ def _apply(
     job_rows = Job.objects.filter(pk__in_array=job_ids)
     list(job_rows.select_for_update().order_by("pk").values_list("pk", flat=True))
     list(host_rows.select_for_update().order_by("pk").values_list("pk", flat=True))
-    ok_hosts = set(host_rows.schedulable(now).values_list("pk", flat=True))
+    ok_hosts = set(host_rows.schedulable(now, among=host_ids).values_list("pk", flat=True))
     ok_jobs = set(job_rows.queued().values_list("pk", flat=True))
     lost = {a.job_id for a in assignments if a.host_id not in ok_hosts}  # all or nothing
     kept = [a for a in assignments if a.job_id in ok_jobs and a.job_id not in lost]

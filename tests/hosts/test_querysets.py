@@ -100,8 +100,11 @@ def test_every_reader_of_the_schedulable_rule_gives_the_same_answer(
     now = timezone.now()
     host = build(case, now)
 
-    # The SQL rule: counts, filters and the tick's re-check under lock.
+    # The SQL rule: counts, filters and the tick's re-check under lock (which reads only the
+    # leases of the hosts it re-checks).
     assert Host.objects.schedulable(now).filter(pk=host.pk).exists() is expected
+    rechecked = Host.objects.filter(pk__in_array=[host.pk]).schedulable(now, among=[host.pk])
+    assert rechecked.exists() is expected
     # The planner's rule, on the facts the tick's snapshot reads.
     assert labstate.scheduler_snapshot(now=now).hosts_by_id[host.pk].schedulable is expected
     # The planner's count of free hosts (hostindex.host_blocker), and preemption's and the

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from datetime import timedelta
 
 import pytest
 from django.utils import timezone
@@ -10,9 +11,12 @@ from django.utils import timezone
 from bench import dbload
 from bench import tick as tick_bench
 from bench.labgen import LabShape, generate
+from hosts import services as host_services
 from hosts.models import Host, Worker
 from jobs import services
 from jobs.models import Job
+from tests import factories as f
+from tests.multihost import multihost_job, role
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
@@ -137,3 +141,25 @@ def test_the_memory_run_ticks_after_each_batch_of_changes_and_samples_the_rss():
     assert all(mb > 0 for _tick, mb in samples)
     assert memory["rss_growth_mb"] == pytest.approx(samples[-1][1] - samples[1][1])
     assert tick_bench._peak_rss_mb() >= max(mb for _tick, mb in samples) - 1
+
+
+def test_a_timed_tick_that_holds_the_freed_host_for_a_multi_host_job_is_the_tick_wanted():
+    # dut1 runs a job expected to end in 10 minutes; dut2 was locked. A two-dut job waits;
+    # unlocking dut2 frees it, and the tick holds it for the two-dut job rather than leasing it
+    # (docs/scheduling.md#holds-and-backfill): the run goes on.
+    w1 = f.worker("w1")
+    dut1 = f.host("dut1", ["board:x"], worker=w1)
+    dut2 = f.host("dut2", ["board:x"], worker=w1)
+    running = f.job("long", ["board:x"])
+    Job.objects.filter(pk=running.pk).update(estimated_duration=timedelta(minutes=10))
+    host_services.host_lock(host=dut2, by="sam", reason="cabling")
+    services.scheduler_tick()
+    job = multihost_job("bt_Pair", [role("dut", ["board:x"], count=2)])
+    host_services.host_unlock(host=dut2, by="sam")
+
+    timed = tick_bench._run_tick("churn 1", None, must_lease=frozenset({dut2.pk}))
+
+    assert timed["leased"] == 0
+    assert tick_bench._held(frozenset({dut2.pk}))
+    assert not tick_bench._held(frozenset({dut1.pk}))
+    assert Job.objects.get(pk=job.pk).status == "queued"

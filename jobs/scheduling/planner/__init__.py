@@ -345,7 +345,8 @@ def _merged(
 ) -> Iterator[JobState]:
     """The groups' jobs in main-phase order, by a k-way merge of the groups.
 
-    A group whose class is dead is dropped whole once one of its jobs was tried: the main
+    A group whose class is dead is dropped whole, before its next job when the class was dead
+    already (the main phase would refuse it), else once one of its jobs was tried: the main
     phase would skip the rest of its jobs anyway. In a full lab the merge stops after the few
     jobs that take the hosts freed since the last tick, where a sort would order the queue.
     A multi-host group is dropped once its shape can be kept neither with the hold nor
@@ -372,9 +373,15 @@ def _merged(
                 break
         i, at = heads[0][3], heads[0][4]
         group = lists[i]
+        c = classes[i]
+        if type(c) is int and dead[c] and (leaser.holder is None or skippable(c)):
+            # Its class was dead before this job came up: the main phase would refuse it and
+            # every later one of the group (Leaser.consider changes nothing for them), so the
+            # group is dropped without trying it. In a full lab, most groups go this way.
+            heapq.heappop(heads)
+            continue
         yield group[at]
         at += 1
-        c = classes[i]
         if type(c) is int:
             gone = dead[c] and (leaser.holder is None or skippable(c))
         else:

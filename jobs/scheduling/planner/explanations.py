@@ -11,7 +11,7 @@ from hosts.rules import job_fits_host, missing_labels
 from jobs.scheduling.planner.hostindex import HostIndex, host_blocker
 from jobs.scheduling.planner.matching import Matching, bit_indexes
 from jobs.scheduling.planner.multihost import Hold
-from jobs.scheduling.planner.ordering import class_key, group_key, holder_key
+from jobs.scheduling.planner.ordering import group_class_key, group_key, holder_key
 from jobs.scheduling.planner.types import (
     HostState,
     JobState,
@@ -775,10 +775,13 @@ def explain_multi(
     holder_id = hold.job.id if hold is not None else None
     by_group: dict[tuple, WaitReason] = {}
     for key, group in groups.items():
-        job = next((j for j in group if j.id not in leased and j.id != holder_id), None)
-        if job is not None:
-            by_group[key] = explainer.multi(job, (key[0], key[3], key[4]))
-            class_reasons[class_key(job)] = by_group[key]
+        job = group[0]
+        if job.id in leased or job.id == holder_id:
+            job = next((j for j in group if j.id not in leased and j.id != holder_id), None)
+            if job is None:
+                continue
+        by_group[key] = reason = explainer.multi(job, (key[0], key[3], key[4]))
+        class_reasons[group_class_key(key)] = reason
     if hold is None or holder_id in leased:
         return by_group, None
     reason = explainer.holding(hold)

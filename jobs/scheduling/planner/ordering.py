@@ -348,6 +348,15 @@ def class_key(job: JobState) -> str:
     return key
 
 
+@functools.lru_cache(maxsize=65536)
+def group_class_key(key: JobGroupKey) -> str:
+    """`class_key` of the jobs of a group (`group_key`), the same for all of them; cached: a
+    tick keys every waiting multi-host group, thousands in a large queue."""
+    labels, pin, suite_id, *multi = key
+    found = class_key_of(labels, pin, suite_id)
+    return found + multi_key_of(*multi) if multi else found
+
+
 def holder_key(job_id: int) -> str:
     """The key of the holding job's own reason in `Plan.class_reasons`."""
     return f"job={job_id}"

@@ -359,7 +359,17 @@ def _merged(
         if g
     ]
     skippable, dead, matching = leaser.skippable, leaser.dead, leaser.matching
-    heads = [(-g[0].priority, g[0].submitted_at, g[0].id, i, 0) for i, g in enumerate(lists)]
+
+    # A one-host group whose class no free host fits at all (no eligible host class: dead from
+    # the start and for good, unable even to backfill a held host, which is a free host too)
+    # is left out: the main phase would refuse each of its jobs. After a few changes nearly
+    # every group is one, and the heap is built of the rest.
+    eligible = matching.eligible
+    heads = [
+        (-g[0].priority, g[0].submitted_at, g[0].id, i, 0)
+        for i, (g, c) in enumerate(zip(lists, classes, strict=True))
+        if type(c) is not int or eligible[c]
+    ]
     heapq.heapify(heads)
     seen = -1  # leaser.version when the groups were last sifted (below)
     while heads:

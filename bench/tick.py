@@ -216,18 +216,26 @@ def _memory(ticks: int, changes: int) -> dict[str, object]:
     The process holds what a scheduler process holds (Django, the kept lab, the wait-reason
     table it last wrote) plus the benchmark's own small state; the generated lab is dropped
     before the first tick."""
-    every = max(1, ticks // 10)
+    every = max(1, ticks // 20)
     samples = [(0, _rss_mb())]
+    # The peak so far (a whole read keeps two labs alive for a moment?) and the blocks Python's
+    # allocator holds: blocks that grow are objects kept; RSS growing while they do not is
+    # freed memory the process could not give back.
+    peaks, blocks = [(0, _peak_rss_mb())], [(0, sys.getallocatedblocks())]
     cpu = []
     for i in range(1, ticks + 1):
         freed = _events(changes, priority=40)
         cpu.append(float(_run_tick(f"memory {i}", None, must_lease=freed)["cpu_ms"]))
         if i % every == 0 or i == ticks:
             samples.append((i, _rss_mb()))
+            peaks.append((i, _peak_rss_mb()))
+            blocks.append((i, sys.getallocatedblocks()))
     return {
         "ticks": ticks,
         "changes_per_tick": changes,
         "rss_mb_by_tick": samples,
+        "peak_rss_mb_by_tick": peaks,
+        "allocated_blocks_by_tick": blocks,
         "rss_growth_mb": round(samples[-1][1] - samples[1][1], 1) if len(samples) > 1 else 0.0,
         "cpu_median_ms": round(statistics.median(cpu), 1) if cpu else None,
     }

@@ -141,6 +141,11 @@ def test_the_memory_run_ticks_after_each_batch_of_changes_and_samples_the_rss():
     assert all(mb > 0 for _tick, mb in samples)
     assert memory["rss_growth_mb"] == pytest.approx(samples[-1][1] - samples[1][1])
     assert tick_bench._peak_rss_mb() >= max(mb for _tick, mb in samples) - 1
+    # The peak so far and Python's allocated blocks, at the same ticks.
+    peaks, blocks = memory["peak_rss_mb_by_tick"], memory["allocated_blocks_by_tick"]
+    assert [tick for tick, _mb in peaks] == [tick for tick, _n in blocks] == [0, 1, 2, 3, 4]
+    assert all(peak >= mb - 1 for (_t, peak), (_u, mb) in zip(peaks, samples, strict=True))
+    assert all(n > 0 for _tick, n in blocks)
 
 
 def test_a_timed_tick_that_holds_the_freed_host_for_a_multi_host_job_is_the_tick_wanted():

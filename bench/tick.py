@@ -25,15 +25,26 @@ STEADY_TARGET_MS = {(10_000, 100_000): 300.0}
 
 
 def _heartbeat_workers() -> None:
-    """Mark every online worker seen now, as their runners would, without touching the lab."""
+    """Mark every online worker seen now, and extend the active leases past half their TTL,
+    as their runners' heartbeats would, without touching the lab (the change log names neither
+    write). Without the leases', a run longer than LEASE_TTL (10 minutes) saw every lease the
+    cold tick made expire at once, and timed the expiry of the lab."""
+    from django.conf import settings
     from django.db.models import Q
     from django.utils import timezone
 
     from hosts.models import Worker
+    from jobs.models import Lease
 
+    now = timezone.now()
     # Offline workers were last seen an hour ago; keep them offline.
-    cutoff = timezone.now() - timezone.timedelta(minutes=30)
-    Worker.objects.filter(Q(last_seen__gte=cutoff)).update(last_seen=timezone.now())
+    cutoff = now - timezone.timedelta(minutes=30)
+    Worker.objects.filter(Q(last_seen__gte=cutoff)).update(last_seen=now)
+    ttl = timezone.timedelta(seconds=settings.LEASE_TTL)
+    # A reservation's end is its holder's; a job's lease lives while its runner beats.
+    Lease.objects.active().filter(job__isnull=False, expires_at__lt=now + ttl / 2).update(
+        heartbeat_at=now, expires_at=now + ttl
+    )
 
 
 def _make_multi_host(lab: Lab, share: float, seed: int) -> int:

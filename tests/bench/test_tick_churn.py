@@ -14,7 +14,7 @@ from bench.labgen import LabShape, generate
 from hosts import services as host_services
 from hosts.models import Host, Worker
 from jobs import services
-from jobs.models import Job
+from jobs.models import Job, Lease
 from tests import factories as f
 from tests.multihost import multihost_job, role
 
@@ -112,6 +112,25 @@ def test_every_timed_tick_runs_with_its_workers_online_however_long_the_run_took
 
     assert churn["3"]["leased"] == 3
     assert not Worker.objects.filter(last_seen=stale).exists()
+
+
+def test_the_leases_of_a_run_longer_than_their_ttl_are_kept_alive_as_runners_would(settings):
+    # A run of 1,000 memory ticks outlives LEASE_TTL: without heartbeats every lease the cold
+    # tick made would expire in one tick, and the run would time the expiry of the whole lab.
+    dbload.load(generate(LabShape(30, 300, 4, 6, seed=5)), now=timezone.now(), analyze=False)
+    tick_bench._heartbeat_workers()
+    services.scheduler_tick()
+    running = Lease.objects.active().filter(job__isnull=False)
+    leased = running.count()
+    soon = timezone.now() + timezone.timedelta(seconds=60)  # under half the TTL left
+    running.update(expires_at=soon)
+
+    churn = tick_bench._churn([3], repeats=1)
+
+    assert churn["3"]["leased"] == 3
+    assert running.count() == leased  # 3 completed, 3 leased; none expired
+    ttl = timezone.timedelta(seconds=settings.LEASE_TTL)
+    assert not running.filter(expires_at__lt=timezone.now() + ttl / 2).exists()
 
 
 def test_a_timed_tick_that_should_lease_and_leases_nothing_stops_the_run_loudly():

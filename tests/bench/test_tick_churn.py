@@ -165,6 +165,9 @@ def test_the_memory_run_ticks_after_each_batch_of_changes_and_samples_the_rss():
     assert [tick for tick, _mb in peaks] == [tick for tick, _n in blocks] == [0, 1, 2, 3, 4]
     assert all(peak >= mb - 1 for (_t, peak), (_u, mb) in zip(peaks, samples, strict=True))
     assert all(n > 0 for _tick, n in blocks)
+    # The peak starts again at the first tick (the generation's is reported apart), on Linux.
+    assert memory["peak_reset"] is True
+    assert memory["peak_rss_mb_before"] >= peaks[0][1] - 1
 
 
 def test_a_timed_tick_that_holds_the_freed_host_for_a_multi_host_job_is_the_tick_wanted():

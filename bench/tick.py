@@ -25,15 +25,26 @@ STEADY_TARGET_MS = {(10_000, 100_000): 300.0}
 
 
 def _heartbeat_workers() -> None:
-    """Mark every online worker seen now, as their runners would, without touching the lab."""
+    """Mark every online worker seen now, and extend the active leases past half their TTL,
+    as their runners' heartbeats would, without touching the lab (the change log names neither
+    write). Without the leases', a run longer than LEASE_TTL (10 minutes) saw every lease the
+    cold tick made expire at once, and timed the expiry of the lab."""
+    from django.conf import settings
     from django.db.models import Q
     from django.utils import timezone
 
     from hosts.models import Worker
+    from jobs.models import Lease
 
+    now = timezone.now()
     # Offline workers were last seen an hour ago; keep them offline.
-    cutoff = timezone.now() - timezone.timedelta(minutes=30)
-    Worker.objects.filter(Q(last_seen__gte=cutoff)).update(last_seen=timezone.now())
+    cutoff = now - timezone.timedelta(minutes=30)
+    Worker.objects.filter(Q(last_seen__gte=cutoff)).update(last_seen=now)
+    ttl = timezone.timedelta(seconds=settings.LEASE_TTL)
+    # A reservation's end is its holder's; a job's lease lives while its runner beats.
+    Lease.objects.active().filter(job__isnull=False, expires_at__lt=now + ttl / 2).update(
+        heartbeat_at=now, expires_at=now + ttl
+    )
 
 
 def _make_multi_host(lab: Lab, share: float, seed: int) -> int:
@@ -209,6 +220,17 @@ def _peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
+def _reset_peak_rss() -> bool:
+    """Start this process's peak resident memory again from now (Linux: clear_refs 5); False
+    where it cannot be."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as refs:
+            refs.write("5")
+    except OSError:
+        return False
+    return True
+
+
 def _memory(ticks: int, changes: int) -> dict[str, object]:
     """Run `ticks` ticks, each after `changes` completions and submissions, and sample this
     process's resident memory: is it flat while the kept lab is refreshed tick after tick?
@@ -216,18 +238,31 @@ def _memory(ticks: int, changes: int) -> dict[str, object]:
     The process holds what a scheduler process holds (Django, the kept lab, the wait-reason
     table it last wrote) plus the benchmark's own small state; the generated lab is dropped
     before the first tick."""
-    every = max(1, ticks // 10)
+    every = max(1, ticks // 20)
+    # The peak from here on is the scheduler's (whole reads included), not the generation's.
+    peak_before = _peak_rss_mb()
+    reset = _reset_peak_rss()
     samples = [(0, _rss_mb())]
+    # The peak so far (a whole read keeps two labs alive for a moment?) and the blocks Python's
+    # allocator holds: blocks that grow are objects kept; RSS growing while they do not is
+    # freed memory the process could not give back.
+    peaks, blocks = [(0, _peak_rss_mb())], [(0, sys.getallocatedblocks())]
     cpu = []
     for i in range(1, ticks + 1):
         freed = _events(changes, priority=40)
         cpu.append(float(_run_tick(f"memory {i}", None, must_lease=freed)["cpu_ms"]))
         if i % every == 0 or i == ticks:
             samples.append((i, _rss_mb()))
+            peaks.append((i, _peak_rss_mb()))
+            blocks.append((i, sys.getallocatedblocks()))
     return {
         "ticks": ticks,
         "changes_per_tick": changes,
         "rss_mb_by_tick": samples,
+        "peak_rss_mb_by_tick": peaks,
+        "peak_reset": reset,  # whether peak_rss_mb_by_tick starts from the first tick
+        "peak_rss_mb_before": peak_before,
+        "allocated_blocks_by_tick": blocks,
         "rss_growth_mb": round(samples[-1][1] - samples[1][1], 1) if len(samples) > 1 else 0.0,
         "cpu_median_ms": round(statistics.median(cpu), 1) if cpu else None,
     }
@@ -368,6 +403,8 @@ def main() -> None:
     if any(s["unchanged"] is False for s in steady):
         raise SystemExit("a steady-state tick planned again: the lab changed under the benchmark")
     times = [float(s["ms"]) for s in steady]  # type: ignore[arg-type]
+    # The memory run starts the peak again; the generation's and the first ticks' was before.
+    peak = max(_peak_rss_mb(), float(memory["peak_rss_mb_before"]) if memory else 0.0)  # type: ignore[arg-type]
     result = {
         **description,
         "cold_ms": cold["ms"],
@@ -393,7 +430,7 @@ def main() -> None:
         "multi_host_jobs": multi_host,
         # This process's peak resident memory over the run (the whole reads and every tick),
         # and its resident memory now: the scheduler's kept lab, Django, the benchmark.
-        "peak_rss_mb": _peak_rss_mb(),
+        "peak_rss_mb": peak,
         "rss_mb": _rss_mb(),
         "memory": memory,
         "steady_target_ms": STEADY_TARGET_MS.get((args.hosts, args.jobs)),

@@ -106,6 +106,10 @@ class LabState:
         self._last_job_id = 0  # the highest id put in `jobs`, while they are in order
         self._hosts_in_order = True
 
+    def drop(self) -> None:
+        """Let go of everything this state holds (it is not used again): `for_tick`."""
+        self.__dict__.clear()
+
     # --- building and refreshing --------------------------------------------------------------
 
     @classmethod
@@ -685,6 +689,11 @@ def for_tick(
         and state.refresh(changes.changed, now=now)
     ):
         return state, True
+    if state is not None:
+        # Let go of the old lab before reading the new one: kept alive through the read, both
+        # were in memory at once, and the old one's freed pages stayed with the process (its
+        # resident memory a lab larger from the first whole read on).
+        state.drop()
     return _read_to_keep(now=now, with_last_used=spread), False
 
 

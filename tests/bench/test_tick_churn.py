@@ -14,7 +14,7 @@ from bench.labgen import LabShape, generate
 from hosts import services as host_services
 from hosts.models import Host, Worker
 from jobs import services
-from jobs.models import Job
+from jobs.models import Job, Lease
 from tests import factories as f
 from tests.multihost import multihost_job, role
 
@@ -114,6 +114,25 @@ def test_every_timed_tick_runs_with_its_workers_online_however_long_the_run_took
     assert not Worker.objects.filter(last_seen=stale).exists()
 
 
+def test_the_leases_of_a_run_longer_than_their_ttl_are_kept_alive_as_runners_would(settings):
+    # A run of 1,000 memory ticks outlives LEASE_TTL: without heartbeats every lease the cold
+    # tick made would expire in one tick, and the run would time the expiry of the whole lab.
+    dbload.load(generate(LabShape(30, 300, 4, 6, seed=5)), now=timezone.now(), analyze=False)
+    tick_bench._heartbeat_workers()
+    services.scheduler_tick()
+    running = Lease.objects.active().filter(job__isnull=False)
+    leased = running.count()
+    soon = timezone.now() + timezone.timedelta(seconds=60)  # under half the TTL left
+    running.update(expires_at=soon)
+
+    churn = tick_bench._churn([3], repeats=1)
+
+    assert churn["3"]["leased"] == 3
+    assert running.count() == leased  # 3 completed, 3 leased; none expired
+    ttl = timezone.timedelta(seconds=settings.LEASE_TTL)
+    assert not running.filter(expires_at__lt=timezone.now() + ttl / 2).exists()
+
+
 def test_a_timed_tick_that_should_lease_and_leases_nothing_stops_the_run_loudly():
     dbload.load(generate(LabShape(30, 300, 4, 6, seed=5)), now=timezone.now(), analyze=False)
     services.scheduler_tick()
@@ -141,6 +160,14 @@ def test_the_memory_run_ticks_after_each_batch_of_changes_and_samples_the_rss():
     assert all(mb > 0 for _tick, mb in samples)
     assert memory["rss_growth_mb"] == pytest.approx(samples[-1][1] - samples[1][1])
     assert tick_bench._peak_rss_mb() >= max(mb for _tick, mb in samples) - 1
+    # The peak so far and Python's allocated blocks, at the same ticks.
+    peaks, blocks = memory["peak_rss_mb_by_tick"], memory["allocated_blocks_by_tick"]
+    assert [tick for tick, _mb in peaks] == [tick for tick, _n in blocks] == [0, 1, 2, 3, 4]
+    assert all(peak >= mb - 1 for (_t, peak), (_u, mb) in zip(peaks, samples, strict=True))
+    assert all(n > 0 for _tick, n in blocks)
+    # The peak starts again at the first tick (the generation's is reported apart), on Linux.
+    assert memory["peak_reset"] is True
+    assert memory["peak_rss_mb_before"] >= peaks[0][1] - 1
 
 
 def test_a_timed_tick_that_holds_the_freed_host_for_a_multi_host_job_is_the_tick_wanted():

@@ -416,6 +416,39 @@ def test_the_lab_is_read_whole_every_so_many_ticks(settings):
     labstate.forget()
 
 
+def test_a_whole_read_lets_go_of_the_lab_it_replaces_before_reading_the_new_one(
+    settings, monkeypatch
+):
+    """Two labs in memory at once made the process one lab larger from its first whole read
+    on (docs/performance.md#the-schedulers-memory-session-16)."""
+    labstate.forget()
+    settings.SCHEDULER_WHOLE_READ_EVERY = 1
+    f.host("h1", ["board:x"], worker=f.worker("w1"))
+    f.job("J0", ["board:y"])
+    assert not services.scheduler_tick().refreshed
+    f.job("J1", ["board:y"])
+    assert services.scheduler_tick().refreshed  # the next is a whole read again
+    old = labstate._kept  # the tick holds it too, as it did while reading
+    assert old is not None and old.hosts and old.jobs
+    real = labstate.LabState.read.__func__
+    old_held_while_reading = []
+
+    def read(cls, **kwargs: object) -> labstate.LabState:
+        old_held_while_reading.append(
+            len(getattr(old, "hosts", ())) + len(getattr(old, "jobs", ()))
+        )
+        return real(cls, **kwargs)
+
+    monkeypatch.setattr(labstate.LabState, "read", classmethod(read))
+    f.job("J2", ["board:x"])
+
+    summary = services.scheduler_tick()
+
+    assert not summary.refreshed and old_held_while_reading == [0]
+    assert [lease["job"] for lease in summary.leases] == ["J2"]  # planned from the new lab
+    labstate.forget()
+
+
 def test_a_retried_tick_reads_the_lab_whole(monkeypatch):
     """A tick that rolls back on a deadlock and retries must not reuse the lab it had."""
     labstate.forget()

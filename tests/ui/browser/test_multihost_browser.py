@@ -31,10 +31,13 @@ def fill_two_roles(page) -> None:  # noqa: ANN001
     row.get_by_label("Test name").fill("bt_Pair")
     row.get_by_label("Labels the host needs").fill("chamber:a")
     row.locator("summary", has_text="More hosts").click()
-    row.get_by_role("button", name="Add a role").click()
-    row.get_by_role("button", name="Add a role").click()
-    roles = row.locator(".role-row")
-    expect(roles).to_have_count(2)
+    add_role, roles = row.get_by_role("button", name="Add a role"), row.locator(".role-row")
+    for n in (1, 2):
+        add_role.click()
+        expect(roles).to_have_count(n)
+        # The new row's name field takes the keyboard once htmx has settled it (a moment
+        # after it shows): typing before then would land in whichever field had it.
+        expect(roles.nth(n - 1).get_by_label("Role name")).to_be_focused()
     roles.nth(0).get_by_label("Role name").fill("dut")
     roles.nth(0).get_by_label("Its own labels").fill("b")
     suggestion = roles.nth(0).locator(".suggestions [data-pick]", has_text="bt")
@@ -44,6 +47,10 @@ def fill_two_roles(page) -> None:  # noqa: ANN001
     roles.nth(1).get_by_label("Role name").fill("peer")
     roles.nth(1).get_by_label("Its own labels").fill("ap")
     row.get_by_label("Keep together by").fill("chamber")
+    for k, (name, labels, count) in enumerate((("dut", "bt", "3"), ("peer", "ap", "1"))):
+        expect(roles.nth(k).get_by_label("Role name")).to_have_value(name)
+        expect(roles.nth(k).get_by_label("Its own labels")).to_have_value(labels)
+        expect(roles.nth(k).get_by_label("Hosts", exact=True)).to_have_value(count)
     expect(page.locator(".suggestions [data-pick]")).to_have_count(0)  # none left open
 
 

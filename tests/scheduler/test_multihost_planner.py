@@ -440,3 +440,34 @@ def test_a_refused_backfill_stays_refused_as_time_passes() -> None:
         later = plan(hosts=hosts, jobs=[m, long], suites=[], now=NOW + timedelta(minutes=minutes))
         assert later.assignments == ()
         assert later.holds == {1: 1, 2: 1}
+
+
+def test_a_held_host_on_a_capped_worker_is_said_held_not_kept_by_the_capacity() -> None:
+    # docs/scheduling.md#holds-and-backfill: M1 needs four 'a' hosts; h1 (no worker) and h2, h3
+    # (w2, one job at a time) are free, h4 and h5 busy. M1 holds h1 and h2, and its hold takes
+    # w2's one slot, so h3 is kept from work by the capacity. The others waiting are told the
+    # free hosts are held, not that the held h2 is "on worker w2 at capacity", and a two-host
+    # job is told its hosts went ahead or are held (they were free at the start of the tick).
+    hosts = [
+        host(1, "a"),
+        host(2, "a", worker="w2"),
+        host(3, "a", worker="w2"),
+        busy(4, "a", minutes=-1),
+        busy(5, "a", minutes=-1),
+    ]
+    holder = multi(100, ("dut", ["a"], 4), priority=70)
+    one = job(101, priority=40)
+    pair = multi(1, ("r0", [], 1), ("r1", [], 1), priority=30)
+    result = run(hosts, [holder, one, pair], workers={"w2": WorkerLoad(limit=1, running=0)})
+
+    assert result.assignments == ()
+    assert result.holds == {1: 100, 2: 100}
+    one_why = result.wait_reasons[101]
+    assert one_why.message.startswith("2 free hosts are held for job 100")
+    assert one_why.message.endswith(
+        "of the other 3, 2 busy running priority ≤ 40 jobs, 1 on worker w2 at capacity (1 of 1)"
+    )
+    assert (one_why.details["held"], one_why.details["at_capacity"]) == (2, 1)
+    pair_why = result.wait_reasons[1]
+    assert pair_why.code == WaitCode.OUTRANKED
+    assert "held for job 100" in pair_why.message

@@ -36,7 +36,6 @@ from tests.scheduler.test_planner_properties import (
     WORKERS,
     Lab,
     aged,
-    at_capacity_after,
     fair_share_keys,
     max_matching,
     policies,
@@ -709,6 +708,23 @@ def test_a_job_kept_off_a_held_host_is_told_so(lab: Lab) -> None:
             assert f"held for job {holder}" in reason.message
 
 
+def full_after(lab: Lab, result: Plan) -> set[str]:
+    """The workers that may start no more jobs once the plan's leases start and its hold is
+    kept: a job counts once on each worker it has a host on, a held host as one job of its
+    own (docs/scheduling.md#worker-capacity)."""
+    worker_of = {h.id: h.worker for h in lab.hosts}
+    jobs_on: dict[str, set[object]] = {}
+    for a in result.assignments:
+        jobs_on.setdefault(worker_of[a.host_id], set()).add(a.job_id)
+    for host_id in result.holds:
+        jobs_on.setdefault(worker_of[host_id], set()).add(("held", host_id))
+    return {
+        w
+        for w in set(worker_of.values())
+        if (room := lab.room(w)) is not None and len(jobs_on.get(w, ())) >= room
+    }
+
+
 @PROPERTY
 @given(any_labs)
 def test_every_waiting_job_has_its_reason_under_its_keys(lab: Lab) -> None:
@@ -726,9 +742,9 @@ def test_every_waiting_job_has_its_reason_under_its_keys(lab: Lab) -> None:
             continue
         # "Outranked" means enough hosts were free to serve every role at once (in some
         # chamber); "unavailable" that they were not. Free: schedulable and not on a worker
-        # the plan filled, unless the plan leased it.
-        full = at_capacity_after(lab, result)
-        taken = {a.host_id for a in result.assignments}
+        # the plan filled (with its leases or its hold), unless the plan leased or held it.
+        full = full_after(lab, result)
+        taken = {a.host_id for a in result.assignments} | result.holds.keys()
         free = [h for h in lab.hosts if usable(h) and (h.worker not in full or h.id in taken)]
         could = any(
             max_matching(essential(job, v), free) == job.hosts_needed for v in values(lab, job)

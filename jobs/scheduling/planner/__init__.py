@@ -199,7 +199,15 @@ def plan(
     }
     leased_hosts = frozenset(a.host_id for a in assignments)
     explainer = Explainer(
-        hosts_by_id, index, matching, suite_by_id, room, full, leased_hosts, leaser.holder
+        hosts_by_id,
+        index,
+        matching,
+        suite_by_id,
+        room,
+        full,
+        leased_hosts,
+        leaser.holder,
+        held_hosts=frozenset(holds),
     )
     for job, _j, _build, _role, _slot in units:
         if not job.roles:

@@ -27,17 +27,24 @@ Full = Mapping[str, tuple[int, int]]
 
 @dataclass(frozen=True, slots=True)
 class _Capacity:
-    """Workers the tick filled, and the hosts it leased (those count as free: they went to jobs
-    ahead); another free host on a full worker is kept from work by the worker's capacity."""
+    """Workers the tick filled, and the hosts it leased or held (those count as free: they went
+    to jobs ahead, or to the holder, whose hold may be what filled their worker); another free
+    host on a full worker is kept from work by the worker's capacity."""
 
     full: Full = field(default_factory=dict)
     leased: frozenset[int] = frozenset()
+    held: frozenset[int] = frozenset()
 
 
 def _blocker(host: HostState, capacity: _Capacity) -> str | None:
     """Return why a host cannot take work now, the most lasting cause first; None if it can."""
     blocker = host_blocker(host)
-    if blocker is None and host.worker in capacity.full and host.id not in capacity.leased:
+    if (
+        blocker is None
+        and host.worker in capacity.full
+        and host.id not in capacity.leased
+        and host.id not in capacity.held
+    ):
         return "capacity"
     return blocker
 
@@ -234,6 +241,7 @@ class Explainer:
         full: Full,
         leased_hosts: frozenset[int],
         holder: Hold | None = None,
+        held_hosts: frozenset[int] = frozenset(),
     ) -> None:
         self.matching = matching
         # The tick's holder, even when backfilled jobs took every host it held (it still holds
@@ -242,7 +250,7 @@ class Explainer:
         self.holder = holder if holder is not None and holder.total else None
         self.suite_by_id = suite_by_id
         self.room = room  # hosts each capped suite could still take after this tick
-        self.capacity = _Capacity(full, leased_hosts)
+        self.capacity = _Capacity(full, leased_hosts, held_hosts)
         self._leased_per_class: Counter[int] | None = None
         self.hosts_by_id = hosts_by_id
         memo = index.memo if isinstance(index.memo, Memo) else None

@@ -290,6 +290,9 @@ TICK_REQUEST_STALE_SECONDS = env_int("TICK_REQUEST_STALE_SECONDS", 5)
 # A requested tick starts at least this long after the last one ended (0: at once); requests of
 # the meantime ride along, which bounds the scheduler's CPU share (docs/scheduling.md#triggers).
 TICK_MIN_GAP_MS = env_int("TICK_MIN_GAP_MS", 250)
+# How long a web process may answer a runner's token from memory (schedsite.api_authentication,
+# docs/security.md#api-tokens): a revoked runner token can work on in another process this long.
+RUNNER_TOKEN_CACHE_SECONDS = env_int("RUNNER_TOKEN_CACHE_SECONDS", 10)
 # Lab health and recovery (docs/health.md#settings): backoffs in seconds, 0 = the next tick.
 RETRY_BACKOFF = env_int("RETRY_BACKOFF", 30)  # doubles per attempt, at most RETRY_BACKOFF_MAX
 RETRY_BACKOFF_MAX = 600

@@ -72,3 +72,13 @@ def is_postgres() -> bool:
     from django.db import connection
 
     return connection.vendor == "postgresql"
+
+
+@pytest.fixture(autouse=True)
+def _no_remembered_tokens(request: pytest.FixtureRequest) -> None:
+    """Each test reads its runners' tokens afresh: a web process keeps them a few seconds."""
+    if not request.config.pluginmanager.hasplugin("django"):
+        return
+    from schedsite.api_authentication import forget_tokens
+
+    forget_tokens()

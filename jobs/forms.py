@@ -368,6 +368,10 @@ def field_message(exc: InvalidInput) -> str:
         # A bad value of a list field (hosts.services._validate): name the one value.
         noun = "label" if field.endswith("labels") else field.rpartition(".")[2].replace("_", " ")
         message = f"{noun} {message.removeprefix(f'{field} ')}"
+    elif field and message.startswith(f"{field} "):
+        # "jobs[0].roles[1].name is required" → "Name is required", next to the role's name.
+        noun = field.rpartition(".")[2].replace("_", " ")
+        message = f"{noun} {message.removeprefix(f'{field} ')}"
     message = form_wording(message)
     return message[:1].upper() + message[1:]
 

@@ -127,6 +127,18 @@ def test_a_role_no_host_set_could_serve_is_refused_next_to_it(
     assert allowed.status_code == 200 and Suite.objects.count() == 1
 
 
+def test_a_role_with_no_name_is_told_so_next_to_its_name_in_the_form_s_words(alice_client, chamber):
+    response = alice_client.post("/suites/new/", form(role_name=["", "peer"]), headers=HTMX)
+
+    html = response.content.decode()
+    assert response.status_code == 400 and not Suite.objects.exists()
+    marked = re.search(r'<input id="role-(\w+)-name"[^>]*aria-invalid="true"', html)
+    assert marked, html[:3000]
+    error = html[html.index(f'id="role-{marked.group(1)}-name-error"') :]
+    assert "Name is required" in error[: error.index("</p>")]
+    assert "roles[0]" not in html  # the API's path to the field is not the form's words
+
+
 def test_a_pinned_job_with_roles_is_refused_on_its_row(alice_client, chamber):
     response = alice_client.post("/suites/new/", form(job_host=["h1.lab", ""]), headers=HTMX)
 

@@ -42,7 +42,8 @@ from jobs.choices import ACTIVE_JOB_STATUSES, JobKind, JobStatus
 from jobs.models import Job, Lease, SchedulerSettings, SchedulerTick, Suite, WaitReasonClass
 from jobs.querysets import UNFINISHED_JOB_STATUSES
 from jobs.scheduling import labstate, planner, snapshot
-from schedsite.counting import bounded_count
+from schedsite import counting
+from schedsite.counting import RowCount, bounded_count
 from schedsite.pgarrays import bigint_array
 from schedsite.prepared import PreparedQuery
 
@@ -478,7 +479,7 @@ def _dashboard_counts_sql() -> str:
     )
 
 
-def dashboard_counts(*, now: datetime) -> dict[str, int]:
+def dashboard_counts(*, now: datetime, tick: SchedulerTick | None = None) -> dict[str, int]:
     """Count hosts, workers, jobs and leases for the dashboard in a fixed number of queries.
 
     The fixed counts are one statement (`_dashboard_counts_sql`): as five ORM aggregates,
@@ -486,22 +487,55 @@ def dashboard_counts(*, now: datetime) -> dict[str, int]:
     is counted as the queue page counts it, exactly up to EXACT_COUNT_LIMIT and estimated
     above ("about"): a GROUP BY over every job of the table was the page's slowest statement
     at 100,000 queued.
+
+    `tick`, the latest tick: the free hosts are the ones it left (`hosts_schedulable`, the
+    same rule as `Host.objects.schedulable`), not a scan of the host table with a lease probe
+    per ready host; every write that can free or take a host asks for a tick, so the figure
+    is current to the last tick (docs/performance.md#the-dashboard-and-the-job-page-session-16).
+    A queue the tick found far longer than the exact limit is estimated directly
+    (`queue_length`).
     """
     cutoff = connection.ops.adapt_datetimefield_value(online_cutoff(now))
     with connection.cursor() as cursor:
         cursor.execute(_dashboard_counts_sql(), [cutoff])
         names = [column[0] for column in cursor.description]
         counts: dict[str, int] = dict(zip(names, cursor.fetchone(), strict=True))
-    queued = bounded_count(Job.objects.queued())
+    queued = queue_length(tick)
     counts["jobs_queued"] = queued.n
     counts["jobs_queued_estimated"] = queued.estimated
-    counts["hosts_free"] = Host.objects.schedulable(now).count()
+    if tick is not None and tick.hosts_schedulable is not None:
+        counts["hosts_free"] = tick.hosts_schedulable
+    else:  # no tick yet, or one recorded before ticks counted the lab's capacity
+        counts["hosts_free"] = Host.objects.schedulable(now).count()
     counts["workers_offline"] = counts["workers_total"] - counts["workers_online"]
     counts["hosts_in_maintenance"] = sum(counts[f"hosts_{s}"] for s in MAINTENANCE_STATUSES)
     counts["hosts_to_verify"] = counts["hosts_needs_verify"] + counts["hosts_verifying"]
     counts["hosts_to_repair"] = counts["hosts_needs_repair"] + counts["hosts_repairing"]
     counts["jobs_active"] = counts["jobs_leased"] + counts["jobs_running"]
     return counts
+
+
+# Above this many times the exact limit in the latest tick's queue, the queue's length is
+# PostgreSQL's estimate at once: for it to be exact (the limit or fewer) now, most of the queue
+# would have had to leave it since that tick, and a lease or an abort asks for a tick.
+QUEUE_ESTIMATE_MARGIN = 2
+
+
+def queue_length(tick: SchedulerTick | None) -> RowCount:
+    """The queue's length as the queue page counts it (`bounded_count`): exact up to
+    EXACT_COUNT_LIMIT, estimated above. When the latest tick left more than
+    QUEUE_ESTIMATE_MARGIN times the limit queued, the exact count (limit + 1 rows read only
+    to learn that there are more) is skipped for the estimate (one EXPLAIN)."""
+    queued = Job.objects.queued()
+    if (
+        connection.vendor == "postgresql"
+        and tick is not None
+        and tick.queued_after > QUEUE_ESTIMATE_MARGIN * counting.EXACT_COUNT_LIMIT
+    ):
+        return RowCount(
+            max(counting.EXACT_COUNT_LIMIT + 1, counting.planner_rows(queued)), estimated=True
+        )
+    return bounded_count(queued)
 
 
 PROVISION_STATS_HOURS = 24

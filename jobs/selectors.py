@@ -489,9 +489,9 @@ def dashboard_counts(*, now: datetime, tick: SchedulerTick | None = None) -> dic
     at 100,000 queued.
 
     `tick`, the latest tick: the free hosts are the ones it left (`hosts_schedulable`, the
-    same rule as `Host.objects.schedulable`), not a scan of the host table with a lease probe
-    per ready host; every write that can free or take a host asks for a tick, so the figure
-    is current to the last tick (docs/performance.md#the-dashboard-and-the-job-page-session-16).
+    same rule as `Host.objects.schedulable`) while no host or lease was written since it took
+    the change log, not a scan of the host table with a lease probe per ready host
+    (docs/performance.md#the-dashboard-and-the-job-page-session-16).
     A queue the tick found far longer than the exact limit is estimated directly
     (`queue_length`).
     """
@@ -503,9 +503,9 @@ def dashboard_counts(*, now: datetime, tick: SchedulerTick | None = None) -> dic
     queued = queue_length(tick)
     counts["jobs_queued"] = queued.n
     counts["jobs_queued_estimated"] = queued.estimated
-    if tick is not None and tick.hosts_schedulable is not None:
+    if tick is not None and tick.hosts_schedulable is not None and not _hosts_written_untaken():
         counts["hosts_free"] = tick.hosts_schedulable
-    else:  # no tick yet, or one recorded before ticks counted the lab's capacity
+    else:  # no tick yet, one before capacity was counted, or a host or lease written since
         counts["hosts_free"] = Host.objects.schedulable(now).count()
     counts["workers_offline"] = counts["workers_total"] - counts["workers_online"]
     counts["hosts_in_maintenance"] = sum(counts[f"hosts_{s}"] for s in MAINTENANCE_STATUSES)
@@ -513,6 +513,23 @@ def dashboard_counts(*, now: datetime, tick: SchedulerTick | None = None) -> dic
     counts["hosts_to_repair"] = counts["hosts_needs_repair"] + counts["hosts_repairing"]
     counts["jobs_active"] = counts["jobs_leased"] + counts["jobs_running"]
     return counts
+
+
+def _hosts_written_untaken() -> bool:
+    """Whether a host or a lease was written since the latest tick took the change log
+    (snapshot.lab_changes): then the tick's free-host count may be out of date. True where
+    there is no change log (not PostgreSQL). A worker paused or gone quiet writes no logged
+    row: its hosts leave the count at the next tick."""
+    if connection.vendor != "postgresql":
+        return True
+    sources = [Host._meta.db_table, Lease._meta.db_table]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT EXISTS (SELECT 1 FROM {snapshot.LAB_CHANGE_TABLE} "  # noqa: S608
+            "WHERE taken IS NULL AND source = ANY(%s))",
+            [sources],
+        )
+        return bool(cursor.fetchone()[0])
 
 
 # Above this many times the exact limit in the latest tick's queue, the queue's length is

@@ -4,8 +4,10 @@ queue is long enough to be estimated. Each follows the next tick."""
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
+from django.contrib.auth import get_user_model
 
 from hosts import services as host_services
 from jobs import services
@@ -19,6 +21,10 @@ FREE = r'<div class="label">Free hosts</div>\s*<div class="value">{}</div>'
 QUEUED = r'<div class="label">Queued jobs</div>\s*<div class="value">{}</div>'
 
 
+def lab_user():  # noqa: ANN201
+    return get_user_model().objects.get_or_create(username="tess")[0]
+
+
 def shown(client, pattern: str, value: str) -> bool:  # noqa: ANN001
     return bool(re.search(pattern.format(value), client.get("/").content.decode()))
 
@@ -30,21 +36,34 @@ def test_free_hosts_are_counted_live_until_the_scheduler_has_ticked(alice_client
     assert shown(alice_client, FREE, "2")
 
 
-def test_free_hosts_are_the_last_ticks_and_follow_the_next_tick(alice_client, lab):
+def test_free_hosts_follow_a_lock_before_the_next_tick_and_the_tick_after_it(alice_client, lab):
     f.job("J1", ["board:eve"])
     services.scheduler_tick()
     assert shown(alice_client, FREE, "2")  # one of three hosts leased at the tick
 
     host_services.host_lock(host=lab.h3, by="sam", reason="debugging")
-    # The lock asks for a tick (none runs here): until it runs the card says what the last
-    # one left, as the capacity chart beside it does.
-    assert shown(alice_client, FREE, "2")
+    assert shown(alice_client, FREE, "1")  # a host written since the tick: counted live
     services.scheduler_tick()
     assert shown(alice_client, FREE, "1")
 
     host_services.host_unlock(host=lab.h3, by="sam")
+    assert shown(alice_client, FREE, "2")
     services.scheduler_tick()
     assert shown(alice_client, FREE, "2")
+
+
+@pytest.mark.postgres
+def test_free_hosts_are_the_last_ticks_while_no_host_or_lease_was_written_since(alice_client, lab):
+    services.scheduler_tick()
+    tick = SchedulerTick.objects.latest("id")
+    assert shown(alice_client, FREE, "3")
+    # The figure comes from the tick's row (no scan of the hosts) until a host is written.
+    SchedulerTick.objects.filter(pk=tick.pk).update(hosts_schedulable=7)
+    assert shown(alice_client, FREE, "7")
+    services.lease_reserve(
+        host=lab.h1, holder=lab_user(), duration=timedelta(hours=1), reason="firmware"
+    )
+    assert shown(alice_client, FREE, "2")  # the reservation's lease: counted live
 
 
 def test_a_tick_recorded_before_ticks_counted_capacity_leaves_the_free_hosts_counted_live(

@@ -21,6 +21,7 @@ from bench import dbload
 from bench.cli import stop_process_group
 from bench.labgen import Lab, LabShape, generate
 from bench.latency import percentile
+from bench.tick import _make_multi_host as make_multi_host
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_MS = 100.0  # docs/performance.md#targets: host list and queue pages p50 at 10,000 hosts
@@ -375,6 +376,12 @@ def main() -> None:  # noqa: PLR0915 — a script: arguments, one run, its repor
     parser.add_argument("--suites", type=int, default=500)
     parser.add_argument("--label-sets", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--multi-host-share",
+        type=float,
+        default=0.05,
+        help="share of the queued jobs made multi-host, as bench.tick makes them",
+    )
     parser.add_argument("--requests", type=int, default=50, help="timed GETs per endpoint")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--concurrency", type=int, default=8)
@@ -387,8 +394,12 @@ def main() -> None:  # noqa: PLR0915 — a script: arguments, one run, its repor
     parser.add_argument("--markdown", action="store_true", help="print the tables")
     args = parser.parse_args()
 
+    if not 0 <= args.multi_host_share <= 1:
+        parser.error("--multi-host-share: a share between 0 and 1")
+
     lab = generate(LabShape(args.hosts, args.jobs, args.suites, args.label_sets, seed=args.seed))
-    print(f"pages benchmark: {lab.describe()}", file=sys.stderr)
+    multi_host = make_multi_host(lab, args.multi_host_share, args.seed)
+    print(f"pages benchmark: {lab.describe()}, {multi_host} multi-host", file=sys.stderr)
     # The in-process figures run with the server's settings: DEBUG off (no query log kept),
     # static files served unhashed so that no collectstatic run is needed.
     os.environ["DEBUG"] = "0"

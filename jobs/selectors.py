@@ -42,7 +42,8 @@ from jobs.choices import ACTIVE_JOB_STATUSES, JobKind, JobStatus
 from jobs.models import Job, Lease, SchedulerSettings, SchedulerTick, Suite, WaitReasonClass
 from jobs.querysets import UNFINISHED_JOB_STATUSES
 from jobs.scheduling import labstate, planner, snapshot
-from schedsite.counting import bounded_count
+from schedsite import counting
+from schedsite.counting import RowCount, bounded_count
 from schedsite.pgarrays import bigint_array
 from schedsite.prepared import PreparedQuery
 
@@ -478,7 +479,7 @@ def _dashboard_counts_sql() -> str:
     )
 
 
-def dashboard_counts(*, now: datetime) -> dict[str, int]:
+def dashboard_counts(*, now: datetime, tick: SchedulerTick | None = None) -> dict[str, int]:
     """Count hosts, workers, jobs and leases for the dashboard in a fixed number of queries.
 
     The fixed counts are one statement (`_dashboard_counts_sql`): as five ORM aggregates,
@@ -486,22 +487,72 @@ def dashboard_counts(*, now: datetime) -> dict[str, int]:
     is counted as the queue page counts it, exactly up to EXACT_COUNT_LIMIT and estimated
     above ("about"): a GROUP BY over every job of the table was the page's slowest statement
     at 100,000 queued.
+
+    `tick`, the latest tick: the free hosts are the ones it left (`hosts_schedulable`, the
+    same rule as `Host.objects.schedulable`) while no host or lease was written since it took
+    the change log, not a scan of the host table with a lease probe per ready host
+    (docs/performance.md#the-dashboard-and-the-job-page-session-16).
+    A queue the tick found far longer than the exact limit is estimated directly
+    (`queue_length`).
     """
     cutoff = connection.ops.adapt_datetimefield_value(online_cutoff(now))
     with connection.cursor() as cursor:
         cursor.execute(_dashboard_counts_sql(), [cutoff])
         names = [column[0] for column in cursor.description]
         counts: dict[str, int] = dict(zip(names, cursor.fetchone(), strict=True))
-    queued = bounded_count(Job.objects.queued())
+    queued = queue_length(tick)
     counts["jobs_queued"] = queued.n
     counts["jobs_queued_estimated"] = queued.estimated
-    counts["hosts_free"] = Host.objects.schedulable(now).count()
+    if tick is not None and tick.hosts_schedulable is not None and not _hosts_written_untaken():
+        counts["hosts_free"] = tick.hosts_schedulable
+    else:  # no tick yet, one before capacity was counted, or a host or lease written since
+        counts["hosts_free"] = Host.objects.schedulable(now).count()
     counts["workers_offline"] = counts["workers_total"] - counts["workers_online"]
     counts["hosts_in_maintenance"] = sum(counts[f"hosts_{s}"] for s in MAINTENANCE_STATUSES)
     counts["hosts_to_verify"] = counts["hosts_needs_verify"] + counts["hosts_verifying"]
     counts["hosts_to_repair"] = counts["hosts_needs_repair"] + counts["hosts_repairing"]
     counts["jobs_active"] = counts["jobs_leased"] + counts["jobs_running"]
     return counts
+
+
+def _hosts_written_untaken() -> bool:
+    """Whether a host or a lease was written since the latest tick took the change log
+    (snapshot.lab_changes): then the tick's free-host count may be out of date. True where
+    there is no change log (not PostgreSQL). A worker paused or gone quiet writes no logged
+    row: its hosts leave the count at the next tick."""
+    if connection.vendor != "postgresql":
+        return True
+    sources = [Host._meta.db_table, Lease._meta.db_table]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT EXISTS (SELECT 1 FROM {snapshot.LAB_CHANGE_TABLE} "  # noqa: S608
+            "WHERE taken IS NULL AND source = ANY(%s))",
+            [sources],
+        )
+        return bool(cursor.fetchone()[0])
+
+
+# Above this many times the exact limit in the latest tick's queue, the queue's length is
+# PostgreSQL's estimate at once: for it to be exact (the limit or fewer) now, most of the queue
+# would have had to leave it since that tick, and a lease or an abort asks for a tick.
+QUEUE_ESTIMATE_MARGIN = 2
+
+
+def queue_length(tick: SchedulerTick | None) -> RowCount:
+    """The queue's length as the queue page counts it (`bounded_count`): exact up to
+    EXACT_COUNT_LIMIT, estimated above. When the latest tick left more than
+    QUEUE_ESTIMATE_MARGIN times the limit queued, the exact count (limit + 1 rows read only
+    to learn that there are more) is skipped for the estimate (one EXPLAIN)."""
+    queued = Job.objects.queued()
+    if (
+        connection.vendor == "postgresql"
+        and tick is not None
+        and tick.queued_after > QUEUE_ESTIMATE_MARGIN * counting.EXACT_COUNT_LIMIT
+    ):
+        return RowCount(
+            max(counting.EXACT_COUNT_LIMIT + 1, counting.planner_rows(queued)), estimated=True
+        )
+    return bounded_count(queued)
 
 
 PROVISION_STATS_HOURS = 24

@@ -134,8 +134,11 @@ def repair_failed_callout(counts: dict[str, int]) -> dict | None:
 def dashboard(request: HttpRequest) -> HttpResponse:
     """Counts, utilization, charts over the recent ticks and the suites in progress."""
     now = timezone.now()
-    counts = selectors.dashboard_counts(now=now)
     ticks = selectors.recent_ticks(limit=CHART_TICKS)
+    last_tick = ticks[-1] if ticks else None
+    # The free hosts, and whether the queue is long enough to estimate, as the last tick left
+    # them (selectors.dashboard_counts).
+    counts = selectors.dashboard_counts(now=now, tick=last_tick)
     suites, suites_total = selectors.suites_in_progress(limit=SUITES_ON_DASHBOARD)
     ids = [s.pk for s in suites]
     job_counts = selectors.suite_job_counts(ids)
@@ -150,8 +153,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "utilization": round(100 * counts["hosts_leased"] / total) if total else 0,
         "repair_failed": repair_failed_callout(counts),
         "charts": dashboard_charts(ticks),
-        "last_tick": ticks[-1] if ticks else None,
-        "waits": queue_waits(now, ticks[-1] if ticks else None) if counts["jobs_queued"] else None,
+        "last_tick": last_tick,
+        "waits": queue_waits(now, last_tick) if counts["jobs_queued"] else None,
         "provisions": selectors.provision_stats(now=now),
         "suite_rows": rows,
         "suites_total": suites_total,

@@ -319,6 +319,11 @@ def queue_place(job: Job) -> tuple[int | None, RowCount, bool]:
     return min(place, length.n), length, True
 
 
+# Above this many times the exact limit in the planner's estimate of the jobs of higher
+# priority, a job's place is estimated without counting (_bounded_main_phase_position).
+PLACE_ESTIMATE_MARGIN = 2
+
+
 def _bounded_main_phase_position(
     head: QueueHead, job_id: int, *, limit: int
 ) -> tuple[int, bool] | None:
@@ -341,16 +346,20 @@ def _bounded_main_phase_position(
     same = queued.filter(priority=priority).filter(
         Q(submitted_at__lt=at) | Q(submitted_at=at, pk__lt=job_id)
     )
-    ahead = higher[: limit + 1].count()
-    if ahead <= limit:
-        ahead += same[: limit + 1 - ahead].count()
-    if ahead <= limit:
-        return len(head.ids) + ahead + 1 - bisect_right(head.keys, (-priority, at, job_id)), False
+    # When the planner reckons the higher priorities alone hold more than PLACE_ESTIMATE_MARGIN
+    # times the limit, the exact count (limit + 1 rows read to learn there are more) is
+    # skipped: it would end in the same estimate unless the statistics were off that much.
+    higher_guess = planner_rows(higher)
+    if higher_guess <= PLACE_ESTIMATE_MARGIN * limit:
+        ahead = higher[: limit + 1].count()
+        if ahead <= limit:
+            ahead += same[: limit + 1 - ahead].count()
+        if ahead <= limit:
+            place = len(head.ids) + ahead + 1 - bisect_right(head.keys, (-priority, at, job_id))
+            return place, False
     # Ties on submitted_at (jobs submitted together) count as ahead: the job considered last
     # is then placed at the end rather than before its own batch.
-    guess = planner_rows(higher) + planner_rows(
-        queued.filter(priority=priority, submitted_at__lte=at)
-    )
+    guess = higher_guess + planner_rows(queued.filter(priority=priority, submitted_at__lte=at))
     ahead = max(limit + 1, guess)
     return len(head.ids) + ahead + 1 - bisect_right(head.keys, (-priority, at, job_id)), True
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 
 from django import template
-from django.urls import reverse
+from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
@@ -65,9 +66,17 @@ def nav_link(context: template.Context, url_name: str, label: str) -> SafeString
     request = context.get("request")
     match = getattr(request, "resolver_match", None)
     current = SECTIONS.get(match.view_name) if match else None
+    url = _nav_url(url_name, get_script_prefix(), get_urlconf())
     if current is not None and current == SECTIONS.get(url_name):
-        return format_html('<a href="{}" aria-current="page">{}</a>', reverse(url_name), label)
-    return format_html('<a href="{}">{}</a>', reverse(url_name), label)
+        return format_html('<a href="{}" aria-current="page">{}</a>', url, label)
+    return format_html('<a href="{}">{}</a>', url, label)
+
+
+@lru_cache(maxsize=256)
+def _nav_url(url_name: str, prefix: str, urlconf: str | None) -> str:
+    """The section's URL, reversed once per process for each script prefix and URLconf: every
+    page draws the same dozen navigation links."""
+    return reverse(url_name, urlconf=urlconf)
 
 
 wait_tone = register.filter(badges.wait_tone)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.urls import set_script_prefix
 
 from jobs import services
 from tests import factories as f
@@ -52,3 +53,17 @@ def test_a_free_host_is_not_called_busy(alice_client):
 def test_staff_find_the_delivery_log_in_the_navigation(sam_client, alice_client):
     assert 'href="/notifications/deliveries/"' in sam_client.get("/queue/").content.decode()
     assert 'href="/notifications/deliveries/"' not in alice_client.get("/queue/").content.decode()
+
+
+def test_the_navigation_links_follow_the_sites_script_prefix(alice_client):
+    # Its links are reversed once per prefix (schedsite_ui.nav_link): a site served under a
+    # path gets its own, and the root site keeps its.
+    assert '<a href="/queue/"' in alice_client.get("/").content.decode()
+    set_script_prefix("/lab/")  # as the WSGI handler sets it for a site served under /lab
+    try:
+        html = alice_client.get("/").content.decode()
+    finally:
+        set_script_prefix("/")
+    assert '<a href="/lab/queue/"' in html
+    assert '<a href="/queue/"' not in html
+    assert '<a href="/queue/"' in alice_client.get("/").content.decode()

@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
@@ -302,6 +303,24 @@ def test_a_job_deep_in_a_big_queue_is_placed_about_where_it_stands(alice_client,
     assert re.search(place.format("about ", r"\d+", "about ", r"\d+"), html)
     html = alice_client.get(f"/jobs/{first}/").content.decode()
     assert re.search(place.format("", 1, "about ", r"\d+"), html)
+
+
+@pytest.mark.postgres
+def test_a_job_behind_many_more_urgent_jobs_is_placed_about_where_it_stands(
+    alice_client, lab, monkeypatch
+):
+    for i in range(12):
+        f.job(f"urgent-{i}", ["board:none"], priority=70)
+    low = f.job("low", ["board:none"], priority=20)
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {Job._meta.db_table}")  # the estimates see the 12 ahead of it
+    monkeypatch.setattr(counting, "EXACT_COUNT_LIMIT", 5)  # 12 ahead: over twice the limit
+    html = alice_client.get(f"/jobs/{low.pk}/").content.decode()
+    found = re.search(r"about #(\d+) of about (\d+)</a> in the scheduler's order", html)
+    assert found
+    place, length = int(found[1]), int(found[2])
+    # Never above the queue's end, never as near the front as the limit: 12 are ahead of it.
+    assert 6 <= place <= length
 
 
 def test_the_dashboard_charts_read_the_time_in_the_labs_timezone(alice_client, lab, settings):

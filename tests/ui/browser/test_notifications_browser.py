@@ -34,11 +34,15 @@ def test_a_tester_sets_up_email_and_a_webhook_on_the_profile(page, alice, settin
     card.get_by_role("button", name="Save notification settings").click()
     expect(page.locator("#notify-error")).to_have_text("Give an e-mail address to send to.")
     assert not Subscription.objects.filter(user=alice).exists()
+    # The keyboard goes to the field in error once the answer settles (schedsite.js); typing
+    # before that could land in it, whichever field Playwright's fill had focused.
+    card = page.locator("#notifications")
+    expect(card.get_by_label("E-mail address")).to_be_focused()
 
     # A plain-http webhook is refused too; what was typed stays.
-    card = page.locator("#notifications")
     card.get_by_label("E-mail address").fill("alice@lab.example")
     card.get_by_label("Webhook URL").fill("http://ci.example.com/hook")
+    expect(card.get_by_label("E-mail address")).to_have_value("alice@lab.example")
     card.get_by_role("button", name="Save notification settings").click()
     expect(page.locator("#notify-error")).to_have_text("Webhook URLs must use https.")
     expect(page.locator("#notifications").get_by_label("E-mail address")).to_have_value(
@@ -46,6 +50,7 @@ def test_a_tester_sets_up_email_and_a_webhook_on_the_profile(page, alice, settin
     )
 
     card = page.locator("#notifications")
+    expect(card.get_by_label("Webhook URL")).to_be_focused()
     card.get_by_label("Webhook URL").fill("https://ci.example.com/hook")
     card.get_by_role("button", name="Save notification settings").click()
     expect(page.locator("#toast")).to_contain_text("Notification settings saved.")

@@ -368,8 +368,9 @@ def field_message(exc: InvalidInput) -> str:
         # A bad value of a list field (hosts.services._validate): name the one value.
         noun = "label" if field.endswith("labels") else field.rpartition(".")[2].replace("_", " ")
         message = f"{noun} {message.removeprefix(f'{field} ')}"
-    elif field and message.startswith(f"{field} "):
-        # "jobs[0].roles[1].name is required" → "Name is required", next to the role's name.
+    elif "." in field and message.startswith(f"{field} "):
+        # "jobs[0].roles[1].name is required" → "Name is required", next to the role's name (a
+        # field of its own, such as min_duts, keeps its name: the message is about its value).
         noun = field.rpartition(".")[2].replace("_", " ")
         message = f"{noun} {message.removeprefix(f'{field} ')}"
     message = form_wording(message)

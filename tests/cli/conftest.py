@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -53,15 +54,27 @@ class Cli:
         )
 
     def start(self, *args: str, token: str) -> subprocess.Popen:
-        """The client running in the background (a --wait), stopped at teardown by its id."""
-        process = subprocess.Popen(
-            [*SCHEDSITE, *args],
-            env=self.env(token),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=django_settings.BASE_DIR,
-        )
+        """The client running in the background (a --wait), stopped at teardown by its id.
+
+        It starts with Ctrl-C's default meaning, as from a terminal: an ignored SIGINT is kept
+        across exec, and the test process may have had it ignored by a test before (then the
+        client never gets KeyboardInterrupt, and a Ctrl-C test waits for nothing). A handler
+        set in this process is not kept, so one is set for the moment of the start."""
+        previous = signal.getsignal(signal.SIGINT)
+        if previous is signal.SIG_IGN:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            process = subprocess.Popen(
+                [*SCHEDSITE, *args],
+                env=self.env(token),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=django_settings.BASE_DIR,
+            )
+        finally:
+            if previous is signal.SIG_IGN:
+                signal.signal(signal.SIGINT, previous)
         self.started.append(process)
         return process
 

@@ -109,6 +109,11 @@ class PreparedQuery(Generic[M]):
             for slot, distance in compiled.shifted:
                 params[slot] = at + distance
         compiler = copy.copy(compiled.compiler)
+        # On the connection this thread has now: the one it had when the query was prepared
+        # may since have been replaced (closed, or swapped by a test's or a server's thread),
+        # and running on it would read outside the caller's transaction — on SQLite's shared
+        # in-memory test database, it even found the tick's own tables locked.
+        compiler.connection = connections[using]
         compiler.as_sql = lambda *_args, **_kwargs: (compiled.sql, tuple(params))
         compiler.get_converters = lambda _expressions: compiled.converters
         queryset = compiled.queryset._chain()

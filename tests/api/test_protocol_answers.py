@@ -8,6 +8,7 @@ neither may change a byte of the answer scripts read.
 from __future__ import annotations
 
 import pytest
+from django.db import connections, transaction
 from rest_framework import serializers
 
 from jobs.api.serializers import JobSerializer, ProtocolJobSerializer
@@ -65,6 +66,26 @@ def test_a_prepared_query_runs_with_each_value_and_finds_nothing_out_of_range(la
     assert [job.name for job in found] == [lab.running.name, lab.leased.name, lab.queued.name]
     assert found[0].suite.name == "S" and found[2].suite is None
     assert by_id.first(2**70) is None and by_id.first(-1) is None
+
+
+@pytest.mark.postgres
+def test_a_prepared_query_runs_on_the_connection_the_thread_has_now():
+    # The thread's connection replaced after the query was prepared (as a test or a server
+    # thread may): the query runs inside the current connection's transaction and sees its
+    # writes; on the old connection it would not.
+    by_name = PreparedQuery(lambda name: Job.objects.filter(name=name), str)
+    assert by_name.all("prepared-on-the-old-connection") == []
+    old = connections["default"]
+    new = connections.create_connection("default")
+    connections["default"] = new
+    try:
+        with transaction.atomic():
+            job = Job.objects.create(name="seen-in-this-transaction")
+            assert [j.pk for j in by_name.all("seen-in-this-transaction")] == [job.pk]
+            transaction.set_rollback(True)
+    finally:
+        connections["default"] = old
+        new.close()
 
 
 def test_a_prepared_value_must_be_one_parameter(lab):

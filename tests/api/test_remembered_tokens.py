@@ -27,6 +27,8 @@ def token_reads(client) -> tuple[int, int]:  # noqa: ANN001
     return status, sum('"authtoken_token"' in q["sql"] for q in captured.captured_queries)
 
 
+# Remembered only where the token's group names come with it (PostgreSQL).
+@pytest.mark.postgres
 def test_a_runners_second_call_does_not_read_its_token(runner_client, lab):
     assert token_reads(runner_client) == (200, 1)
     assert token_reads(runner_client) == (200, 0)
@@ -51,6 +53,8 @@ def test_a_deactivated_runner_is_refused_at_once(runner_client, runner_user, lab
     assert runner_client.get(LEASES).status_code == 401
 
 
+# Remembered only where the token's group names come with it (PostgreSQL).
+@pytest.mark.postgres
 def test_another_process_revoking_it_takes_effect_when_the_time_runs_out(
     runner_client, runner_user, lab, monkeypatch
 ):

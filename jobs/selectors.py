@@ -42,8 +42,7 @@ from jobs.choices import ACTIVE_JOB_STATUSES, JobKind, JobStatus
 from jobs.models import Job, Lease, SchedulerSettings, SchedulerTick, Suite, WaitReasonClass
 from jobs.querysets import UNFINISHED_JOB_STATUSES
 from jobs.scheduling import labstate, planner, snapshot
-from schedsite import counting
-from schedsite.counting import RowCount, bounded_count
+from schedsite.counting import bounded_count
 from schedsite.pgarrays import bigint_array
 from schedsite.prepared import PreparedQuery
 
@@ -493,17 +492,25 @@ def dashboard_counts(*, now: datetime, tick: SchedulerTick | None = None) -> dic
     the change log, not a scan of the host table with a lease probe per ready host
     (docs/performance.md#the-dashboard-and-the-job-page-session-16).
     A queue the tick found far longer than the exact limit is estimated directly
-    (`queue_length`).
+    (`bounded_count`'s `expected`).
     """
     cutoff = connection.ops.adapt_datetimefield_value(online_cutoff(now))
     with connection.cursor() as cursor:
         cursor.execute(_dashboard_counts_sql(), [cutoff])
         names = [column[0] for column in cursor.description]
         counts: dict[str, int] = dict(zip(names, cursor.fetchone(), strict=True))
-    queued = queue_length(tick)
+    # A queue the latest tick left far longer than the exact limit is estimated at once.
+    queued = bounded_count(Job.objects.queued(), expected=tick.queued_after if tick else None)
     counts["jobs_queued"] = queued.n
     counts["jobs_queued_estimated"] = queued.estimated
-    if tick is not None and tick.hosts_schedulable is not None and not _hosts_written_untaken():
+    # A worker paused or gone quiet writes no logged row: its hosts leave the count at the
+    # next tick.
+    logged = [Host._meta.db_table, Lease._meta.db_table]
+    if (
+        tick is not None
+        and tick.hosts_schedulable is not None
+        and not snapshot.written_since_last_take(logged)
+    ):
         counts["hosts_free"] = tick.hosts_schedulable
     else:  # no tick yet, one before capacity was counted, or a host or lease written since
         counts["hosts_free"] = Host.objects.schedulable(now).count()
@@ -513,46 +520,6 @@ def dashboard_counts(*, now: datetime, tick: SchedulerTick | None = None) -> dic
     counts["hosts_to_repair"] = counts["hosts_needs_repair"] + counts["hosts_repairing"]
     counts["jobs_active"] = counts["jobs_leased"] + counts["jobs_running"]
     return counts
-
-
-def _hosts_written_untaken() -> bool:
-    """Whether a host or a lease was written since the latest tick took the change log
-    (snapshot.lab_changes): then the tick's free-host count may be out of date. True where
-    there is no change log (not PostgreSQL). A worker paused or gone quiet writes no logged
-    row: its hosts leave the count at the next tick."""
-    if connection.vendor != "postgresql":
-        return True
-    sources = [Host._meta.db_table, Lease._meta.db_table]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT EXISTS (SELECT 1 FROM {snapshot.LAB_CHANGE_TABLE} "  # noqa: S608
-            "WHERE taken IS NULL AND source = ANY(%s))",
-            [sources],
-        )
-        return bool(cursor.fetchone()[0])
-
-
-# Above this many times the exact limit in the latest tick's queue, the queue's length is
-# PostgreSQL's estimate at once: for it to be exact (the limit or fewer) now, most of the queue
-# would have had to leave it since that tick, and a lease or an abort asks for a tick.
-QUEUE_ESTIMATE_MARGIN = 2
-
-
-def queue_length(tick: SchedulerTick | None) -> RowCount:
-    """The queue's length as the queue page counts it (`bounded_count`): exact up to
-    EXACT_COUNT_LIMIT, estimated above. When the latest tick left more than
-    QUEUE_ESTIMATE_MARGIN times the limit queued, the exact count (limit + 1 rows read only
-    to learn that there are more) is skipped for the estimate (one EXPLAIN)."""
-    queued = Job.objects.queued()
-    if (
-        connection.vendor == "postgresql"
-        and tick is not None
-        and tick.queued_after > QUEUE_ESTIMATE_MARGIN * counting.EXACT_COUNT_LIMIT
-    ):
-        return RowCount(
-            max(counting.EXACT_COUNT_LIMIT + 1, counting.planner_rows(queued)), estimated=True
-        )
-    return bounded_count(queued)
 
 
 PROVISION_STATS_HOURS = 24

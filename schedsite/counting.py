@@ -24,22 +24,40 @@ class RowCount:
         return RowCount(self.n + other.n, self.estimated or other.estimated)
 
 
-def bounded_count(queryset: QuerySet, *, limit: int | None = None) -> RowCount:
+# A caller that already knows about how many rows there are (the latest tick's queue, the
+# planner's guess of part of the query) skips the exact count above this many times the
+# limit: for the count to come out exact, most of those rows would have had to go since.
+SKIP_COUNT_MARGIN = 2
+
+
+def bounded_count(
+    queryset: QuerySet, *, limit: int | None = None, expected: int | None = None
+) -> RowCount:
     """Count the rows exactly when there are at most `limit` of them, else estimate them.
 
     The exact count stops reading at limit + 1 rows. Above it, PostgreSQL's planner estimate
     for the same query (from the table's statistics: off by a few percent, more right after
     a bulk change until autovacuum analyzes the table), raised to limit + 1 so that an
     estimate never says fewer rows than were seen. Other databases always count exactly.
+    `expected`: about how many rows the caller knows there are; above SKIP_COUNT_MARGIN times
+    the limit the estimate is taken without reading limit + 1 rows first.
     """
     limit = EXACT_COUNT_LIMIT if limit is None else limit
     queryset = queryset.order_by()
     if connections[queryset.db].vendor != "postgresql":
         return RowCount(queryset.count())
-    seen = queryset[: limit + 1].count()
-    if seen <= limit:
-        return RowCount(seen)
-    return RowCount(max(limit + 1, planner_rows(queryset)), estimated=True)
+    if expected is None or expected <= SKIP_COUNT_MARGIN * limit:
+        seen = queryset[: limit + 1].count()
+        if seen <= limit:
+            return RowCount(seen)
+    return estimated_count(queryset, limit=limit)
+
+
+def estimated_count(queryset: QuerySet, *, limit: int | None = None) -> RowCount:
+    """PostgreSQL's estimate of the rows of a query known to hold more than `limit` of them,
+    never below limit + 1 (what `bounded_count` says above the limit)."""
+    limit = EXACT_COUNT_LIMIT if limit is None else limit
+    return RowCount(max(limit + 1, planner_rows(queryset.order_by())), estimated=True)
 
 
 def planner_rows(queryset: QuerySet) -> int:

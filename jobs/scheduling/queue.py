@@ -34,7 +34,7 @@ from jobs.choices import ACTIVE_JOB_STATUSES, JobKind
 from jobs.models import Job, Lease, SchedulerSettings, Suite, decode_labels
 from jobs.scheduling import planner
 from schedsite import counting
-from schedsite.counting import RowCount, bounded_count, planner_rows
+from schedsite.counting import RowCount, bounded_count, estimated_count, planner_rows
 
 # The main phase's order, as the partial index job_queue_order stores it.
 QUEUE_ORDER = ("-priority", "submitted_at", "id")
@@ -315,13 +315,8 @@ def queue_place(job: Job) -> tuple[int | None, RowCount, bool]:
         return place, bounded_count(queued), False
     # More than the limit ahead of it: the queue is longer than the limit, and bounded_count
     # would read limit + 1 rows only to say so; its estimate is read directly.
-    length = RowCount(max(counting.EXACT_COUNT_LIMIT + 1, planner_rows(queued)), estimated=True)
+    length = estimated_count(queued)
     return min(place, length.n), length, True
-
-
-# Above this many times the exact limit in the planner's estimate of the jobs of higher
-# priority, a job's place is estimated without counting (_bounded_main_phase_position).
-PLACE_ESTIMATE_MARGIN = 2
 
 
 def _bounded_main_phase_position(
@@ -346,11 +341,11 @@ def _bounded_main_phase_position(
     same = queued.filter(priority=priority).filter(
         Q(submitted_at__lt=at) | Q(submitted_at=at, pk__lt=job_id)
     )
-    # When the planner reckons the higher priorities alone hold more than PLACE_ESTIMATE_MARGIN
+    # When the planner reckons the higher priorities alone hold more than counting.SKIP_COUNT_MARGIN
     # times the limit, the exact count (limit + 1 rows read to learn there are more) is
     # skipped: it would end in the same estimate unless the statistics were off that much.
     higher_guess = planner_rows(higher)
-    if higher_guess <= PLACE_ESTIMATE_MARGIN * limit:
+    if higher_guess <= counting.SKIP_COUNT_MARGIN * limit:
         ahead = higher[: limit + 1].count()
         if ahead <= limit:
             ahead += same[: limit + 1 - ahead].count()

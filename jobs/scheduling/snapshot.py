@@ -199,6 +199,21 @@ FINGERPRINT_VERSION = "4"
 LAB_CHANGE_TABLE = "scheduler_lab_change"
 
 
+def written_since_last_take(tables: list[str]) -> bool:
+    """Whether a statement wrote one of these logged tables since the latest tick took the
+    change log (`lab_changes`): what that tick counted of them may be out of date. True where
+    there is no change log (not PostgreSQL)."""
+    if connection.vendor != "postgresql":
+        return True
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT EXISTS (SELECT 1 FROM {LAB_CHANGE_TABLE} "  # noqa: S608 - a constant name
+            "WHERE taken IS NULL AND source = ANY(%s))",
+            [tables],
+        )
+        return bool(cursor.fetchone()[0])
+
+
 # Taken log rows are kept this many takes (about one a tick) for the scheduler processes whose
 # lab is older; one further behind reads the lab whole.
 LOG_KEPT_TAKES = 1000

@@ -342,16 +342,15 @@ def class_key(job: JobState) -> str:
     it never shares a class with one-host jobs. The job holding hosts this tick has a reason
     of its own, under `holder_key` (see `reason_keys`).
     """
-    key = class_key_of(job.labels, job.pinned_host_id, job.suite_id)
-    if job.roles:
-        key += multi_key_of(job.roles, job.together_by)
-    return key
+    return group_class_key(group_key(job))
 
 
 @functools.lru_cache(maxsize=65536)
 def group_class_key(key: JobGroupKey) -> str:
     """`class_key` of the jobs of a group (`group_key`), the same for all of them; cached: a
-    tick keys every waiting multi-host group, thousands in a large queue."""
+    tick keys every waiting multi-host group, thousands in a large queue. A one-host group's
+    key is its class key (`class_key_of`); a multi-host group's adds its roles and
+    together_by."""
     labels, pin, suite_id, *multi = key
     found = class_key_of(labels, pin, suite_id)
     return found + multi_key_of(*multi) if multi else found

@@ -54,6 +54,21 @@ def fill_two_roles(page) -> None:  # noqa: ANN001
     expect(page.locator(".suggestions [data-pick]")).to_have_count(0)  # none left open
 
 
+def refuse_an_unnamed_role(page, mode: str) -> None:  # noqa: ANN001
+    """The peer role's name emptied: the refusal says so by that name, in the form's words (not
+    the API's path to the field); the name typed again."""
+    peer_name = page.locator(".role-row").nth(1).get_by_label("Role name")
+    peer_name.fill("")
+    page.get_by_role("button", name="Submit suite").click()
+    expect(peer_name).to_have_attribute("aria-invalid", "true")
+    expect(page.locator(".role-row").nth(1)).to_contain_text("Name is required")
+    expect(page.locator("#suite-form")).not_to_contain_text("roles[")
+    expect(peer_name).to_be_focused()  # the answer has settled: typing goes where it should
+    assert not Job.objects.exists()
+    screenshot(page, f"multihost-form-unnamed-role-{mode}", full_page=True)
+    peer_name.fill("peer")
+
+
 def test_a_tester_submits_a_two_role_job_and_sees_its_hosts(page, alice, lab, debug):  # noqa: ANN001
     for host in (lab.h1, lab.h2):
         services.host_update(host=host, by="sam", labels=[*host.label_names, "bt", "chamber:a"])
@@ -81,6 +96,7 @@ def test_a_tester_submits_a_two_role_job_and_sees_its_hosts(page, alice, lab, de
     page.set_viewport_size(VIEWPORT)
 
     page.locator(".role-row").nth(0).get_by_label("Hosts", exact=True).fill("2")
+    refuse_an_unnamed_role(page, mode)
     page.get_by_role("button", name="Submit suite").click()
     expect(page).to_have_url(re.compile(r"/suites/\d+/$"))
     job = Job.objects.get()

@@ -57,9 +57,10 @@ class Cli:
         """The client running in the background (a --wait), stopped at teardown by its id.
 
         It starts with Ctrl-C's default meaning, as from a terminal: an ignored SIGINT is kept
-        across exec, and the test process may have had it ignored by a test before (then the
-        client never gets KeyboardInterrupt, and a Ctrl-C test waits for nothing). A handler
-        set in this process is not kept, so one is set for the moment of the start."""
+        across exec, and a test run started in the background of a script (`make test &`, as
+        a CI job may be) has it ignored from the start — then the client never gets
+        KeyboardInterrupt and a Ctrl-C test waits for nothing. A handler set in this process
+        is not kept across exec, so one is set for the moment of the start."""
         previous = signal.getsignal(signal.SIGINT)
         if previous is signal.SIG_IGN:
             signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import signal
-from collections.abc import Iterator
-
 import pytest
 
 
@@ -85,17 +82,3 @@ def _no_remembered_tokens(request: pytest.FixtureRequest) -> None:
     from schedsite.api_authentication import forget_tokens
 
     forget_tokens()
-
-
-@pytest.fixture(autouse=True)
-def _ctrl_c_left_as_found() -> Iterator[None]:
-    """A test that changes what Ctrl-C (SIGINT) does in the test process puts it back, and is
-    named if it did not: an ignored SIGINT is inherited by every process a later test starts
-    (a CLI's Ctrl-C test then waits for nothing), and a handler left behind answers a later
-    test's Ctrl-C in its place."""
-    before = signal.getsignal(signal.SIGINT)
-    yield
-    after = signal.getsignal(signal.SIGINT)
-    if after is not before:
-        signal.signal(signal.SIGINT, before)
-        pytest.fail(f"the test left SIGINT's handler changed ({before!r} -> {after!r})")

@@ -14,7 +14,7 @@ import sys
 import time
 from dataclasses import replace
 
-from bench import dbload
+from bench import dbload, machine
 from bench.cli import print_result
 from bench.labgen import Lab, add_shape_arguments, generate, shape_from
 from jobs.scheduling.planner.types import RoleNeed
@@ -360,6 +360,7 @@ def main() -> None:
     # Every host can take work (no locks, no paused or offline worker), so that the cold tick
     # leases as many of the hosts as the queue can use: "a cold tick that leases 10,000 hosts".
     shape = shape_from(args, unavailable=0.0, paused_workers=0.0, offline_workers=0.0)
+    speed = machine.describe()  # before the lab is made: the load of whatever else runs
     lab = generate(shape)
     multi_host = _make_multi_host(lab, args.multi_host_share, args.seed)
     print(f"tick benchmark: {lab.describe()}, {multi_host} multi-host", file=sys.stderr)
@@ -433,6 +434,7 @@ def main() -> None:
         "peak_rss_mb": peak,
         "rss_mb": _rss_mb(),
         "memory": memory,
+        "machine": speed,
         "steady_target_ms": STEADY_TARGET_MS.get((args.hosts, args.jobs)),
         "cold_target_ms": COLD_TARGET_MS,
         "policy": {

@@ -228,7 +228,7 @@ def _move_jobs(
     known: Sequence[Job] = (),
 ) -> int:
     # One UPDATE however many rows: the tick leases thousands of jobs at a time.
-    rows = jobs if isinstance(jobs, QuerySet) else Job.objects.filter(pk__in_array=list(jobs))
+    rows = jobs if isinstance(jobs, QuerySet) else Job.objects.filter(pk__in_array=frozenset(jobs))
     sources = JOB.sources(to, mover)  # Conflict here, outside the block: it undoes nothing
     # The move and its outbox entry commit together, or neither does (no savepoint: inside a
     # caller's transaction this adds no statement).

@@ -40,6 +40,10 @@ class InArray(Lookup):
     A tick after a hundred changes filters by hundreds of ids in several statements; as
     placeholders, Django prepared each id and psycopg parsed each statement's long text, a few
     milliseconds a tick. Elsewhere (SQLite) it is a plain `IN` list.
+
+    Give it a set (or any iterable but a list or tuple): Django resolves a list or tuple value
+    element by element, in case one is an expression — two Python frames per id, for about
+    1,700 ids a tick after a hundred changes, all plain integers.
     """
 
     lookup_name = "in_array"

@@ -187,7 +187,7 @@ class LabState:
         links = Host.labels.through.objects.order_by()
         leases = Lease.objects.active().order_by()
         if ids is not None:
-            ids = list(ids)
+            ids = frozenset(ids)  # a set, not a list: `in_array` says why
             hosts = hosts.filter(pk__in_array=ids)
             links = links.filter(host_id__in_array=ids)
             leases = leases.filter(host_id__in_array=ids)
@@ -333,7 +333,7 @@ class LabState:
         """Read queued test jobs (all, or these): the rest of `ids` left the queue."""
         queued = Job.objects.queued().filter(kind=JobKind.TEST)  # by id, as Job's Meta orders
         if ids is not None:
-            ids = list(ids)
+            ids = frozenset(ids)
             queued = queued.filter(pk__in_array=ids)
             for jid in ids:
                 self._drop_job(jid)

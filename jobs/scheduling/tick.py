@@ -428,8 +428,8 @@ def _apply(
     assignments = list(assignments)
     if not assignments:
         return []
-    host_ids = sorted(a.host_id for a in assignments)
-    job_ids = sorted({a.job_id for a in assignments})
+    host_ids = frozenset(a.host_id for a in assignments)  # sets: `in_array` says why
+    job_ids = frozenset(a.job_id for a in assignments)
     # The one lock order (docs/architecture.md#lock-order): jobs, then hosts, each in id order.
     # Locking first and re-reading in a new statement means any write that locked these rows
     # before us has committed and is visible now.

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
+import orjson
 from django.conf import settings
 from django.db import models
 
@@ -31,13 +30,22 @@ class JSONText(models.TextField):
     JSONField."""
 
     def from_db_value(self, value, expression, connection):  # noqa: ANN001 - Django's signature
-        return None if value is None else json.loads(value)
+        return None if value is None else orjson.loads(value)
 
     def to_python(self, value):  # noqa: ANN001
-        return json.loads(value) if isinstance(value, str) else value
+        return orjson.loads(value) if isinstance(value, str) else value
 
     def get_prep_value(self, value):  # noqa: ANN001
         return None if value is None else dumps_compact(value)
 
 
-dumps_compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+def dumps_compact(value: object) -> str:
+    """JSON text with no spaces and non-ASCII characters as they are: the text
+    `json.dumps(value, separators=(",", ":"), ensure_ascii=False)` writes for the values stored
+    here (strings, numbers, lists, dicts, keys that are strings or integers), by orjson. A tick
+    after a hundred changes encodes about a thousand wait reasons, half a megabyte: 2 ms
+    instead of 9–11 with the standard library's C encoder (docs/performance.md).
+
+    Where the two differ it is on values the standard library writes as invalid JSON or
+    refuses: NaN and infinities become null, a datetime its ISO text."""
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()

@@ -12,6 +12,13 @@ Only for querysets whose SQL does not depend on the values: each value must be a
 `str` that ends up as one parameter of its own (an exact lookup), never a list, a None or an
 expression; `prepare` checks that each placeholder comes out as exactly one parameter.
 
+A value may also be `Ids`, ids filtered by with the `in_array` lookup (schedsite.pgarrays),
+which binds them as one array parameter on PostgreSQL: the SQL has one shape up to
+ARRAY_PROBES_MAX ids and another beyond, each compiled once. Given no ids, the query returns
+no rows without running: an id array must filter the rows the query returns, as
+`filter(pk__in_array=ids)` on them does. Elsewhere (SQLite, a parameter per id) the queryset
+is built each run.
+
 One value may be a `datetime`, the time the query asks about (the tick's `now`): every
 datetime parameter of the SQL must then be that time or a fixed distance from it (`now`,
 `now - timeout`, `now + gap`), and each run moves them all by the same amount. On PostgreSQL
@@ -31,6 +38,8 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Model, QuerySet
 from django.db.models.sql.compiler import SQLCompiler
 
+from schedsite import pgarrays
+
 M = TypeVar("M", bound=Model)
 
 # PostgreSQL's bigint: an int outside it matches no row (Django answers such a lookup with an
@@ -44,7 +53,16 @@ _AT = datetime(1901, 1, 1, tzinfo=UTC)
 _NEAR = timedelta(days=3650)
 
 
-def _placeholder(kind: type, index: int) -> object:
+class Ids:
+    """The kind of a prepared value that is many ids: a set (or any sized iterable) of ints."""
+
+
+def _placeholder(kind: type, index: int, many: bool = False) -> object:
+    if kind is Ids:
+        # Distinct from every real id and from each other placeholder; past ARRAY_PROBES_MAX
+        # for the SQL of many ids.
+        start = -987_654_321_000 - 10_000 * (index + 1)
+        return list(range(start, start + (pgarrays.ARRAY_PROBES_MAX + 1 if many else 1)))
     if kind is datetime:
         return _AT
     if kind is int:
@@ -84,26 +102,22 @@ class PreparedQuery(Generic[M]):
 
     def all(self, *values: Any, using: str = DEFAULT_DB_ALIAS) -> list[M]:
         """The rows of build(*values), as instances."""
-        if len(values) != len(self._kinds):
-            raise TypeError(f"expected {len(self._kinds)} values, got {len(values)}")
-        for kind, value in zip(self._kinds, values, strict=True):
-            if type(value) is not kind:
-                raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
-            if kind is int and not BIGINT[0] <= value <= BIGINT[1]:
-                return []
-        if datetime in self._kinds and connections[using].vendor != "postgresql":
+        many = self._check(values)
+        if many is None:
+            return []  # no row can match
+        if (datetime in self._kinds or Ids in self._kinds) and connections[using].vendor != "postgresql":
             return list(self._build(*values).using(using))
         cache = getattr(self._local, "compiled", None)
         if cache is None:
             cache = self._local.compiled = {}
-        key = (using, self._variant())
+        key = (using, self._variant(), *many)
         compiled = cache.get(key)
         if compiled is None:
-            compiled = cache[key] = self._prepare(using)
+            compiled = cache[key] = self._prepare(using, many)
         params = list(compiled.params)
-        for slot, value in zip(compiled.slots, values, strict=True):
+        for slot, kind, value in zip(compiled.slots, self._kinds, values, strict=True):
             if slot >= 0:
-                params[slot] = value
+                params[slot] = pgarrays.bigint_array(value) if kind is Ids else value
         if compiled.shifted:
             at = next(v for kind, v in zip(self._kinds, values, strict=True) if kind is datetime)
             for slot, distance in compiled.shifted:
@@ -120,13 +134,37 @@ class PreparedQuery(Generic[M]):
         queryset.query.get_compiler = lambda *_args, **_kwargs: compiler
         return list(queryset)
 
+    def _check(self, values: tuple) -> list[bool] | None:
+        """Per Ids value, whether it holds more than ARRAY_PROBES_MAX ids; None if no row can
+        match (no ids, an int out of range). TypeError for a value of the wrong kind."""
+        if len(values) != len(self._kinds):
+            raise TypeError(f"expected {len(self._kinds)} values, got {len(values)}")
+        many: list[bool] = []
+        for kind, value in zip(self._kinds, values, strict=True):
+            if kind is Ids:
+                if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+                    raise TypeError(f"expected ids, got {type(value).__name__}")
+                if not value:
+                    return None
+                many.append(len(value) > pgarrays.ARRAY_PROBES_MAX)
+                continue
+            if type(value) is not kind:
+                raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
+            if kind is int and not BIGINT[0] <= value <= BIGINT[1]:
+                return None
+        return many
+
     def first(self, *values: Any, using: str = DEFAULT_DB_ALIAS) -> M | None:
         """The one row of build(*values) (a lookup by a unique key), or None."""
         rows = self.all(*values, using=using)
         return rows[0] if rows else None
 
-    def _prepare(self, using: str) -> _Compiled[M]:
-        placeholders = [_placeholder(kind, i) for i, kind in enumerate(self._kinds)]
+    def _prepare(self, using: str, many: list[bool]) -> _Compiled[M]:
+        sizes = iter(many)
+        placeholders = [
+            _placeholder(kind, i, next(sizes) if kind is Ids else False)
+            for i, kind in enumerate(self._kinds)
+        ]
         queryset = self._build(*placeholders).using(using)
         compiler = queryset.query.get_compiler(using=using)
         sql, params = compiler.as_sql()
@@ -144,6 +182,8 @@ class PreparedQuery(Generic[M]):
                     raise ValueError("the prepared time is not a parameter of the SQL")
                 slots.append(-1)  # moved with its derived parameters (`shifted`)
                 continue
+            if isinstance(placeholder, list):  # ids: in_array's one array parameter
+                placeholder = pgarrays.bigint_array(placeholder)  # type: ignore[assignment]
             found = [i for i, param in enumerate(params) if param == placeholder]
             if len(found) != 1:
                 raise ValueError(

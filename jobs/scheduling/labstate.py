@@ -40,11 +40,13 @@ from jobs.scheduling.snapshot import (
     failed_hosts_of_queued_jobs,
     hosts_last_used,
     job_columns,
+    job_converters,
     owner_usage,
     role_needs,
     run_time_medians,
     suite_states,
 )
+from schedsite.prepared import Ids, PreparedQuery
 
 # The tables whose log rows name what changed (jobs/migrations/0007_lab_change_ids.py).
 HOSTS, HOST_LABELS, JOBS, LEASES = "hosts_host", "hosts_host_labels", "jobs_job", "jobs_lease"
@@ -55,6 +57,51 @@ _HostRow = tuple[str, str, bool, str, str, int | None, frozenset[str]]  # hostna
 # An active lease: its job, the job's priority and suite (None: a reservation), when it was
 # acquired and the job's estimated seconds (None: none), for the host's busy_until.
 _Lease = tuple[int | None, int | None, int | None, datetime, float | None]
+
+_HOST_COLUMNS = ("id", "hostname", "status", "locked", "lock_reason", "current_build", "worker_id")
+_LEASE_COLUMNS = (
+    "host_id",
+    "job_id",
+    "job__priority",
+    "job__suite_id",
+    "acquired_at",
+    "job__estimated_duration",
+)
+
+
+def _host_rows(ids: Iterable[int] | None = None):  # noqa: ANN202 - a values_list queryset
+    hosts = Host.objects.all()  # by hostname, as Host's Meta orders
+    return (hosts if ids is None else hosts.filter(pk__in_array=ids)).values_list(*_HOST_COLUMNS)
+
+
+def _label_rows(ids: Iterable[int] | None = None):  # noqa: ANN202
+    links = Host.labels.through.objects.order_by()
+    if ids is not None:
+        links = links.filter(host_id__in_array=ids)
+    return links.values_list("host_id", "label__name")
+
+
+def _lease_rows(ids: Iterable[int] | None = None):  # noqa: ANN202
+    leases = Lease.objects.active().order_by()
+    if ids is not None:
+        leases = leases.filter(host_id__in_array=ids)
+    return leases.values_list(*_LEASE_COLUMNS)
+
+
+def _queued_rows(ids: Iterable[int] | None = None):  # noqa: ANN202
+    queued = Job.objects.queued().filter(kind=JobKind.TEST)  # by id, as Job's Meta orders
+    if ids is not None:
+        queued = queued.filter(pk__in_array=ids)
+    queued, fields, _moment, _seconds = job_columns(queued, sized=True, with_not_before=True)
+    return queued.values_list(*fields)
+
+
+# A refresh reads the few hundred hosts and jobs the change log named: building and compiling
+# these four querysets cost more of its CPU than reading their rows (schedsite.prepared).
+_HOST_ROWS = PreparedQuery(_host_rows, Ids)
+_LABEL_ROWS = PreparedQuery(_label_rows, Ids)
+_LEASE_ROWS = PreparedQuery(_lease_rows, Ids)
+_QUEUED_ROWS = PreparedQuery(_queued_rows, Ids)
 
 
 class LabState:
@@ -183,16 +230,17 @@ class LabState:
 
     def _read_hosts(self, ids: Iterable[int] | None) -> None:
         """Read hosts (all, or these) with their labels, active leases and last release."""
-        hosts = Host.objects.all()  # by hostname, as Host's Meta orders
-        links = Host.labels.through.objects.order_by()
-        leases = Lease.objects.active().order_by()
-        if ids is not None:
-            ids = frozenset(ids)  # a set, not a list: `in_array` says why
-            hosts = hosts.filter(pk__in_array=ids)
-            links = links.filter(host_id__in_array=ids)
-            leases = leases.filter(host_id__in_array=ids)
+        if ids is None:
+            host_rows, label_rows, lease_rows = _host_rows(), _label_rows(), _lease_rows()
+        else:
+            ids = frozenset(ids)
+            host_rows, label_rows, lease_rows = (
+                _HOST_ROWS.all(ids),
+                _LABEL_ROWS.all(ids),
+                _LEASE_ROWS.all(ids),
+            )
         labels: dict[int, set[str]] = {}
-        for host_id, name in links.values_list("host_id", "label__name"):
+        for host_id, name in label_rows:
             labels.setdefault(host_id, set()).add(name)
         found: dict[int, _Lease] = {
             host_id: (
@@ -202,14 +250,7 @@ class LabState:
                 acquired,
                 estimate.total_seconds() if estimate is not None else None,
             )
-            for host_id, job_id, prio, suite_id, acquired, estimate in leases.values_list(
-                "host_id",
-                "job_id",
-                "job__priority",
-                "job__suite_id",
-                "acquired_at",
-                "job__estimated_duration",
-            )
+            for host_id, job_id, prio, suite_id, acquired, estimate in lease_rows
         }
         rows = {
             hid: (
@@ -221,9 +262,7 @@ class LabState:
                 worker_id,
                 self._label_set(labels.get(hid, ())),
             )
-            for hid, hostname, status, locked, reason, build, worker_id in hosts.values_list(
-                "id", "hostname", "status", "locked", "lock_reason", "current_build", "worker_id"
-            )
+            for hid, hostname, status, locked, reason, build, worker_id in host_rows
         }
         if self.with_last_used:
             if ids is None:
@@ -331,13 +370,14 @@ class LabState:
 
     def _read_jobs(self, ids: Iterable[int] | None, *, now: datetime) -> None:
         """Read queued test jobs (all, or these): the rest of `ids` left the queue."""
-        queued = Job.objects.queued().filter(kind=JobKind.TEST)  # by id, as Job's Meta orders
-        if ids is not None:
+        if ids is None:
+            rows = _queued_rows()
+        else:
             ids = frozenset(ids)
-            queued = queued.filter(pk__in_array=ids)
+            rows = _QUEUED_ROWS.all(ids)
             for jid in ids:
                 self._drop_job(jid)
-        queued, fields, moment, seconds = job_columns(queued, sized=True, with_not_before=True)
+        moment, seconds = job_converters()
         moments: dict[object, datetime] = {}  # one datetime per distinct submission time
         label_keys, avoid, JobState = self._label_keys, self.avoid, planner.JobState  # noqa: N806
         ready: list[planner.JobState] = []
@@ -357,7 +397,7 @@ class LabState:
             estimate,
             not_before,
             build,
-        ) in queued.values_list(*fields):
+        ) in rows:
             labels = label_keys.get(key)
             if labels is None:
                 labels = label_keys[key] = frozenset(decode_labels(key))

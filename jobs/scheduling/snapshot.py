@@ -89,7 +89,7 @@ def job_columns(
         if with_not_before:
             fields.append("not_before")
         fields.append("build")  # a standalone job's own (docs/scheduling.md#provisioning)
-        return queued, fields, lambda at: at, lambda d: d.total_seconds() if d else None  # type: ignore[attr-defined,return-value]
+        return (queued, fields, *job_converters())
     table = Job._meta.db_table
     # A multi-host job's roles as JSON text, parsed once per distinct text by the reader; a
     # one-host job's empty list as NULL, parsed not at all.
@@ -106,9 +106,15 @@ def job_columns(
         queued = queued.annotate(not_before_us=not_before)
         fields.append("not_before_us")
     fields.append("build")  # a standalone job's own (docs/scheduling.md#provisioning)
+    return (queued, fields, *job_converters())
+
+
+def job_converters() -> tuple[Callable[[object], datetime], Callable[[object], float | None]]:
+    """How `job_columns`'s raw submission (or not-before) time and estimate become a datetime
+    and seconds, on this database."""
+    if connection.vendor != "postgresql":
+        return lambda at: at, lambda d: d.total_seconds() if d else None  # type: ignore[attr-defined,return-value]
     return (
-        queued,
-        fields,
         lambda us: _EPOCH + timedelta(microseconds=us),  # type: ignore[arg-type]
         lambda value: value,  # type: ignore[return-value]
     )

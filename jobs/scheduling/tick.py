@@ -41,7 +41,7 @@ from jobs.scheduling.triggers import TICK_LOCK_KEY
 from jobs.transitions import Mover
 from schedsite.model_fields import dumps_compact
 from schedsite.pgarrays import text_array
-from schedsite.prepared import PreparedQuery
+from schedsite.prepared import Ids, PreparedQuery
 
 log = logging.getLogger("schedsite.scheduler")
 
@@ -428,17 +428,15 @@ def _apply(
     assignments = list(assignments)
     if not assignments:
         return []
-    host_ids = frozenset(a.host_id for a in assignments)  # sets: `in_array` says why
+    host_ids = frozenset(a.host_id for a in assignments)
     job_ids = frozenset(a.job_id for a in assignments)
     # The one lock order (docs/architecture.md#lock-order): jobs, then hosts, each in id order.
     # Locking first and re-reading in a new statement means any write that locked these rows
     # before us has committed and is visible now.
-    host_rows = Host.objects.filter(pk__in_array=host_ids)
-    job_rows = Job.objects.filter(pk__in_array=job_ids)
-    list(job_rows.select_for_update().order_by("pk").values_list("pk", flat=True))
-    list(host_rows.select_for_update().order_by("pk").values_list("pk", flat=True))
-    ok_hosts = set(host_rows.schedulable(now, among=host_ids).values_list("pk", flat=True))
-    ok_jobs = set(job_rows.queued().values_list("pk", flat=True))
+    _LOCK_JOBS.all(job_ids)
+    _LOCK_HOSTS.all(host_ids)
+    ok_hosts = set(_SCHEDULABLE_AMONG.all(host_ids, now, host_ids))
+    ok_jobs = set(_QUEUED_AMONG.all(job_ids))
     lost = {a.job_id for a in assignments if a.host_id not in ok_hosts}  # all or nothing
     kept = [a for a in assignments if a.job_id in ok_jobs and a.job_id not in lost]
     if not kept:
@@ -480,6 +478,36 @@ def _apply(
         message="",
     )
     return made
+
+
+# The re-check's four statements, compiled once per process (schedsite.prepared): building
+# and compiling them cost more CPU than PostgreSQL spends running them on a hundred rows.
+_LOCK_JOBS = PreparedQuery(
+    lambda ids: (
+        Job.objects.filter(pk__in_array=ids).select_for_update().order_by("pk").values_list("pk")
+    ),
+    Ids,
+)
+_LOCK_HOSTS = PreparedQuery(
+    lambda ids: (
+        Host.objects.filter(pk__in_array=ids).select_for_update().order_by("pk").values_list("pk")
+    ),
+    Ids,
+)
+_SCHEDULABLE_AMONG = PreparedQuery(
+    lambda ids, now, among: (
+        Host.objects.filter(pk__in_array=ids)
+        .schedulable(now, among=among)
+        .values_list("pk", flat=True)
+    ),
+    Ids,
+    datetime,
+    Ids,  # the same ids, for the lease lookup: each value is one parameter
+    variant=lambda: settings.WORKER_OFFLINE_TIMEOUT,
+)
+_QUEUED_AMONG = PreparedQuery(
+    lambda ids: Job.objects.filter(pk__in_array=ids).queued().values_list("pk", flat=True), Ids
+)
 
 
 def _holds(plan: planner.Plan) -> dict[str, int]:

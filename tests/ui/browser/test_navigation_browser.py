@@ -4,7 +4,7 @@ one Menu button on a phone (docs/ui.md#navigation), and the dashboard's cards in
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Locator, expect
 
 from tests.ui.browser.conftest import screenshot, sign_in
 
@@ -86,12 +86,17 @@ def test_at_1280_px_the_dashboard_cards_share_one_row(page, lab, sam):
     sign_in(page, "sam", "sam-pass")
     cards = page.locator("section.stats > *")
     expect(cards).to_have_count(8)
-    tops = {round(cards.nth(i).bounding_box()["y"]) for i in range(8)}
+    tops = set(_card_tops(cards))
     assert len(tops) == 1, tops
     screenshot(page, "dashboard-1280-cards")
     page.set_viewport_size({"width": 1000, "height": 800})
     rows: dict[int, int] = {}
-    for i in range(8):
-        y = round(cards.nth(i).bounding_box()["y"])
+    for y in _card_tops(cards):
         rows[y] = rows.get(y, 0) + 1
     assert sorted(rows.values()) == [4, 4], rows
+
+
+def _card_tops(cards: Locator) -> list[int]:
+    """Each card's top, read in one go: the dashboard's polling swaps the cards, and a card
+    measured one by one may have left the page between two reads (no box: a failed run)."""
+    return cards.evaluate_all("els => els.map(e => Math.round(e.getBoundingClientRect().y))")

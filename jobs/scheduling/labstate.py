@@ -102,6 +102,11 @@ _HOST_ROWS = PreparedQuery(_host_rows, Ids)
 _LABEL_ROWS = PreparedQuery(_label_rows, Ids)
 _LEASE_ROWS = PreparedQuery(_lease_rows, Ids)
 _QUEUED_ROWS = PreparedQuery(_queued_rows, Ids)
+_WORKER_ROWS = PreparedQuery(
+    lambda: Worker.objects.values_list(
+        "id", "name", "paused", "last_seen", "max_jobs", "runner_concurrency"
+    ).order_by()
+)
 
 
 class LabState:
@@ -213,9 +218,7 @@ class LabState:
         """Read every worker (a few hundred rows); return those whose hosts' facts changed."""
         workers: dict[int, tuple[str, bool, bool]] = {}
         limits: dict[int, int] = {}
-        for wid, name, paused, last_seen, max_jobs, concurrency in Worker.objects.values_list(
-            "id", "name", "paused", "last_seen", "max_jobs", "runner_concurrency"
-        ).order_by():
+        for wid, name, paused, last_seen, max_jobs, concurrency in _WORKER_ROWS.all():
             workers[wid] = (name, paused, not seen_online(last_seen, now))
             limit = worker_capacity(max_jobs, concurrency)
             if limit is not None:

@@ -18,6 +18,7 @@ from jobs.choices import JobKind, JobStatus
 from jobs.models import Job, Lease, OwnerUsage, Suite
 from jobs.scheduling import planner
 from jobs.scheduling.planner.types import RoleNeed
+from schedsite.prepared import Ids, PreparedQuery
 
 
 @dataclass
@@ -46,11 +47,17 @@ class Snapshot:
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+# Every tick that plans reads the suites of the queued jobs, a few hundred: compiled once.
+_SUITE_ROWS = PreparedQuery(
+    lambda ids: Suite.objects.filter(pk__in_array=ids).values_list(
+        "id", "name", "priority", "created_at", "min_duts", "max_duts", "build"
+    ),
+    Ids,
+)
+
+
 def suite_states(suite_ids: Iterable[int], *, held: Mapping[int, int]) -> list[planner.SuiteState]:
     """Read the given suites as planner.SuiteState, with the hosts each holds."""
-    suite_ids = list(suite_ids)
-    if not suite_ids:
-        return []
     return [
         planner.SuiteState(
             id=sid,
@@ -62,9 +69,9 @@ def suite_states(suite_ids: Iterable[int], *, held: Mapping[int, int]) -> list[p
             held=held.get(sid, 0),
             build=build,
         )
-        for sid, name, prio, created, min_duts, max_duts, build in Suite.objects.filter(
-            pk__in_array=suite_ids
-        ).values_list("id", "name", "priority", "created_at", "min_duts", "max_duts", "build")
+        for sid, name, prio, created, min_duts, max_duts, build in _SUITE_ROWS.all(
+            frozenset(suite_ids)
+        )
     ]
 
 
@@ -189,13 +196,17 @@ def hosts_last_used(ids: Iterable[int] | None = None) -> dict[int, datetime]:
     return {host_id: at for host_id, at in rows if at is not None}
 
 
-def failed_hosts_of_queued_jobs() -> dict[int, frozenset[int]]:
-    """The hosts each queued (retried) job failed on before, by job id."""
-    failed: dict[int, set[int]] = {}
-    rows = Lease.objects.filter(host_failed=True, job__status=JobStatus.QUEUED).values_list(
+_FAILED_ROWS = PreparedQuery(
+    lambda: Lease.objects.filter(host_failed=True, job__status=JobStatus.QUEUED).values_list(
         "job_id", "host_id"
     )
-    for job_id, host_id in rows:
+)
+
+
+def failed_hosts_of_queued_jobs() -> dict[int, frozenset[int]]:
+    """The hosts each queued (retried) job failed on before, by job id (read every tick)."""
+    failed: dict[int, set[int]] = {}
+    for job_id, host_id in _FAILED_ROWS.all():
         failed.setdefault(job_id, set()).add(host_id)
     return {job_id: frozenset(hosts) for job_id, hosts in failed.items()}
 

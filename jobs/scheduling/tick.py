@@ -567,10 +567,17 @@ def _written_is_current(written: Written, tick_id: int) -> bool:
     """Whether the table is still as the tick `written` names left it: that tick is in the
     history, and every tick after it but before `tick_id` kept its plan and wrote nothing."""
     kept_id, kept_at, _reasons = written
-    rows = SchedulerTick.objects.filter(pk__gte=kept_id, pk__lt=tick_id)
-    rows = rows.filter(Q(pk=kept_id) | Q(unchanged=False)).order_by("pk")
     # The same id and start: a database emptied and refilled (tests) may reuse the id.
-    return list(rows.values_list("pk", "started_at")[:2]) == [(kept_id, kept_at)]
+    return _PLANNED_SINCE.all(kept_id, tick_id, kept_id) == [(kept_id, kept_at)]
+
+
+def _planned_since(first: int, before: int, kept: int) -> QuerySet:
+    rows = SchedulerTick.objects.filter(pk__gte=first, pk__lt=before)
+    rows = rows.filter(Q(pk=kept) | Q(unchanged=False)).order_by("pk")
+    return rows.values_list("pk", "started_at")[:2]
+
+
+_PLANNED_SINCE = PreparedQuery(_planned_since, int, int, int)
 
 
 def _store_reasons(changed: dict[str, planner.WaitReason], *, gone: list[str] | None) -> None:

@@ -15,6 +15,7 @@ from jobs.choices import (
 )
 from jobs.scheduling import planner
 from schedsite.model_fields import JSONText
+from schedsite.prepared import PreparedQuery
 
 
 class SchedulerTick(models.Model):
@@ -201,6 +202,9 @@ class SchedulerSettings(models.Model):
     @classmethod
     def load(cls) -> SchedulerSettings:
         """The settings row, created with the defaults if there is none yet."""
+        found = _SETTINGS_ROW.first()  # every tick that plans reads it: compiled once
+        if found is not None:
+            return found
         # get_or_create is race-safe here: two first readers both try the INSERT of pk 1, the
         # loser's IntegrityError (in its own savepoint) makes it read the winner's row.
         settings_row, _ = cls.objects.get_or_create(pk=1)
@@ -220,6 +224,9 @@ class SchedulerSettings(models.Model):
             fair_share_half_life_hours=self.fair_share_half_life_hours,
             same_build_first_minutes=self.same_build_first_minutes,
         )
+
+
+_SETTINGS_ROW = PreparedQuery(lambda: SchedulerSettings.objects.filter(pk=1))
 
 
 class SchedulerSettingsChange(models.Model):

@@ -89,4 +89,4 @@ def host_events(request: HttpRequest, hostname: str) -> HttpResponse:
     }
     if wants_fragment(request):
         return render(request, "hosts/partials/event_items.html", context)
-    return render(request, "hosts/host_events.html", context)
+    return render(request, "hosts/host_events.html", {**context, "standalone": True})

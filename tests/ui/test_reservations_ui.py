@@ -191,6 +191,23 @@ def test_older_events_without_javascript_are_a_page(lab, sam_client):
     assert "labels: board:eve" in html and "newer" not in html
 
 
+def test_load_older_in_the_live_page_cancels_a_poll_on_its_way(lab, sam_client):
+    """A poll of the host's page answered after "Load older" would replace the older entries:
+    the link takes the live region's request slot (hx-sync replace), as the page's forms do —
+    on the page and in the entries it loads. The no-JavaScript page of older events has no live
+    region, and names none (htmx fails on a sync element it cannot find)."""
+    for i in range(120):
+        HostEvent.objects.create(host=lab.h1, kind="updated", actor="sam", message=f"note {i:03d}")
+    sync = 'hx-sync="closest .live-region:replace"'
+    html = sam_client.get("/hosts/h1.lab/").content.decode()
+    assert sync in html[html.index('<li class="timeline-more">') :].split("</li>")[0]
+    before = html.split('hx-get="/hosts/h1.lab/events/?before=')[1].split('"')[0]
+    fragment = sam_client.get(f"/hosts/h1.lab/events/?before={before}", headers=HTMX)
+    assert sync in fragment.content.decode().split('<li class="timeline-more">')[1]
+    page = sam_client.get(f"/hosts/h1.lab/events/?before={before}").content.decode()
+    assert "Load older events" in page and sync not in page
+
+
 @pytest.mark.parametrize("before", ["x", "99999999999999999999", "0"])
 def test_a_bad_older_events_cursor_is_a_400(lab, sam_client, before):
     assert sam_client.get(f"/hosts/h1.lab/events/?before={before}").status_code == 400

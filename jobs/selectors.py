@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from django.contrib.postgres.expressions import ArraySubquery
 from django.contrib.postgres.fields import ArrayField
@@ -92,7 +93,9 @@ def _class_reasons(keys: set[str]) -> dict[str, dict]:
     return dict(WaitReasonClass.objects.filter(key__in=sorted(keys)).values_list("key", "reason"))
 
 
-def wait_reasons_for(jobs: list[Job], tick: SchedulerTick | None = None) -> dict[int, dict]:
+def wait_reasons_for(
+    jobs: list[Job], tick: SchedulerTick | TickPoint | None = None
+) -> dict[int, dict]:
     """Each queued job's wait reason: its own when it waits for a retry or a maintenance slot,
     else the latest tick's reason for its class."""
     if not any(job.status == JobStatus.QUEUED for job in jobs):
@@ -478,7 +481,12 @@ def _dashboard_counts_sql() -> str:
     )
 
 
-def dashboard_counts(*, now: datetime, tick: SchedulerTick | None = None) -> dict[str, int]:
+def dashboard_counts(
+    *,
+    now: datetime,
+    tick: SchedulerTick | TickPoint | None = None,
+    written: frozenset[str] | None = None,
+) -> dict[str, int]:
     """Count hosts, workers, jobs and leases for the dashboard in a fixed number of queries.
 
     The fixed counts are one statement (`_dashboard_counts_sql`): as five ORM aggregates,
@@ -492,7 +500,8 @@ def dashboard_counts(*, now: datetime, tick: SchedulerTick | None = None) -> dic
     the change log, not a scan of the host table with a lease probe per ready host
     (docs/performance.md#the-dashboard-and-the-job-page-session-16).
     A queue the tick found far longer than the exact limit is estimated directly
-    (`bounded_count`'s `expected`).
+    (`bounded_count`'s `expected`). `written`: the logged tables written since that tick took
+    the change log, if the caller has read them (snapshot.tables_written_since_last_take).
     """
     cutoff = connection.ops.adapt_datetimefield_value(online_cutoff(now))
     with connection.cursor() as cursor:
@@ -509,7 +518,11 @@ def dashboard_counts(*, now: datetime, tick: SchedulerTick | None = None) -> dic
     if (
         tick is not None
         and tick.hosts_schedulable is not None
-        and not snapshot.written_since_last_take(logged)
+        and not (
+            written.intersection(logged)
+            if written is not None
+            else snapshot.written_since_last_take(logged)
+        )
     ):
         counts["hosts_free"] = tick.hosts_schedulable
     else:  # no tick yet, one before capacity was counted, or a host or lease written since
@@ -554,11 +567,29 @@ def provision_stats(*, now: datetime) -> ProvisionStats:
     return ProvisionStats(total=row["total"], failed=row["failed"], seconds=row["seconds"])
 
 
-def recent_ticks(*, limit: int = 120) -> list[SchedulerTick]:
-    """The latest ticks, oldest first."""
-    rows = list(SchedulerTick.objects.order_by("-id")[:limit])
-    rows.reverse()
-    return rows
+class TickPoint(NamedTuple):
+    """A recent tick's figures that the dashboard shows: its charts and its last tick's line."""
+
+    id: int
+    started_at: datetime
+    duration_ms: float
+    leases_made: int
+    queued_after: int
+    oldest_wait_s: float
+    hosts_total: int
+    hosts_leased: int
+    hosts_schedulable: int | None
+    hosts_in_maintenance: int | None
+    hosts_repair_failed: int | None
+
+
+def recent_ticks(*, limit: int = 120) -> list[TickPoint]:
+    """The latest ticks' figures, oldest first: plain tuples, equal when the figures are (the
+    dashboard's charts are drawn once per set of them), not models with every field."""
+    rows = SchedulerTick.objects.order_by("-id").values_list(*TickPoint._fields)[:limit]
+    points = [TickPoint._make(row) for row in rows]
+    points.reverse()
+    return points
 
 
 def suites_in_progress(*, limit: int = 10) -> tuple[list[Suite], int]:

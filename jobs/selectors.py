@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections import Counter
@@ -27,7 +28,6 @@ from django.db.models import (
     Q,
     QuerySet,
     Subquery,
-    Sum,
     Value,
     When,
     Window,
@@ -556,15 +556,20 @@ class ProvisionStats:
 
 
 def provision_stats(*, now: datetime) -> ProvisionStats:
-    """Provisionings (Provision rows) of the last PROVISION_STATS_HOURS, in one query."""
-    row = Provision.objects.filter(
-        created_at__gt=now - timedelta(hours=PROVISION_STATS_HOURS)
-    ).aggregate(
-        total=Count("id"),
-        failed=Count("id", filter=Q(result=ProvisionResult.FAILED)),
-        seconds=Coalesce(Sum("seconds"), 0.0),
-    )
-    return ProvisionStats(total=row["total"], failed=row["failed"], seconds=row["seconds"])
+    """Provisionings (Provision rows) of the last PROVISION_STATS_HOURS, in one statement.
+
+    Written out: as an ORM aggregate (two counts and a sum), building it cost several times
+    what PostgreSQL takes to answer it, on every dashboard request.
+    """
+    since = connection.ops.adapt_datetimefield_value(now - timedelta(hours=PROVISION_STATS_HOURS))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*), count(*) FILTER (WHERE result = %s), "  # noqa: S608 — the model's table
+            f"coalesce(sum(seconds), 0.0) FROM {Provision._meta.db_table} WHERE created_at > %s",
+            [ProvisionResult.FAILED.value, since],
+        )
+        total, failed, seconds = cursor.fetchone()
+    return ProvisionStats(total=total, failed=failed, seconds=float(seconds))
 
 
 class TickPoint(NamedTuple):
@@ -592,14 +597,23 @@ def recent_ticks(*, limit: int = 120) -> list[TickPoint]:
     return points
 
 
-def suites_in_progress(*, limit: int = 10) -> tuple[list[Suite], int]:
-    """Unfinished suites (priority first, then age) and how many there are in all."""
+def _suites_in_progress(limit: int) -> QuerySet[Suite]:
     qs = Suite.objects.unfinished().filter(aborted_at__isnull=True).select_related("owner")
     # The count rides on the page's rows (a window over every row kept): finding the unfinished
     # suites is the cost (a probe of the jobs of each suite), paid once rather than twice.
-    rows = list(
-        qs.annotate(in_all=Window(Count("id"))).order_by("-priority", "created_at", "id")[:limit]
-    )
+    return qs.annotate(in_all=Window(Count("id"))).order_by("-priority", "created_at", "id")[:limit]
+
+
+@functools.cache
+def _suites_in_progress_query(limit: int) -> PreparedQuery[Suite]:
+    # Compiled once per process: building this SQL cost Django three times what running it
+    # costs, on every dashboard request.
+    return PreparedQuery(functools.partial(_suites_in_progress, limit))
+
+
+def suites_in_progress(*, limit: int = 10) -> tuple[list[Suite], int]:
+    """Unfinished suites (priority first, then age) and how many there are in all."""
+    rows = _suites_in_progress_query(limit).all()
     return rows, (rows[0].in_all if rows else 0)
 
 

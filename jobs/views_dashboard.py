@@ -18,6 +18,7 @@ from jobs import badges, selectors
 from jobs.models import Job, Lease
 from jobs.scheduling import snapshot
 from jobs.selectors import TickPoint
+from schedsite.links import route_url
 from schedsite.ui.charts import Chart, Series, line_chart
 from schedsite.ui.durations import human_duration
 from schedsite.ui.htmx import page_or_fragment, ui_login_required
@@ -222,8 +223,15 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     ids = [s.pk for s in suites]
     job_counts = selectors.suite_job_counts(ids)
     held = selectors.suite_hosts_held(ids)
+    suite_url = route_url("jobs:suite_detail")
     rows = [
-        {"suite": s, "counts": job_counts.get(s.pk, {}), "held": held.get(s.pk, 0)} for s in suites
+        {
+            "suite": s,
+            "url": suite_url(s.pk),
+            "counts": job_counts.get(s.pk, {}),
+            "held": held.get(s.pk, 0),
+        }
+        for s in suites
     ]
     total = counts["hosts_total"]
     context = {

@@ -1,7 +1,9 @@
-"""The queue page's rows, as HTML made in Python (schedsite.ui.markup).
+"""The queue page's rows and the suites' progress cells, as HTML made in Python
+(schedsite.ui.markup).
 
 Through the template engine a page of 50 queued jobs cost 6-7 ms, a quarter of the page
-(docs/performance.md#the-list-pages); made here, 2-3 ms.
+(docs/performance.md#the-list-pages); made here, 2-3 ms. The dashboard's eight suites' cells
+cost about 9 ms as templates (docs/performance.md#the-dashboard-and-the-job-page-session-17).
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
 from jobs import badges
-from jobs.choices import JobKind
-from jobs.models import Job
+from jobs.choices import TERMINAL_JOB_STATUSES, JobKind, JobStatus
+from jobs.models import Job, Suite
+from jobs.querysets import unfinished_jobs
 from schedsite import links
 from schedsite.ui import html
+from schedsite.ui.charts import Segment, stacked_segments
 from schedsite.ui.markup import markup
 
 # The same few icons and priorities in every row, made once.
@@ -198,3 +202,99 @@ def roles_text(roles: Sequence[Mapping[str, Any]]) -> str:
 
 def _owner(job: Job) -> str:
     return (job.owner.get_username() if job.owner else "") or "?"
+
+
+# --- a suite's progress: its cells in the suite list and on the dashboard, its page's bars ---
+
+# Finished states first (left), then work in flight, then what still waits.
+COMPLETION_ORDER = [
+    (JobStatus.PASSED, "passed"),
+    (JobStatus.FAILED, "failed"),
+    (JobStatus.ERROR, "error"),
+    (JobStatus.ABORTED, "aborted"),
+    (JobStatus.EXPIRED, "expired"),
+    (JobStatus.SKIPPED, "skipped"),
+    (JobStatus.RUNNING, "running"),
+    (JobStatus.LEASED, "leased"),
+    (JobStatus.QUEUED, "queued"),
+]
+BAR = '<svg class="bar" viewBox="0 0 100 10" preserveAspectRatio="none" role="img" aria-label="{}">'
+QUOTA_BAR = (
+    '<div class="bar-label"><span>Hosts vs min DUTs</span><strong>{held} / {min}{max}</strong>'
+    "</div>"
+    + BAR.replace("{}", "{label}")
+    + '<rect class="{cls}" width="{pct}" height="10"/></svg>'
+)
+HELD = '<div class="bar-label"><span>Hosts held</span><strong>{}{}</strong></div>'
+DONE_BAR = (
+    '<div class="bar-label mt-6"><span>Jobs done</span><strong>{done} / {total}</strong></div>'
+    + BAR.replace("{}", "{label}")
+    + "{segments}</svg>"
+)
+SEGMENT = '<rect class="seg-{}" x="{}" width="{}" height="10"><title>{} {}</title></rect>'
+SUITE_CELLS = (
+    '<td data-label="Priority">{priority}</td><td data-label="Owner">{owner}</td>'
+    '<td data-label="Progress">{bars}</td>'
+    '<td class="nowrap" data-label="Submitted">{submitted}</td>'
+)
+
+
+def completion_segments(counts: Mapping[str, int] | None) -> list[Segment]:
+    """Split a suite's job counts into stacked-bar segments (percentages of the total)."""
+    return stacked_segments(counts, COMPLETION_ORDER)
+
+
+def suite_bars(suite: Suite, counts: Mapping[str, int] | None, held: int) -> SafeString:
+    """Min-DUT attainment (hosts the suite holds against its minimum and cap), then its jobs
+    done as a bar of their outcomes."""
+    counts = counts or {}
+    hosts: SafeString | str = ""
+    if unfinished_jobs(counts):
+        cap = f" · max {suite.max_duts}" if suite.max_duts else ""
+        if suite.min_duts:
+            met = held >= suite.min_duts
+            hosts = markup(
+                QUOTA_BAR,
+                held=held,
+                min=suite.min_duts,
+                max=cap,
+                label=f"{held} of a minimum of {suite.min_duts} hosts held"
+                + (": quota met" if met else ": below its minimum"),
+                cls="quota-met" if met else "quota-short",
+                pct=max(0, min(100, round(100 * held / suite.min_duts))),
+            )
+        else:
+            hosts = markup(HELD, held, cap or " · no minimum")
+    segments = completion_segments(counts)
+    done = sum(counts.get(s, 0) for s in TERMINAL_JOB_STATUSES)
+    total = sum(counts.values())
+    label = f"{done} of {total} jobs finished" + "".join(
+        f", {seg.count} {seg.label}" for seg in segments
+    )
+    bar = markup(
+        DONE_BAR,
+        done=done,
+        total=total,
+        label=label,
+        segments=mark_safe(  # noqa: S308 -- every value is escaped by markup
+            "".join(
+                markup(SEGMENT, s.key, f"{s.start:g}", f"{s.pct:g}", s.count, s.label)
+                for s in segments
+            )
+        ),
+    )
+    return markup('<div class="bars-cell">{}{}</div>', hosts, bar)
+
+
+def suite_cells(row: Mapping[str, Any], now: datetime | None) -> SafeString:
+    """A suite's priority, owner, progress and age cells, from a row of `suite`, `counts` and
+    `held` (the suite list's and the dashboard's rows)."""
+    suite = row["suite"]
+    owner = suite.owner.get_username() if suite.owner else ""
+    return markup(
+        SUITE_CELLS,
+        priority=priority(suite.priority),
+        owner=owner or "—",
+        bars=suite_bars(suite, row["counts"], row["held"]),
+        submitted=html.ago(suite.created_at, now),
+    )

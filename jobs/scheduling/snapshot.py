@@ -216,19 +216,27 @@ FINGERPRINT_VERSION = "4"
 LAB_CHANGE_TABLE = "scheduler_lab_change"
 
 
-def written_since_last_take(tables: list[str]) -> bool:
+def written_since_last_take(tables: Iterable[str]) -> bool:
     """Whether a statement wrote one of these logged tables since the latest tick took the
     change log (`lab_changes`): what that tick counted of them may be out of date. True where
     there is no change log (not PostgreSQL)."""
+    return bool(tables_written_since_last_take(tables))
+
+
+def tables_written_since_last_take(tables: Iterable[str]) -> frozenset[str]:
+    """Which of these logged tables a statement wrote since the latest tick took the change
+    log, in one read of the log's untaken rows; all of them where there is no change log (not
+    PostgreSQL)."""
+    tables = sorted(set(tables))
     if connection.vendor != "postgresql":
-        return True
+        return frozenset(tables)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT EXISTS (SELECT 1 FROM {LAB_CHANGE_TABLE} "  # noqa: S608 - a constant name
-            "WHERE taken IS NULL AND source = ANY(%s))",
+            f"SELECT source FROM {LAB_CHANGE_TABLE} "  # noqa: S608 - a constant name
+            "WHERE taken IS NULL AND source = ANY(%s) GROUP BY source",
             [tables],
         )
-        return bool(cursor.fetchone()[0])
+        return frozenset(source for (source,) in cursor.fetchall())
 
 
 # Taken log rows are kept this many takes (about one a tick) for the scheduler processes whose

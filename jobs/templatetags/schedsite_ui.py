@@ -11,12 +11,10 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from jobs import badges, rows
-from jobs.choices import TERMINAL_JOB_STATUSES, JobStatus
 from jobs.models import Lease, decode_labels
 from jobs.querysets import unfinished_jobs
 from schedsite import roles
 from schedsite.ui import html
-from schedsite.ui.charts import Segment, stacked_segments
 from schedsite.ui.durations import human_duration
 
 register = template.Library()
@@ -72,6 +70,13 @@ def nav_link(context: template.Context, url_name: str, label: str) -> SafeString
     return format_html('<a href="{}">{}</a>', url, label)
 
 
+@register.simple_tag
+def page_url(url_name: str) -> str:
+    """{% url %} of a route that takes no argument, reversed once per process (`_nav_url`): a
+    dashboard request reversed the same dozen such routes each time."""
+    return _nav_url(url_name, get_script_prefix(), get_urlconf())
+
+
 @lru_cache(maxsize=256)
 def _nav_url(url_name: str, prefix: str, urlconf: str | None) -> str:
     """The section's URL, reversed once per process for each script prefix and URLconf: every
@@ -110,47 +115,16 @@ def timedelta_text(value: object) -> str:
     return human_duration(total()) if total else "—"
 
 
-@register.filter
-def percent(part: float | None, whole: float | None) -> int:
-    if not whole:
-        return 0
-    return max(0, min(100, round(100 * (part or 0) / whole)))
-
-
-# Finished states first (left), then work in flight, then what still waits.
-_COMPLETION_ORDER = [
-    (JobStatus.PASSED, "passed"),
-    (JobStatus.FAILED, "failed"),
-    (JobStatus.ERROR, "error"),
-    (JobStatus.ABORTED, "aborted"),
-    (JobStatus.EXPIRED, "expired"),
-    (JobStatus.SKIPPED, "skipped"),
-    (JobStatus.RUNNING, "running"),
-    (JobStatus.LEASED, "leased"),
-    (JobStatus.QUEUED, "queued"),
-]
-
-
-@register.filter
-def completion_segments(counts: Mapping[str, int] | None) -> list[Segment]:
-    """Split a suite's job counts into stacked-bar segments (percentages of the total)."""
-    return stacked_segments(counts, _COMPLETION_ORDER)
-
-
-@register.filter
-def done_count(counts: Mapping[str, int] | None) -> int:
-    counts = counts or {}
-    return sum(counts.get(s, 0) for s in TERMINAL_JOB_STATUSES)
+completion_segments = register.filter("completion_segments", rows.completion_segments)
+# A suite's progress, made in Python (jobs/rows.py): the dashboard's eight suites' cells
+# cost about 9 ms as templates (docs/performance.md#the-dashboard-and-the-job-page-session-17).
+suite_bars = register.simple_tag(rows.suite_bars)
+suite_cells = register.simple_tag(rows.suite_cells)
 
 
 @register.filter
 def unfinished_count(counts: Mapping[str, int] | None) -> int:
     return unfinished_jobs(counts or {})
-
-
-@register.filter
-def total_count(counts: Mapping[str, int] | None) -> int:
-    return sum((counts or {}).values())
 
 
 @register.filter

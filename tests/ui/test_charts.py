@@ -5,10 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from zoneinfo import ZoneInfo
 
 import pytest
 
+from jobs.rows import suite_bars
 from jobs.templatetags.schedsite_ui import completion_segments, wait_title, wait_tone
 from schedsite.ui.charts import Series, line_chart, nice_ceiling
 from schedsite.ui.durations import human_duration
@@ -115,6 +117,23 @@ def test_completion_bar_segments_add_up_and_put_finished_work_first():
     segments = completion_segments({"queued": 5, "passed": 3, "failed": 1, "running": 1})
     assert [s.key for s in segments] == ["passed", "failed", "running", "queued"]
     assert sum(s.pct for s in segments) == pytest.approx(100)
+
+
+def test_a_suites_bars_say_its_quota_and_its_jobs_done():
+    suite = SimpleNamespace(min_duts=3, max_duts=4)
+    short = suite_bars(suite, {"queued": 2, "running": 1, "passed": 1}, held=1)
+    assert "<strong>1 / 3 · max 4</strong>" in short
+    assert 'aria-label="1 of a minimum of 3 hosts held: below its minimum"' in short
+    assert '<rect class="quota-short" width="33" height="10"/>' in short
+    assert 'aria-label="1 of 4 jobs finished, 1 passed, 1 running, 2 queued"' in short
+    assert '<rect class="seg-passed" x="0" width="25" height="10">' in short
+    met = suite_bars(suite, {"running": 3}, held=3)
+    assert ": quota met" in met and 'class="quota-met" width="100"' in met
+    # A finished suite holds nothing: only its jobs done.
+    done = suite_bars(suite, {"passed": 2, "failed": 1}, held=0)
+    assert "Hosts" not in done and "<strong>3 / 3</strong>" in done
+    plain = suite_bars(SimpleNamespace(min_duts=0, max_duts=0), {"queued": 1}, held=0)
+    assert "<span>Hosts held</span><strong>0 · no minimum</strong>" in plain
 
 
 def test_wait_reasons_get_a_colour_by_what_to_do_about_them():

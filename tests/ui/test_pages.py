@@ -12,9 +12,10 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from hosts import services as host_services
-from jobs import selectors, services
+from jobs import selectors, services, views_dashboard
 from jobs.models import Job, SchedulerTick
 from schedsite import counting
+from schedsite.ui.charts import line_chart
 from tests import factories as f
 from tests.ui.conftest import HTMX
 
@@ -330,6 +331,32 @@ def test_the_dashboard_charts_read_the_time_in_the_labs_timezone(alice_client, l
         SchedulerTick.objects.create(started_at=start + timedelta(minutes=minutes), hosts_total=3)
     html = alice_client.get("/").content.decode()
     assert ">13:00</text>" in html and ">14:30:00</text>" in html
+
+
+def test_the_dashboard_draws_its_charts_once_for_the_same_tick_figures(
+    alice_client, lab, monkeypatch
+):
+    views_dashboard.charts_html.cache_clear()
+    drawn = []
+    monkeypatch.setattr(
+        views_dashboard, "line_chart", lambda **kw: drawn.append(kw) or line_chart(**kw)
+    )
+    services.scheduler_tick()
+    services.scheduler_tick()
+    first = alice_client.get("/").content.decode()
+    assert len(drawn) == 4  # capacity, queue, leased, wait
+    again = alice_client.get("/").content.decode()
+    assert len(drawn) == 4  # the same ticks: drawn from the last request's figures
+    charts = re.compile(r'<section class="charts".*?</section>', re.S)
+    assert charts.search(again)[0] == charts.search(first)[0]
+
+    # Drawn again when a figure differs: a new tick, or (a database edited by hand) a row's.
+    SchedulerTick.objects.filter(pk=SchedulerTick.objects.latest("id").pk).update(queued_after=77)
+    assert "77 queued now" in alice_client.get("/").content.decode()
+    assert len(drawn) == 8
+    services.scheduler_tick()
+    assert "3 ticks from" in alice_client.get("/").content.decode()
+    assert len(drawn) == 12
 
 
 def test_the_dashboard_before_any_tick_says_charts_will_come(alice_client, lab):

@@ -105,7 +105,9 @@ class PreparedQuery(Generic[M]):
         many = self._check(values)
         if many is None:
             return []  # no row can match
-        if (datetime in self._kinds or Ids in self._kinds) and connections[using].vendor != "postgresql":
+        if (datetime in self._kinds or Ids in self._kinds) and connections[
+            using
+        ].vendor != "postgresql":
             return list(self._build(*values).using(using))
         cache = getattr(self._local, "compiled", None)
         if cache is None:

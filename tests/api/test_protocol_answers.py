@@ -10,9 +10,11 @@ from __future__ import annotations
 import pytest
 from django.db import connections, transaction
 from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.test import APIRequestFactory
 
-from jobs.api.serializers import JobSerializer, ProtocolJobSerializer
-from jobs.models import Job
+from jobs.api.serializers import JobSerializer, ProtocolActiveLeaseSerializer, ProtocolJobSerializer
+from jobs.models import Job, Lease
 from schedsite.api_serializers import FieldsBuiltOnce
 from schedsite.prepared import PreparedQuery
 from tests.api.conftest import active_lease
@@ -47,6 +49,22 @@ def test_each_answer_binds_fields_of_its_own(lab):
         assert first.fields[name] is not second.fields[name]
         assert first.fields[name].parent is first and second.fields[name].parent is second
     assert list(first.fields) == list(JobSerializer(lab.leased).fields)
+
+
+def test_the_answers_lease_is_what_drfs_walk_gives(lab):
+    # A started job's lease (heartbeat, no build), a leased one that must provision first, and
+    # a manual reservation (no job, a holder): each field as ActiveLeaseSerializer's walk has it.
+    Lease.objects.filter(job=lab.leased).update(provision_to="R120-1")
+    request = Request(APIRequestFactory().post("/api/jobs/1/start/"))
+    serializer = ProtocolActiveLeaseSerializer(context={"request": request})
+    leases = Lease.objects.filter(released_at=None).select_related("host", "job", "holder")
+    shown = set()
+    for lease in leases:
+        walked = serializers.ModelSerializer.to_representation(serializer, lease)
+        made = serializer.to_representation(lease)
+        assert made == walked and list(made) == list(walked), lease.pk
+        shown.add((made["kind"], made["heartbeat_at"] is None, made["provision_to"]))
+    assert {("test", False, None), ("test", True, "R120-1"), ("reservation", True, None)} <= shown
 
 
 def test_a_nested_serializer_is_not_built_once():

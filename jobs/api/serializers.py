@@ -409,7 +409,11 @@ class ProtocolJobSerializer(JobSerializer):
         return ProtocolActiveLeaseSerializer(context=self.context)
 
 
-class LeaseInputSerializer(serializers.Serializer):
+class LeaseInputSerializer(FieldsBuiltOnce, serializers.Serializer):
+    """The lease a runner acts through; `start` and `complete` add their own fields. Fields
+    built once per process and copied per call, as the answers' are: DRF deep-copies each
+    declared field for every body it checks."""
+
     lease = StrictIntegerField(
         required=False,
         min_value=1,

@@ -30,6 +30,7 @@ from jobs.models import Job, Lease, Suite
 from jobs.scheduling.triggers import request_tick
 from schedsite.errors import Conflict
 from schedsite.pgarrays import bigint_array, text_array
+from schedsite.prepared import update_one
 
 
 class Mover(StrEnum):
@@ -228,15 +229,24 @@ def _move_jobs(
     known: Sequence[Job] = (),
 ) -> int:
     # One UPDATE however many rows: the tick leases thousands of jobs at a time.
-    rows = jobs if isinstance(jobs, QuerySet) else Job.objects.filter(pk__in_array=list(jobs))
+    ids = None if isinstance(jobs, QuerySet) else list(jobs)
+    rows = jobs if ids is None else Job.objects.filter(pk__in_array=ids)
     sources = JOB.sources(to, mover)  # Conflict here, outside the block: it undoes nothing
+    changes = {"status": to, **_job_times(to, at), **fields}
     # The move and its outbox entry commit together, or neither does (no savepoint: inside a
     # caller's transaction this adds no statement).
     with transaction.atomic(savepoint=False):
-        moved = rows.filter(_status_in(sources)).update(status=to, **_job_times(to, at), **fields)
+        if ids is not None and len(ids) == 1:  # a runner's start or complete: compiled once
+            moved = update_one(("job", sources), _jobs_in(sources), ids[0], changes)
+        else:
+            moved = rows.filter(_status_in(sources)).update(**changes)
         if moved and to in TERMINAL_JOB_STATUSES and outbox.connected():
             outbox.jobs_ended(_suites_of(rows, known, to, at), status=to, at=at, known=known)
     return moved
+
+
+def _jobs_in(sources: tuple[str, ...]) -> Callable[[], QuerySet[Job]]:
+    return lambda: Job.objects.filter(_status_in(sources))
 
 
 def _suites_of(rows: QuerySet[Job], known: Sequence[Job], to: str, at: datetime) -> list[int]:
@@ -507,11 +517,13 @@ def release_leases(
     if not leases:
         return
     by_name = actor_name(by)
-    released = (
-        Lease.objects.active()
-        .filter(pk__in=[lease.pk for lease in leases])
-        .update(released_at=at, release_reason=reason, released_by=by_name)
-    )
+    changes = {"released_at": at, "release_reason": reason, "released_by": by_name}
+    if len(leases) == 1:  # a runner's complete: compiled once
+        released = update_one("active lease", Lease.objects.active, leases[0].pk, changes)
+    else:
+        released = (
+            Lease.objects.active().filter(pk__in=[lease.pk for lease in leases]).update(**changes)
+        )
     # The bulk callers hold the leases' row locks, so none can end between their read and this
     # update; a lease that did end anyway must not get a second ending in its host's trail.
     if released != len(leases):

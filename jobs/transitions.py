@@ -230,7 +230,9 @@ def _move_jobs(
 ) -> int:
     # One UPDATE however many rows: the tick leases thousands of jobs at a time.
     ids = None if isinstance(jobs, QuerySet) else list(jobs)
-    rows = jobs if ids is None else Job.objects.filter(pk__in_array=ids)
+    # The queryset of the ids is built only where it is used: a one-job move needs it only for
+    # a job not at hand to find its suite by.
+    rows = (lambda: jobs) if ids is None else (lambda: Job.objects.filter(pk__in_array=ids))
     sources = JOB.sources(to, mover)  # Conflict here, outside the block: it undoes nothing
     changes = {"status": to, **_job_times(to, at), **fields}
     # The move and its outbox entry commit together, or neither does (no savepoint: inside a
@@ -239,7 +241,7 @@ def _move_jobs(
         if ids is not None and len(ids) == 1:  # a runner's start or complete: compiled once
             moved = update_one(("job", sources), _jobs_in(sources), ids[0], changes)
         else:
-            moved = rows.filter(_status_in(sources)).update(**changes)
+            moved = rows().filter(_status_in(sources)).update(**changes)
         if moved and to in TERMINAL_JOB_STATUSES and outbox.connected():
             outbox.jobs_ended(_suites_of(rows, known, to, at), status=to, at=at, known=known)
     return moved
@@ -249,11 +251,13 @@ def _jobs_in(sources: tuple[str, ...]) -> Callable[[], QuerySet[Job]]:
     return lambda: Job.objects.filter(_status_in(sources))
 
 
-def _suites_of(rows: QuerySet[Job], known: Sequence[Job], to: str, at: datetime) -> list[int]:
+def _suites_of(
+    rows: Callable[[], QuerySet[Job]], known: Sequence[Job], to: str, at: datetime
+) -> list[int]:
     """The suites of the jobs just ended: from the instances the mover read, or one query."""
     if known:
         return [job.suite_id for job in known if job.suite_id is not None]
-    ended = rows.filter(status=to, finished_at=at).exclude(suite_id=None)
+    ended = rows().filter(status=to, finished_at=at).exclude(suite_id=None)
     return list(ended.order_by().values_list("suite_id", flat=True).distinct())
 
 

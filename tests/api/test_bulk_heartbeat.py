@@ -146,5 +146,7 @@ def test_each_body_is_checked_with_fields_of_its_own(runner_client, staff_client
     assert answer.status_code == 400 and "lease" in answer.json()
     lists = [WorkerHeartbeatInputSerializer(data={"leases": [lease.pk]}) for _ in range(2)]
     assert all(each.is_valid() for each in lists)
-    assert lists[0].fields["leases"].child is not lists[1].fields["leases"].child
+    children = [each.fields["leases"].child for each in lists]
+    assert children[0] is not children[1]
+    assert [child.parent for child in children] == [each.fields["leases"] for each in lists]
     assert lists[0].validated_data == {"leases": [lease.pk]}

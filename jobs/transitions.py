@@ -232,7 +232,7 @@ def _move_jobs(
     ids = None if isinstance(jobs, QuerySet) else list(jobs)
     # The queryset of the ids is built only where it is used: a one-job move needs it only for
     # a job not at hand to find its suite by.
-    rows = (lambda: jobs) if ids is None else (lambda: Job.objects.filter(pk__in_array=ids))
+    rows = (lambda: jobs) if ids is None else (lambda: Job.objects.filter(pk__in_array=set(ids)))
     sources = JOB.sources(to, mover)  # Conflict here, outside the block: it undoes nothing
     changes = {"status": to, **_job_times(to, at), **fields}
     # The move and its outbox entry commit together, or neither does (no savepoint: inside a

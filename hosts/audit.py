@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from functools import cache
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import connection
@@ -161,14 +162,6 @@ def _insert_columns(columns: Sequence[Sequence[object]]) -> None:
     """INSERT the events given column by column, in _BULK_COLUMNS' order, in one statement."""
     if not columns[0]:
         return
-    # One INSERT ... SELECT FROM unnest(arrays): a cold tick writes 10,000 lease events, and
-    # bulk_create spends most of a second building and binding one parameter per cell. Each
-    # array is bound as one literal (schedsite/pgarrays.py).
-    fields = [HostEvent._meta.get_field(name) for name, _ in _BULK_COLUMNS]
-    names = ", ".join(connection.ops.quote_name(field.column) for field in fields)
-    arrays = ", ".join(f"%s::{kind}[]" for _, kind in _BULK_COLUMNS)
-    table = connection.ops.quote_name(HostEvent._meta.db_table)
-    sql = f"INSERT INTO {table} ({names}) SELECT * FROM unnest({arrays})"
     params = []
     for (_name, kind), values in zip(_BULK_COLUMNS, columns, strict=True):
         if kind == "bigint":
@@ -178,4 +171,18 @@ def _insert_columns(columns: Sequence[Sequence[object]]) -> None:
         else:
             params.append(text_array(values))  # type: ignore[arg-type]
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(_insert_sql(), params)
+
+
+@cache
+def _insert_sql() -> str:
+    """The events' INSERT, written once per process (PostgreSQL's only: the other databases
+    take bulk_create): the same text for every runner's start and complete."""
+    # One INSERT ... SELECT FROM unnest(arrays): a cold tick writes 10,000 lease events, and
+    # bulk_create spends most of a second building and binding one parameter per cell. Each
+    # array is bound as one literal (schedsite/pgarrays.py).
+    fields = [HostEvent._meta.get_field(name) for name, _ in _BULK_COLUMNS]
+    names = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+    arrays = ", ".join(f"%s::{kind}[]" for _, kind in _BULK_COLUMNS)
+    table = connection.ops.quote_name(HostEvent._meta.db_table)
+    return f"INSERT INTO {table} ({names}) SELECT * FROM unnest({arrays})"

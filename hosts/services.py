@@ -30,6 +30,7 @@ from schedsite.field_changes import (
     locked_or_conflict,
     name_clean,
 )
+from schedsite.prepared import update_one
 from schedsite.roles import RUNNER_GROUP
 
 HostOrWorker = TypeVar("HostOrWorker", Host, Worker)
@@ -228,7 +229,7 @@ def worker_heartbeat(
     if concurrency is not None and concurrency != old_concurrency:
         # In the UPDATE of last_seen that every heartbeat makes: a report costs no query.
         changes["runner_concurrency"] = concurrency
-    Worker.objects.filter(pk=worker.pk).update(**changes)
+    update_one("worker", Worker.objects.all, worker.pk, changes)  # compiled once: every heartbeat
     for field, value in changes.items():
         setattr(worker, field, value)
     if "runner_concurrency" in changes:

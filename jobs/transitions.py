@@ -30,6 +30,7 @@ from jobs.models import Job, Lease, Suite
 from jobs.scheduling.triggers import request_tick
 from schedsite.errors import Conflict
 from schedsite.pgarrays import bigint_array, text_array
+from schedsite.prepared import update_one
 
 
 class Mover(StrEnum):
@@ -228,22 +229,35 @@ def _move_jobs(
     known: Sequence[Job] = (),
 ) -> int:
     # One UPDATE however many rows: the tick leases thousands of jobs at a time.
-    rows = jobs if isinstance(jobs, QuerySet) else Job.objects.filter(pk__in_array=frozenset(jobs))
+    ids = None if isinstance(jobs, QuerySet) else list(jobs)
+    # The queryset of the ids is built only where it is used: a one-job move needs it only for
+    # a job not at hand to find its suite by.
+    rows = (lambda: jobs) if ids is None else (lambda: Job.objects.filter(pk__in_array=set(ids)))
     sources = JOB.sources(to, mover)  # Conflict here, outside the block: it undoes nothing
+    changes = {"status": to, **_job_times(to, at), **fields}
     # The move and its outbox entry commit together, or neither does (no savepoint: inside a
     # caller's transaction this adds no statement).
     with transaction.atomic(savepoint=False):
-        moved = rows.filter(_status_in(sources)).update(status=to, **_job_times(to, at), **fields)
+        if ids is not None and len(ids) == 1:  # a runner's start or complete: compiled once
+            moved = update_one(("job", sources), _jobs_in(sources), ids[0], changes)
+        else:
+            moved = rows().filter(_status_in(sources)).update(**changes)
         if moved and to in TERMINAL_JOB_STATUSES and outbox.connected():
             outbox.jobs_ended(_suites_of(rows, known, to, at), status=to, at=at, known=known)
     return moved
 
 
-def _suites_of(rows: QuerySet[Job], known: Sequence[Job], to: str, at: datetime) -> list[int]:
+def _jobs_in(sources: tuple[str, ...]) -> Callable[[], QuerySet[Job]]:
+    return lambda: Job.objects.filter(_status_in(sources))
+
+
+def _suites_of(
+    rows: Callable[[], QuerySet[Job]], known: Sequence[Job], to: str, at: datetime
+) -> list[int]:
     """The suites of the jobs just ended: from the instances the mover read, or one query."""
     if known:
         return [job.suite_id for job in known if job.suite_id is not None]
-    ended = rows.filter(status=to, finished_at=at).exclude(suite_id=None)
+    ended = rows().filter(status=to, finished_at=at).exclude(suite_id=None)
     return list(ended.order_by().values_list("suite_id", flat=True).distinct())
 
 
@@ -507,11 +521,13 @@ def release_leases(
     if not leases:
         return
     by_name = actor_name(by)
-    released = (
-        Lease.objects.active()
-        .filter(pk__in=[lease.pk for lease in leases])
-        .update(released_at=at, release_reason=reason, released_by=by_name)
-    )
+    changes = {"released_at": at, "release_reason": reason, "released_by": by_name}
+    if len(leases) == 1:  # a runner's complete: compiled once
+        released = update_one("active lease", Lease.objects.active, leases[0].pk, changes)
+    else:
+        released = (
+            Lease.objects.active().filter(pk__in=[lease.pk for lease in leases]).update(**changes)
+        )
     # The bulk callers hold the leases' row locks, so none can end between their read and this
     # update; a lease that did end anyway must not get a second ending in its host's trail.
     if released != len(leases):

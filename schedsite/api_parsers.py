@@ -26,7 +26,8 @@ def nested_deeper_than(data: Any, limit: int) -> bool:
             continue
         if depth > limit:
             return True
-        pending.extend((child, depth + 1) for child in children)
+        # Only lists and objects go on: a runner's heartbeat names hundreds of plain ids.
+        pending.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
     return False
 
 

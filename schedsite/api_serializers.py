@@ -16,9 +16,11 @@ class FieldsBuiltOnce:
     A ModelSerializer builds every field from the model for each instance it makes, and a
     Serializer deep-copies its declared fields: about 0.5 ms for a job, on runner-protocol calls
     that cost a few ms in all (docs/performance.md#the-runner-protocol). Binding (name, parent,
-    source) is all a field of a read-only answer keeps per instance, so a shallow copy of the
-    class's field will do; a field with a child (a list of something) is deep-copied, since its
-    child is bound to it. A nested serializer as a field is refused: it keeps fields of its own.
+    source) is all a field keeps per instance, in an answer and in the check of a body alike
+    (the rest — validators, messages, bounds — is set when the class is built and only read), so
+    a shallow copy of the class's field will do; a field with a child (a list of something)
+    gets a copy of its child too, bound to it. A nested serializer as a field is refused: it
+    keeps fields of its own.
 
     And a field is copied and bound only when it is used (`LazyFields`): an answer made
     directly (`JobSerializer.to_representation`) uses four of its thirty fields, and copying
@@ -85,6 +87,13 @@ class LazyFields(MutableMapping):
 
 
 def _copy(field: Any) -> Any:
-    if hasattr(field, "child") or hasattr(field, "child_relation"):
+    if hasattr(field, "child_relation"):
         return copy.deepcopy(field)
-    return copy.copy(field)
+    copied = copy.copy(field)
+    if hasattr(field, "child"):
+        # A list's or a dict's child is bound to its parent: a copy of its own, whose parent
+        # is this copy. DRF's deepcopy builds the field again from its arguments, child and
+        # all: a tenth of a bulk heartbeat, for its list of ids.
+        copied.child = _copy(field.child)
+        copied.child.parent = copied  # its name and source ("") are the class's child's
+    return copied

@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
 
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import Model, QuerySet
+from django.db.models.sql import UpdateQuery
 from django.db.models.sql.compiler import SQLCompiler
 
 from schedsite import pgarrays
@@ -196,3 +197,120 @@ class PreparedQuery(Generic[M]):
             [col[0] for col in compiler.select[: compiler.col_count]]
         )
         return _Compiled(queryset, compiler, sql, tuple(params), tuple(slots), converters, shifted)
+
+
+@dataclass(frozen=True)
+class _CompiledUpdate:
+    sql: str
+    params: tuple
+    slots: tuple[int, ...]  # for each value, the index of its parameter
+
+
+class PreparedUpdate:
+    """An `update()` compiled to SQL once per process, then run with other values.
+
+    `build(*values)` gives a queryset and the fields to set, as `queryset.update(**fields)`
+    takes them. Building the UPDATE each call (the filter, the values to set, the compile) cost
+    more CPU than PostgreSQL took to run it, three times on a runner's `complete`
+    (docs/performance.md#the-runner-protocol). A run answers what `update()` would: the number
+    of rows changed.
+
+    The values are `int`, `str` or `datetime` (a time zone aware one), each of them one
+    parameter of the SQL of its own, where the SQL does not depend on it (checked when it
+    compiles): an exact lookup, or a value to set. Elsewhere than on PostgreSQL, or with a value
+    the compiled SQL cannot take as it is (another type, a naive datetime, an int past bigint),
+    the update is built as Django builds it.
+    """
+
+    def __init__(self, build: Callable[..., tuple[QuerySet, dict[str, Any]]], *kinds: type):
+        for kind in kinds:
+            _placeholder(kind, 0)  # TypeError for a kind it cannot take
+        self._build, self._kinds = build, kinds
+        # Per database alias: the SQL holds no connection, only the backend's quoting.
+        self._compiled: dict[str, _CompiledUpdate] = {}
+
+    def run(self, *values: Any, using: str = DEFAULT_DB_ALIAS) -> int:
+        """The rows changed by the update of build(*values)."""
+        if len(values) != len(self._kinds):
+            raise TypeError(f"expected {len(self._kinds)} values, got {len(values)}")
+        exact = connections[using].vendor == "postgresql" and all(
+            _as_it_is(kind, value) for kind, value in zip(self._kinds, values, strict=True)
+        )
+        if not exact:
+            queryset, fields = self._build(*values)
+            return queryset.using(using).update(**fields)
+        compiled = self._compiled.get(using)
+        if compiled is None:
+            compiled = self._compiled[using] = self._prepare(using)
+        params = list(compiled.params)
+        for slot, value in zip(compiled.slots, values, strict=True):
+            params[slot] = value
+        # As update() does: an error inside a caller's transaction marks it for rollback.
+        with transaction.mark_for_rollback_on_error(using), connections[using].cursor() as cursor:
+            cursor.execute(compiled.sql, params)
+            return cursor.rowcount
+
+    def _prepare(self, using: str) -> _CompiledUpdate:
+        placeholders = [_update_placeholder(kind, i) for i, kind in enumerate(self._kinds)]
+        queryset, fields = self._build(*placeholders)
+        query = queryset.using(using).query.chain(UpdateQuery)
+        query.add_update_values(fields)
+        query.annotations = {}
+        sql, params = query.get_compiler(using).as_sql()
+        if query.related_updates:
+            raise ValueError("a prepared update sets the fields of one table only")
+        slots = []
+        for placeholder in placeholders:
+            found = [i for i, param in enumerate(params) if param == placeholder]
+            if len(found) != 1:
+                raise ValueError(
+                    f"a prepared value must be one parameter of the SQL ({len(found)} found)"
+                )
+            slots.append(found[0])
+        return _CompiledUpdate(sql, tuple(params), tuple(slots))
+
+
+def _as_it_is(kind: type, value: Any) -> bool:
+    """Whether the value goes into the SQL as it is, as Django would send it."""
+    if type(value) is not kind:
+        return False
+    if kind is int:
+        return BIGINT[0] <= value <= BIGINT[1]
+    return kind is not datetime or value.tzinfo is not None
+
+
+def _update_placeholder(kind: type, index: int) -> object:
+    # A datetime placeholder of its own for each value: an update may set two times.
+    if kind is datetime:
+        return _AT + timedelta(days=index)
+    return _placeholder(kind, index)
+
+
+# update_one's prepared updates, by the rows' key, the fields set and their values' types.
+_UPDATES: dict[tuple, PreparedUpdate] = {}
+_TAKEN = (int, str, datetime)
+
+
+def update_one(
+    key: Hashable, rows: Callable[[], QuerySet], pk: int, fields: Mapping[str, Any]
+) -> int:
+    """`rows().filter(pk=pk).update(**fields)`, compiled once for each `key` (what names the
+    rows' filter: the same key, the same filter) and set of fields; the rows changed.
+
+    A str's subclass (a TextChoices member) is sent as its text, as Django sends it; a value
+    of any other type than int, str and datetime (None, an expression) has Django build the
+    update each call."""
+    values = [str(value) if isinstance(value, str) else value for value in fields.values()]
+    kinds = tuple(type(value) for value in values)
+    if not all(kind in _TAKEN for kind in kinds):
+        return rows().filter(pk=pk).update(**fields)
+    names = tuple(fields)
+    shape = (key, names, kinds)
+    prepared = _UPDATES.get(shape)
+    if prepared is None:
+
+        def build(pk: int, *values: Any) -> tuple[QuerySet, dict[str, Any]]:
+            return rows().filter(pk=pk), dict(zip(names, values, strict=True))
+
+        prepared = _UPDATES.setdefault(shape, PreparedUpdate(build, int, *kinds))
+    return prepared.run(pk, *values)

@@ -374,6 +374,28 @@ def _or_none(convert: Callable[[Any], Any], value: Any) -> Any:
 class ProtocolActiveLeaseSerializer(FieldsBuiltOnce, ActiveLeaseSerializer):
     """ActiveLeaseSerializer, fields built once: the lease in a runner's `start` answer."""
 
+    def to_representation(self, lease: Lease) -> dict[str, Any]:
+        """What DRF's walk over ActiveLeaseSerializer's fields gives, made directly: the walk
+        was a tenth of a runner's `start` in a profile (docs/performance.md#the-runner-protocol).
+        tests/api/test_protocol_answers.py holds the two equal."""
+        fields = self.fields
+        when = fields["acquired_at"].to_representation
+        job, holder = lease.job, lease.holder
+        return {
+            "url": fields["url"].to_representation(lease),
+            "id": lease.pk,
+            "host": lease.host.hostname,
+            "job": lease.job_id,
+            "job_name": job.name if job is not None else None,
+            "kind": lease_kind(lease),
+            "holder": holder.username if holder is not None else None,
+            "reason": lease.reason,
+            "acquired_at": when(lease.acquired_at),
+            "expires_at": when(lease.expires_at),
+            "heartbeat_at": _or_none(when, lease.heartbeat_at),
+            "provision_to": lease.provision_to or None,
+        }
+
 
 class ProtocolJobSerializer(JobSerializer):
     """JobSerializer, field for field, for the answers of `start` and `complete`.
@@ -387,7 +409,11 @@ class ProtocolJobSerializer(JobSerializer):
         return ProtocolActiveLeaseSerializer(context=self.context)
 
 
-class LeaseInputSerializer(serializers.Serializer):
+class LeaseInputSerializer(FieldsBuiltOnce, serializers.Serializer):
+    """The lease a runner acts through; `start` and `complete` add their own fields. Fields
+    built once per process and copied per call, as the answers' are: DRF deep-copies each
+    declared field for every body it checks."""
+
     lease = StrictIntegerField(
         required=False,
         min_value=1,

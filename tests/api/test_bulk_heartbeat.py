@@ -6,9 +6,12 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from rest_framework import serializers
 
 from hosts.models import HostEvent, Worker
 from jobs import services
+from jobs.api.host_serializers import WorkerHeartbeatInputSerializer, WorkerHeartbeatSerializer
+from jobs.api.serializers import JobStartInputSerializer
 from jobs.models import Lease
 from tests.api.conftest import active_lease
 
@@ -118,3 +121,32 @@ def test_a_retired_workers_heartbeat_is_a_conflict_that_extends_nothing(staff_cl
 
     assert response.status_code == 409
     assert expiries(running) == [running.expires_at]
+
+
+@pytest.mark.parametrize("gone", [[], [7, 2**40]])
+def test_the_answer_is_what_drfs_walk_gives(lab, gone):
+    serializer = WorkerHeartbeatSerializer()
+    for worker in (lab.w1, lab.w3, Worker(name="never-seen")):
+        payload = WorkerHeartbeatSerializer.payload(worker, gone)
+        walked = serializers.Serializer.to_representation(serializer, payload)
+        made = serializer.to_representation(payload)
+        assert made == walked and list(made) == list(walked), worker.name
+    assert made["last_seen"] is None and made["gone"] == gone
+
+
+def test_each_body_is_checked_with_fields_of_its_own(runner_client, staff_client, lab):
+    # The input fields are built once per process and copied per body: staff may leave the
+    # lease out, and what that sets on their copy must not reach the next runner's.
+    lease = active_lease(lab.leased)
+    staff = JobStartInputSerializer(data={}, lease_required=False)
+    runner = JobStartInputSerializer(data={}, lease_required=True)
+    assert staff.is_valid() and not runner.is_valid()
+    assert staff.fields["lease"] is not runner.fields["lease"]
+    answer = runner_client.post(f"/api/jobs/{lab.leased.pk}/start/", {}, format="json")
+    assert answer.status_code == 400 and "lease" in answer.json()
+    lists = [WorkerHeartbeatInputSerializer(data={"leases": [lease.pk]}) for _ in range(2)]
+    assert all(each.is_valid() for each in lists)
+    children = [each.fields["leases"].child for each in lists]
+    assert children[0] is not children[1]
+    assert [child.parent for child in children] == [each.fields["leases"] for each in lists]
+    assert lists[0].validated_data == {"leases": [lease.pk]}

@@ -1,15 +1,9 @@
-"""The API's throttles, applied to the HTML side too: the login forms and every write; the
-Content-Security-Policy header, built once per process."""
+"""The API's throttles, applied to the HTML side too: the login forms and every write."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from http import HTTPStatus
 
-from csp import middleware as csp
-from csp.constants import HEADER, HEADER_REPORT_ONLY
-from csp.utils import build_policy
-from django.conf import settings
 from django.db import OperationalError
 from django.http import HttpRequest, HttpResponse
 from rest_framework import throttling
@@ -114,56 +108,3 @@ class BusyDatabaseMiddleware:
         response = error_response(request, message, 503)
         response["Retry-After"] = str(seconds)
         return response
-
-
-# What a view may set on its answer to change the policy (django-csp's decorators).
-_PER_ANSWER = tuple(
-    f"_csp_{what}{ro}" for what in ("config", "update", "replace") for ro in ("", "_ro")
-)
-_REPORT_ONLY = "CONTENT_SECURITY_POLICY_REPORT_ONLY"
-_DEBUG_PAGES = (HTTPStatus.INTERNAL_SERVER_ERROR, HTTPStatus.NOT_FOUND)
-
-
-class CSPMiddleware(csp.CSPMiddleware):
-    """django-csp's, with the policy of an answer that asks for nothing of its own built once.
-
-    Such an answer (no nonce used, no decorator changing the policy: every API answer) gets the
-    policies of the settings, the same text every time, which django-csp builds again for
-    each answer: about 0.2 ms of a runner's call on the day measured
-    (docs/performance.md#the-runner-protocol). Any other answer goes through django-csp.
-    """
-
-    _built: tuple[tuple[object, object], tuple[str, str]] | None = None
-
-    def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
-        if getattr(request, "_csp_nonce", None) is not None or any(
-            getattr(response, name, None) is not None for name in _PER_ANSWER
-        ):
-            return super().process_response(request, response)
-        if response.status_code in _DEBUG_PAGES and settings.DEBUG:
-            return response
-        policy, report_only = self._policies()
-        for header, text, setting, exempt in (
-            (HEADER, policy, "CONTENT_SECURITY_POLICY", "_csp_exempt"),
-            (HEADER_REPORT_ONLY, report_only, _REPORT_ONLY, "_csp_exempt_ro"),
-        ):
-            if not text or header in response or getattr(response, exempt, False) is not False:
-                continue
-            prefixes = (getattr(settings, setting, None) or {}).get("EXCLUDE_URL_PREFIXES") or ()
-            if not request.path_info.startswith(tuple(prefixes)):
-                response[header] = text
-        # As django-csp does: a nonce asked for after the header is written is an error.
-        request.csp_nonce = csp.CheckableLazyObject(self._csp_nonce_post_response)
-        return response
-
-    def _policies(self) -> tuple[str, str]:
-        """The settings' policy and report-only policy, as django-csp builds them with no
-        nonce; built again when either setting is replaced (override_settings)."""
-        now = (
-            getattr(settings, "CONTENT_SECURITY_POLICY", None),
-            getattr(settings, _REPORT_ONLY, None),
-        )
-        built = self._built
-        if built is None or built[0][0] is not now[0] or built[0][1] is not now[1]:
-            built = self._built = (now, (build_policy(), build_policy(report_only=True)))
-        return built[1]

@@ -6,9 +6,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from django.db import connection
+from django.db import DatabaseError, connection, transaction
+from django.test.utils import CaptureQueriesContext
 
-from schedsite.pgarrays import bigint_array, text_array
+from schedsite.pgarrays import bigint_array, server_bound_cursor, text_array
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
@@ -99,3 +100,36 @@ def test_in_array_is_a_plain_in_list_on_sqlite():
     sql, params = query.get_compiler(connection=sqlite).as_sql()
     assert '"hosts_host"."id" IN (%s, %s, %s)' in sql
     assert params == (3, 1, 2)
+
+
+def test_a_server_bound_cursor_sends_the_value_apart_and_leaves_other_cursors_as_they_were():
+    """The value arrives exactly (quotes, backslashes, non-ASCII) without being quoted into the
+    statement, Django still logs the statement, and the next cursor binds client-side again,
+    also after a statement that failed."""
+    value = "|".join(AWKWARD) * 50
+    with CaptureQueriesContext(connection) as queries, server_bound_cursor(connection) as cursor:
+        cursor.execute("SELECT %s::text, length(%s::text)", [value, value])
+        assert cursor.fetchone() == (value, len(value))
+    assert len(queries) == 1
+    assert value not in queries[0]["sql"]  # bound apart: the statement says $1, not the text
+    with CaptureQueriesContext(connection) as queries, connection.cursor() as cursor:
+        cursor.execute("SELECT %s::text", ["plain"])
+    assert queries[0]["sql"] == "SELECT 'plain'::text"  # quoted in: client-side
+    with (
+        pytest.raises(DatabaseError),
+        transaction.atomic(),
+        server_bound_cursor(connection) as cursor,
+    ):
+        cursor.execute("SELECT %s::int", ["not a number"])
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT %s::text", ["again"])
+        assert cursor.fetchone() == ("again",)
+    assert type(connection.connection.cursor()).__name__ == "Cursor"  # Django's client cursor
+    # Run more often than psycopg's threshold for preparing, it is still never prepared: a
+    # prepared statement would break PgBouncer in transaction mode.
+    for _ in range(8):
+        with server_bound_cursor(connection) as cursor:
+            cursor.execute("SELECT %s::text", ["again"])
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_prepared_statements")
+        assert cursor.fetchone() == (0,)

@@ -40,7 +40,7 @@ from jobs.scheduling.reservation_line import serve_line, waiting_line
 from jobs.scheduling.triggers import TICK_LOCK_KEY
 from jobs.transitions import Mover
 from schedsite.model_fields import dumps_compact
-from schedsite.pgarrays import text_array
+from schedsite.pgarrays import server_bound_cursor, text_array
 from schedsite.prepared import Ids, PreparedQuery
 
 log = logging.getLogger("schedsite.scheduler")
@@ -609,10 +609,11 @@ def _store_reasons(changed: dict[str, planner.WaitReason], *, gone: list[str] | 
             )
         if not changed:
             return
-        # One statement with one parameter, a JSON object of the rows (key -> reason), encoded
-        # in one pass of the C encoder: a cold tick writes a few thousand rows, a tick after
-        # 100 changes about a thousand. A `json` value's text is kept as sent, so each row
-        # stores exactly its reason's encoding.
+    # One statement with one parameter, a JSON object of the rows (key -> reason), encoded in
+    # one pass of the C encoder: a cold tick writes a few thousand rows, a tick after 100
+    # changes about a thousand (~450 KB), sent apart from the statement. A `json` value's text
+    # is kept as sent, so each row stores exactly its reason's encoding.
+    with server_bound_cursor(connection) as cursor:
         cursor.execute(
             f"INSERT INTO {table} (key, reason) "  # noqa: S608 - the model's table, quoted
             "SELECT key, value::text FROM json_each(%s::json) "

@@ -115,11 +115,15 @@ class Leaser:
         if spec.dead:
             return False
         matching = self.matching
+        eligible = matching.eligible
         build = self.build(job)
         for value in self.multi.values(spec):
             if not matching.free:
                 break  # no job slot left: the job's first host would need one
             units = self.multi.units(spec, value)
+            if not all(eligible[j] for _r, j in units):
+                # A role no free host fits: no trial could place it (most shapes, most ticks).
+                continue
             placed = self.trial(units, build)
             if placed is not None:
                 self._keep(job, units, build, value, placed)
@@ -431,8 +435,11 @@ class Leaser:
         if now is None or spec.hold_failed or not self.matching.free:
             return
         best: tuple[datetime, str | None] | None = None
+        eligible = self.matching.eligible
         for value in self.multi.values(spec):
             classes = self.multi.hold_classes(spec, value)
+            if not any(eligible[jh] for jh in classes):
+                continue  # no free host fits any role: nothing to hold
             saved = self.matching.checkpoint()
             held = self._hold_greedy(spec, classes)
             self.matching.restore(saved)

@@ -36,6 +36,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from hosts import rules
+from hosts import selectors as host_selectors
 from hosts.choices import AWAITING_MAINTENANCE, IN_MAINTENANCE, HostStatus, ProvisionResult
 from hosts.models import Host, Label, Provision, Worker
 from hosts.querysets import online_cutoff
@@ -337,18 +338,21 @@ def runner_leases(*, worker: Worker) -> QuerySet[Lease]:
     return (
         _runner_lease_rows(worker.pk)
         .select_related("host", "job", "job__suite")
-        .prefetch_related("host__labels")
         .order_by("acquired_at", "id")
     )
 
 
 def with_attempts(leases: list[Lease]) -> list[Lease]:
-    """Each lease's job with its attempt's active leases (`job.attempt_leases`, by slot).
+    """Each lease's job with its attempt's active leases (`job.attempt_leases`, by slot), and
+    each lease's host with its label names (`Host.label_names`, one query of name pairs).
 
     A one-host job's lease (`role` "") is its attempt: no query. The multi-host jobs' leases
     are read in one query, with their hosts, and none when the page has no multi-host job:
-    reading every job's attempt made half the instances of a lab's lease lists.
+    reading every job's attempt made half the instances of a lab's lease lists. The label
+    names likewise: prefetching the labels built a Label per label of every host (about 250 a
+    page of 50 leases).
     """
+    host_selectors.with_label_names([lease.host for lease in leases])
     multi = {lease.job_id for lease in leases if lease.role}
     found: dict[int, list[Lease]] = {}
     if multi:

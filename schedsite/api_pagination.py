@@ -56,6 +56,13 @@ class CountingPaginator(Paginator):
         return self.row_count.n
 
     def page(self, number: int | str) -> Page:
+        if (
+            isinstance(self.object_list, QuerySet)
+            and _whole_number(str(number)) == 1
+            and not self.orphans
+            and "row_count" not in self.__dict__
+        ):
+            return self._first_page()
         if not self.row_count.estimated:
             return super().page(number)
         number = _whole_number(str(number))
@@ -68,6 +75,20 @@ class CountingPaginator(Paginator):
         page = EstimatedPage(rows[: self.per_page], number, self)
         page.more = len(rows) > self.per_page
         return page
+
+    def _first_page(self) -> Page:
+        """The first page, read with one row more than it shows: without that row the page is
+        the whole list and its length the exact count, with no COUNT statement (a runner's
+        lease list, most lists of a small lab). With it, counted as any page is."""
+        rows = list(self.object_list[: self.per_page + 1])
+        if len(rows) <= self.per_page:
+            self.__dict__["row_count"] = RowCount(len(rows))  # the cached_property's value
+            return self._get_page(rows, 1, self)
+        if self.row_count.estimated:
+            page = EstimatedPage(rows[: self.per_page], 1, self)
+            page.more = True
+            return page
+        return self._get_page(rows[: self.per_page], 1, self)
 
 
 class PageNumberPagination(pagination.PageNumberPagination):

@@ -68,3 +68,22 @@ def test_the_estimate_plans_the_rows_alone_not_the_joins_a_page_reads(
     explains = [q["sql"] for q in ctx.captured_queries if q["sql"].startswith("EXPLAIN")]
     assert len(explains) == 1 and " JOIN " not in explains[0]
     assert body["count_estimated"] and body["count"] > 5
+
+
+@pytest.mark.parametrize(("size", "counted"), [(13, False), (12, False), (11, True), (5, True)])
+def test_a_first_page_that_is_the_whole_list_counts_itself(
+    alice_client, twelve_jobs, size, counted
+):  # noqa: ANN001
+    """The first page is read with one row more: when it holds the whole list, its count is
+    its length and no COUNT statement runs; when a row is left over, the list is counted and
+    `next` points on. Either way the envelope is the same as counting first would give."""
+    with CaptureQueriesContext(connection) as queries:
+        body = alice_client.get(f"/api/jobs/?page_size={size}").json()
+    assert (body["count"], body["count_estimated"]) == (12, False)
+    assert len(body["results"]) == min(size, 12)
+    assert (body["next"] is not None) is (size < 12)
+    assert body["previous"] is None
+    counts = [q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"]]
+    assert any('"jobs_job"' in sql for sql in counts) is counted, counts
+    ids, _pages = walk(alice_client, f"/api/jobs/?page_size={size}")
+    assert sorted(ids) == sorted(job.id for job in twelve_jobs)

@@ -60,6 +60,7 @@ class CountingPaginator(Paginator):
             isinstance(self.object_list, QuerySet)
             and _whole_number(str(number)) == 1
             and not self.orphans
+            and self.allow_empty_first_page
             and "row_count" not in self.__dict__
         ):
             return self._first_page()

@@ -3,7 +3,8 @@
 psycopg adapts a Python list element by element in Python code: a cold tick binds arrays of
 10,000 ids and texts to a handful of statements, and adapting them took about 0.2 s of it. A
 literal is built by str.join and str.replace, in C: about a millisecond for 10,000 elements.
-The `in_array` lookup filters by many ids the same way.
+The `in_array` lookup filters by many ids the same way. One large value (not an array) is
+better sent apart from the statement: `server_bound_cursor`.
 """
 
 from __future__ import annotations

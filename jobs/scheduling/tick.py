@@ -610,7 +610,7 @@ def _store_reasons(changed: dict[str, planner.WaitReason], *, gone: list[str] | 
         if not changed:
             return
     # One statement with one parameter, a JSON object of the rows (key -> reason), encoded in
-    # one pass of the C encoder: a cold tick writes a few thousand rows, a tick after 100
+    # one pass of orjson (dumps_compact): a cold tick writes a few thousand rows, a tick after 100
     # changes about a thousand (~450 KB), sent apart from the statement. A `json` value's text
     # is kept as sent, so each row stores exactly its reason's encoding.
     with server_bound_cursor(connection) as cursor:
